@@ -1,0 +1,143 @@
+"""The engine API: one request in, a stream of drafts out.
+
+Everything outside ``model/`` (the editor, the CLI, the benchmarks) talks to the engine only
+through these types and the ``Backend`` protocol. Nothing here imports torch, so the editor can
+import it while the window is still coming up.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class EngineError(RuntimeError):
+    """A failure the user should read: a bad model folder, an impossible request."""
+
+
+class Cancelled(Exception):
+    """Raised inside a backend when the request's cancel flag was set between passes."""
+
+
+@dataclass(frozen=True)
+class InfillRequest:
+    """What to write between ``prefix`` and ``suffix``.
+
+    ``init_text`` + ``strength`` make it a rewrite: the canvas starts from ``init_text`` and only
+    a ``strength`` fraction of its tokens is renoised (0 keeps the text, 1 is a fresh infill).
+    ``instruction`` is used by instruction-tuned checkpoints only. ``steps`` and ``seed`` of None
+    take the model's defaults; ``n_alternatives`` candidates are decoded as one batch.
+    """
+
+    prefix: str = ""
+    suffix: str = ""
+    max_new_tokens: int = 64
+    init_text: str | None = None
+    strength: float = 1.0
+    instruction: str | None = None
+    steps: int | None = None
+    seed: int | None = None
+    n_alternatives: int = 1
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ValueError("max_new_tokens must be at least 1")
+        if not 0.0 <= self.strength <= 1.0:
+            raise ValueError("strength must be between 0 and 1")
+        if self.n_alternatives < 1:
+            raise ValueError("n_alternatives must be at least 1")
+        if self.steps is not None and self.steps < 1:
+            raise ValueError("steps must be at least 1")
+
+    @property
+    def is_rewrite(self) -> bool:
+        return self.init_text is not None
+
+
+@dataclass(frozen=True)
+class TokenState:
+    """One canvas position as the editor draws it."""
+
+    text: str
+    confidence: float  # probability of the shown token under the model, 0..1
+    accepted: bool  # the sampler has settled this position
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One alternative's text in a draft; ``tokens`` spell exactly ``text``."""
+
+    text: str
+    tokens: tuple[TokenState, ...]
+
+
+@dataclass(frozen=True)
+class Draft:
+    """The state after one denoising pass.
+
+    ``step`` counts decoder passes so far; ``final`` marks the last draft, whose candidates are
+    the results. Alternative 0 is ``text`` / ``tokens``.
+    """
+
+    step: int
+    candidates: tuple[Candidate, ...]
+    final: bool = False
+    forward_passes: int = 0
+    generated_tokens: int = 0
+
+    @property
+    def text(self) -> str:
+        return self.candidates[0].text
+
+    @property
+    def tokens(self) -> tuple[TokenState, ...]:
+        return self.candidates[0].tokens
+
+    @property
+    def tokens_per_pass(self) -> float:
+        return self.generated_tokens / self.forward_passes if self.forward_passes else 0.0
+
+
+@dataclass
+class CancelFlag:
+    """Set from any thread; the backend checks it between passes."""
+
+    _event: threading.Event = field(default_factory=threading.Event)
+
+    def set(self) -> None:
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def raise_if_set(self) -> None:
+        if self._event.is_set():
+            raise Cancelled()
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    backend: str  # "diffusion-gemma" or "masked-diffusion"
+    device: str
+    parameters: int
+    instruction_tuned: bool
+    license: str = "unknown"
+
+
+class Backend(Protocol):
+    """A loaded model that turns requests into drafts. Not thread-safe: one worker owns it."""
+
+    info: ModelInfo
+
+    def stream(
+        self, requests: Sequence[InfillRequest], cancel: CancelFlag | None = None
+    ) -> Iterator[tuple[Draft, ...]]:
+        """Denoise ``requests`` together; yield one draft per request after every pass.
+
+        The last tuple has ``final=True`` on every draft. Raises ``Cancelled`` when ``cancel``
+        is set, between passes, leaving no state behind.
+        """
+        ...

@@ -1,0 +1,61 @@
+"""How infill requests are laid out as DiffusionGemma prompts and canvases.
+
+Training (``model.train``) and decoding (``model.diffusion_gemma``) share these functions, so the
+model sees at inference exactly the layout it was trained on.
+
+Single gap, prefix-suffix-middle (PSM) order::
+
+    prompt: <bos> <fim_prefix> prefix <fim_suffix> suffix <fim_middle>
+    canvas: middle <eos> <pad> <pad> ...
+
+Several gaps at once (joint fill), each gap marked by its sentinel::
+
+    prompt: <bos> <fim_prefix> seg0 <gap_0> seg1 <gap_1> seg2 <fim_middle>
+    canvas: <gap_0> fill0 <gap_1> fill1 <eos> <pad> ...
+
+A middle longer than one canvas continues on the next canvas, after the previous one is appended
+to the prompt (DiffusionGemma's block-autoregressive outer loop).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from model.tokenizer import FIM_MIDDLE, FIM_PREFIX, FIM_SUFFIX, GAP_TOKENS, special_id
+
+
+class Layout:
+    """Special-token ids of one tokenizer, and the prompt/canvas builders that use them."""
+
+    def __init__(self, tokenizer):
+        self.pad = tokenizer.pad_token_id
+        self.eos = tokenizer.eos_token_id
+        self.bos = tokenizer.bos_token_id
+        self.mask = tokenizer.mask_token_id
+        self.fim_prefix = special_id(tokenizer, FIM_PREFIX)
+        self.fim_suffix = special_id(tokenizer, FIM_SUFFIX)
+        self.fim_middle = special_id(tokenizer, FIM_MIDDLE)
+        self.gaps = [special_id(tokenizer, token) for token in GAP_TOKENS]
+
+    def fim_prompt(self, prefix: Sequence[int], suffix: Sequence[int], budget: int) -> list[int]:
+        """PSM prompt within ``budget`` tokens: the prefix loses its start, the suffix its end."""
+        room = max(0, budget - 4)
+        keep_suffix = min(len(suffix), max(room // 4, room - len(prefix)))
+        keep_prefix = min(len(prefix), room - keep_suffix)
+        prefix = prefix[len(prefix) - keep_prefix :]
+        suffix = suffix[:keep_suffix]
+        return [self.bos, self.fim_prefix, *prefix, self.fim_suffix, *suffix, self.fim_middle]
+
+    def multi_gap_prompt(self, segments: Sequence[Sequence[int]]) -> list[int]:
+        """Prompt for ``len(segments) - 1`` gaps, the i-th gap between segments i and i+1."""
+        if not 2 <= len(segments) <= len(self.gaps) + 1:
+            raise ValueError(f"joint fill takes 1 to {len(self.gaps)} gaps")
+        ids = [self.bos, self.fim_prefix, *segments[0]]
+        for gap, segment in zip(self.gaps, segments[1:]):
+            ids += [gap, *segment]
+        return ids + [self.fim_middle]
+
+    def canvas_target(self, middle: Sequence[int], canvas_length: int) -> list[int]:
+        """The canvas a model should produce for ``middle``: middle, EOS, then padding."""
+        ids = [*middle, self.eos][:canvas_length]
+        return ids + [self.pad] * (canvas_length - len(ids))

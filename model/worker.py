@@ -1,0 +1,141 @@
+"""The inference worker: one thread that owns the model and runs one job at a time.
+
+The editor (or any other caller) submits requests and gets callbacks *on the worker thread*;
+it is the caller's job to hop back to its own thread (the editor uses
+``loop.call_soon_threadsafe``). Submitting a job with an ``owner`` cancels that owner's
+previous job, so a new Ctrl+K replaces the old run instead of queueing behind it.
+
+The model is loaded on the worker thread too, so ``import torch`` never blocks the caller.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from model.api import Backend, CancelFlag, Cancelled, Draft, InfillRequest
+
+DraftCallback = Callable[[tuple[Draft, ...]], None]
+DoneCallback = Callable[[tuple[Draft, ...]], None]
+ErrorCallback = Callable[[BaseException], None]
+
+
+@dataclass
+class Job:
+    requests: tuple[InfillRequest, ...]
+    on_draft: DraftCallback
+    on_done: DoneCallback
+    on_error: ErrorCallback
+    on_cancelled: Callable[[], None] | None = None
+    owner: object = None
+    cancel_flag: CancelFlag = field(default_factory=CancelFlag)
+
+    def cancel(self) -> None:
+        self.cancel_flag.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_flag.is_set()
+
+
+class InferenceWorker:
+    """Loads a backend with ``load`` on its own thread, then serves jobs until ``stop``."""
+
+    def __init__(
+        self,
+        load: Callable[[], Backend],
+        on_loaded: Callable[[Backend], None] | None = None,
+        on_load_error: Callable[[BaseException], None] | None = None,
+    ):
+        self._load = load
+        self._on_loaded = on_loaded
+        self._on_load_error = on_load_error
+        self._jobs: queue.Queue[Job | None] = queue.Queue()
+        self._latest: dict[int, Job] = {}
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="sfumato-inference", daemon=True)
+        self.backend: Backend | None = None
+        self.load_error: BaseException | None = None
+        self.loaded = threading.Event()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(
+        self,
+        requests: Sequence[InfillRequest],
+        on_draft: DraftCallback,
+        on_done: DoneCallback,
+        on_error: ErrorCallback,
+        on_cancelled: Callable[[], None] | None = None,
+        owner: object = None,
+    ) -> Job:
+        job = Job(tuple(requests), on_draft, on_done, on_error, on_cancelled, owner)
+        with self._lock:
+            if owner is not None:
+                previous = self._latest.get(id(owner))
+                if previous is not None:
+                    previous.cancel()
+                self._latest[id(owner)] = job
+        self._jobs.put(job)
+        return job
+
+    def stop(self, timeout: float | None = 5.0) -> None:
+        with self._lock:
+            for job in self._latest.values():
+                job.cancel()
+        self._jobs.put(None)
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        try:
+            self.backend = self._load()
+        except BaseException as error:  # noqa: BLE001 - any load failure is reported, never raised here
+            self.load_error = error
+        self.loaded.set()
+        if self.load_error is not None:
+            if self._on_load_error:
+                self._on_load_error(self.load_error)
+        elif self._on_loaded:
+            self._on_loaded(self.backend)
+        while (job := self._jobs.get()) is not None:
+            if self.load_error is not None:
+                job.on_error(self.load_error)
+            else:
+                self._serve(job)
+
+    def _serve(self, job: Job) -> None:
+        if job.cancelled:
+            self._report_cancelled(job)
+            return
+        last: tuple[Draft, ...] | None = None
+        try:
+            for drafts in self.backend.stream(job.requests, job.cancel_flag):
+                last = drafts
+                if all(draft.final for draft in drafts):
+                    break
+                job.on_draft(drafts)
+        except Cancelled:
+            self._report_cancelled(job)
+            return
+        except Exception as error:  # noqa: BLE001 - the worker must survive any model failure
+            job.on_error(error)
+            return
+        finally:
+            with self._lock:
+                if self._latest.get(id(job.owner)) is job:
+                    del self._latest[id(job.owner)]
+        if job.cancelled:
+            self._report_cancelled(job)
+        elif last is None:
+            job.on_error(RuntimeError("the model produced no result"))
+        else:
+            job.on_done(last)
+
+    @staticmethod
+    def _report_cancelled(job: Job) -> None:
+        if job.on_cancelled:
+            job.on_cancelled()
