@@ -57,6 +57,26 @@ class InfillRequest:
 
 
 @dataclass(frozen=True)
+class TemplateRequest:
+    """Fill every gap of a template jointly: ``segments`` is the text around the gaps.
+
+    Gap i lies between ``segments[i]`` and ``segments[i + 1]``; ``max_new_tokens[i]`` caps it
+    (from a ``[MASK:n]`` hint or a default). Backends yield one draft per gap, in order.
+    """
+
+    segments: tuple[str, ...]
+    max_new_tokens: tuple[int, ...]
+    steps: int | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.segments) != len(self.max_new_tokens) + 1:
+            raise ValueError("a template with n gaps has n + 1 segments")
+        if any(n < 1 for n in self.max_new_tokens):
+            raise ValueError("every gap needs max_new_tokens of at least 1")
+
+
+@dataclass(frozen=True)
 class TokenState:
     """One canvas position as the editor draws it."""
 
@@ -140,4 +160,10 @@ class Backend(Protocol):
         The last tuple has ``final=True`` on every draft. Raises ``Cancelled`` when ``cancel``
         is set, between passes, leaving no state behind.
         """
+        ...
+
+    def stream_template(
+        self, template: TemplateRequest, cancel: CancelFlag | None = None
+    ) -> Iterator[tuple[Draft, ...]]:
+        """Fill all gaps of ``template``; yield one draft per gap after every pass."""
         ...
