@@ -1,0 +1,326 @@
+"""The DiffusionGemma backend: infill and rewrite with transformers' block-diffusion model.
+
+``generate()`` runs the whole loop and reports only argmax drafts, so the editor could neither
+see which tokens the sampler accepted nor cancel between passes, and a rewrite could not keep
+tokens fixed. This module therefore drives the loop itself from the library's own parts: the
+encoder prefill and canvas masks (``_prepare_encoder_inputs``, ``_prepare_denoiser_inputs``),
+one pass (``_denoising_step``: decoder, temperature schedule, sampler, stopping criteria,
+self-conditioning) and the sampler classes. Two small additions:
+
+* ``PinnedTokens``, a logits processor that forces chosen canvas positions to chosen tokens:
+  the untouched part of a rewrite, and, for absorbing-mask models, tokens already accepted.
+* ``MaskNoiseSampler``, the library's entropy-bound sampler with ``<mask>`` instead of uniform
+  random tokens as noise, for models trained with absorbing-mask corruption (the embedded one).
+
+Shapes: B rows (requests x alternatives), L = canvas length, V = vocabulary.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+from transformers.generation import LogitsProcessor, SuppressTokensLogitsProcessor
+from transformers.models.diffusion_gemma.generation_diffusion_gemma import EntropyBoundSampler
+
+from model.api import (
+    Candidate,
+    CancelFlag,
+    Draft,
+    InfillRequest,
+    ModelInfo,
+    TemplateRequest,
+    TokenState,
+)
+from model.layout import Layout
+from model.token_text import split_text, token_bytes_table
+from model.tokenizer import decode_ids, encode_text
+
+PIN_LOGIT = 1e4
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How a checkpoint expects to be prompted and noised (``sfumato.json`` in its folder)."""
+
+    prompt_layout: str = "chat"  # "fim" (trained by this project) or "chat" (released -it checkpoints)
+    canvas_noise: str = "uniform"  # "uniform" (DiffusionGemma's) or "mask" (absorbing)
+    context_tokens: int = 4096  # prompt budget; longer prefixes lose their start
+
+
+class PinnedTokens(LogitsProcessor):
+    """Forces ``pinned`` canvas positions to ``ids``: they win argmax and sampling, with ~0 entropy."""
+
+    def __init__(self, pinned: torch.BoolTensor, ids: torch.LongTensor):
+        self.pinned = pinned  # (B, L)
+        self.ids = ids  # (B, L)
+
+    def __call__(self, input_ids, scores: torch.Tensor, cur_step=None) -> torch.Tensor:
+        if not self.pinned.any():
+            return scores
+        forced = torch.full_like(scores, -PIN_LOGIT).scatter_(-1, self.ids.unsqueeze(-1), PIN_LOGIT)
+        return torch.where(self.pinned.unsqueeze(-1), forced, scores)
+
+
+class MaskNoiseSampler(EntropyBoundSampler):
+    """Entropy-bound acceptance as in the library; noise is the ``<mask>`` token (absorbing diffusion)."""
+
+    def __init__(self, config, canvas_length: int, vocab_size: int, max_denoising_steps: int, mask_id: int):
+        super().__init__(config, canvas_length, vocab_size, max_denoising_steps)
+        self.mask_id = mask_id
+
+    def initialize_canvas(self, batch_size: int, device: torch.device) -> torch.LongTensor:
+        return torch.full((batch_size, self.canvas_length), self.mask_id, dtype=torch.long, device=device)
+
+
+@dataclass
+class _Row:
+    """One line of the batch: a request's alternative, or one gap of a template."""
+
+    prompt: list[int]
+    max_new_tokens: int
+    init_ids: list[int] | None = None  # rewrite: the current text's tokens
+    strength: float = 1.0
+
+
+class DiffusionGemmaBackend:
+    def __init__(self, model, tokenizer, profile: Profile, info: ModelInfo):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.profile = profile
+        self.info = info
+        self.layout = Layout(tokenizer) if profile.prompt_layout == "fim" else None
+        self.canvas_length = model.config.canvas_length
+        self._bytes = token_bytes_table(tokenizer)
+        eos = model.generation_config.eos_token_id
+        eos = eos if isinstance(eos, list) else [eos]
+        self._end_ids = {tokenizer.eos_token_id, tokenizer.pad_token_id, *(i for i in eos if i is not None)}
+        # control tokens never belong in the user's text
+        self._suppressed = sorted(set(tokenizer.all_special_ids) - self._end_ids)
+        self.device = next(model.parameters()).device
+
+    # ---- public API -------------------------------------------------------------------------
+
+    def stream(self, requests: Sequence[InfillRequest], cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
+        rows, owners = [], []
+        for index, request in enumerate(requests):
+            for _ in range(request.n_alternatives):
+                rows.append(self._row(request))
+                owners.append(index)
+        first = requests[0]
+        for row_drafts in self._denoise(rows, first.steps, first.seed, cancel):
+            yield tuple(
+                _merge([row_drafts[i] for i, owner in enumerate(owners) if owner == index])
+                for index in range(len(requests))
+            )
+
+    def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
+        """Gaps are filled as a batch, each seeing the whole template around it with other gaps blank."""
+        segments = template.segments
+        requests = [
+            InfillRequest(
+                prefix="".join(segments[: i + 1]),
+                suffix="".join(segments[i + 1 :]),
+                max_new_tokens=template.max_new_tokens[i],
+                steps=template.steps,
+                seed=template.seed,
+            )
+            for i in range(len(template.max_new_tokens))
+        ]
+        return self.stream(requests, cancel)
+
+    # ---- prompts ------------------------------------------------------------------------------
+
+    def _row(self, request: InfillRequest) -> _Row:
+        init_ids = encode_text(self.tokenizer, request.init_text) if request.is_rewrite else None
+        max_new = max(request.max_new_tokens, len(init_ids) + 1) if init_ids is not None else request.max_new_tokens
+        return _Row(self._prompt(request), max_new, init_ids, request.strength)
+
+    def _prompt(self, request: InfillRequest) -> list[int]:
+        budget = self.profile.context_tokens
+        if self.layout is not None:
+            prefix = encode_text(self.tokenizer, request.prefix)
+            suffix = encode_text(self.tokenizer, request.suffix)
+            return self.layout.fim_prompt(prefix, suffix, budget)
+        return self._chat_prompt(request, budget)
+
+    def _chat_prompt(self, request: InfillRequest, budget: int) -> list[int]:
+        """For instruction-tuned checkpoints: describe the region and ask for its new text only."""
+        chars = budget * 3  # rough characters per token, refined by the final token cut below
+        prefix, suffix = request.prefix[-chars // 2 :], request.suffix[: chars // 4]
+        parts = [
+            "You are editing a document. Write only the text that belongs in the region marked <REGION>, "
+            "with no explanation and no code fences.",
+            f"Document:\n{prefix}<REGION>{suffix}",
+        ]
+        if request.is_rewrite:
+            parts.append(f"The region currently contains:\n{request.init_text}")
+        parts.append(f"Instruction: {request.instruction or 'Fill in the region so that it fits its surroundings.'}")
+        messages = [{"role": "user", "content": "\n\n".join(parts)}]
+        ids = self.tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
+        if isinstance(ids, dict) or hasattr(ids, "input_ids"):
+            ids = ids["input_ids"]
+        return list(ids)[-budget:]
+
+    # ---- the denoising loop -------------------------------------------------------------------
+
+    def _denoise(self, rows: list[_Row], steps: int | None, seed: int | None, cancel: CancelFlag | None):
+        model, L, device = self.model, self.canvas_length, self.device
+        config, _ = model._prepare_generation_config(None)
+        if steps is not None:
+            config.max_denoising_steps = steps
+        torch.manual_seed(seed if seed is not None else torch.seed())
+
+        B = len(rows)
+        width = max(len(row.prompt) for row in rows)
+        input_ids = torch.full((B, width), self.tokenizer.pad_token_id, dtype=torch.long, device=device)
+        attention_mask = torch.zeros((B, width), dtype=torch.bool, device=device)
+        for b, row in enumerate(rows):  # left padding: every canvas starts right after its prompt
+            input_ids[b, width - len(row.prompt) :] = torch.tensor(row.prompt)
+            attention_mask[b, width - len(row.prompt) :] = True
+        n_canvases = math.ceil(max(row.max_new_tokens for row in rows) / L)
+        cache = model._prepare_cache_for_generation(config, B, width + n_canvases * L)
+
+        sampler = self._sampler(config)
+        pinned = PinnedTokens(torch.zeros((B, L), dtype=torch.bool, device=device), torch.zeros((B, L), dtype=torch.long, device=device))
+        logits_processor = model._prepare_logits_processor(config, None)
+        logits_processor.insert(0, pinned)
+        logits_processor.insert(0, SuppressTokensLogitsProcessor(self._suppressed, device=device))
+        stopping = model._prepare_diffusion_stopping_criteria(config)
+
+        generated: list[list[int]] = [[] for _ in rows]
+        finished = [False] * B
+        passes = [0] * B
+        step = 0
+        cur_len = width
+        new_ids = input_ids
+        decoder_attention_mask = torch.nn.functional.pad(attention_mask, (0, L), value=True)
+        with torch.inference_mode():
+            for canvas_index in range(n_canvases):
+                encoder_position_ids = torch.arange(cur_len - new_ids.shape[1], cur_len, device=device).unsqueeze(0)
+                decoder_position_ids = torch.arange(cur_len, cur_len + L, device=device).unsqueeze(0)
+                encoder_inputs, encoder_mask = model._prepare_encoder_inputs(
+                    input_ids=new_ids, attention_mask=attention_mask, encoder_position_ids=encoder_position_ids,
+                    cache=cache, is_prefill=canvas_index == 0, canvas_length=L, batch_size=B,
+                )
+                cache = model.model.encoder(
+                    input_ids=encoder_inputs, attention_mask=encoder_mask, cache=cache, position_ids=encoder_position_ids
+                ).cache
+
+                start = self._start_canvas(rows, canvas_index, sampler, pinned)
+                canvas, self_conditioning, mask_mapping, done = model._prepare_denoiser_inputs(
+                    decoder_attention_mask=decoder_attention_mask, cache=cache, sampler=sampler,
+                    diffusion_stopping_criteria=stopping, batch_size=B, device=device,
+                    model_kwargs={"decoder_input_ids": start},
+                )
+                argmax = canvas
+                done |= torch.tensor(finished, device=device)
+                for cur_step in reversed(range(1, config.max_denoising_steps + 1)):
+                    if cancel is not None:
+                        cancel.raise_if_set()
+                    if bool(done.all()):
+                        break
+                    for b in range(B):
+                        passes[b] += not bool(done[b])
+                    canvas, argmax, self_conditioning, done = model._denoising_step(
+                        decoder_forward=model.forward, current_canvas=canvas, argmax_canvas=argmax,
+                        input_ids=input_ids, decoder_position_ids=decoder_position_ids,
+                        self_conditioning_logits=self_conditioning, mask_mapping=mask_mapping, cache=cache,
+                        finished_denoising=done, cur_step=cur_step, sampler=sampler,
+                        logits_processor=logits_processor, diffusion_stopping_criteria=stopping,
+                    )
+                    step += 1
+                    accepted = sampler.accepted_token_mask | pinned.pinned
+                    shown = torch.where(accepted, canvas, argmax)
+                    if self.profile.canvas_noise == "mask":  # absorbing: accepted tokens never change again
+                        pinned.ids = torch.where(accepted & ~pinned.pinned, canvas, pinned.ids)
+                        pinned.pinned = accepted
+                    yield self._drafts(rows, generated, shown, accepted, self_conditioning, step, passes, finished, final=False)
+
+                final_canvas = torch.where(pinned.pinned, pinned.ids, argmax)
+                self._append(rows, generated, finished, final_canvas)
+                if all(finished) or canvas_index == n_canvases - 1:
+                    break
+                new_ids = final_canvas
+                cur_len += L
+                attention_mask = torch.nn.functional.pad(attention_mask, (0, L), value=True)
+                decoder_attention_mask = torch.nn.functional.pad(decoder_attention_mask, (0, L), value=True)
+        yield tuple(self._final_draft(generated[b], step, passes[b]) for b in range(B))
+
+    def _sampler(self, config) -> EntropyBoundSampler:
+        if self.profile.canvas_noise == "mask":
+            return MaskNoiseSampler(
+                config.sampler_config, self.canvas_length, self.model.config.text_config.vocab_size,
+                config.max_denoising_steps, self.tokenizer.mask_token_id,
+            )
+        return self.model._prepare_sampler(config)
+
+    def _start_canvas(self, rows: list[_Row], canvas_index: int, sampler, pinned: PinnedTokens) -> torch.LongTensor:
+        """Noise everywhere, except a rewrite's pinned tokens: (1 - strength) of its text and EOS."""
+        L = self.canvas_length
+        start = sampler.initialize_canvas(len(rows), self.device)
+        pinned.pinned = torch.zeros_like(pinned.pinned)
+        pinned.ids = torch.zeros_like(pinned.ids)
+        for b, row in enumerate(rows):
+            if row.init_ids is None:
+                continue
+            text = [*row.init_ids, self.tokenizer.eos_token_id][canvas_index * L : (canvas_index + 1) * L]
+            if not text:
+                continue
+            n_keep = round((1.0 - row.strength) * len(text))
+            keep = torch.randperm(len(text))[:n_keep].to(self.device)
+            ids = torch.tensor(text, device=self.device)
+            pinned.ids[b, keep] = ids[keep]
+            pinned.pinned[b, keep] = True
+            start[b, keep] = ids[keep]
+        return start
+
+    def _append(self, rows, generated, finished, canvas: torch.LongTensor) -> None:
+        """Add a finished canvas to each row's output; a row ends at EOS/pad or its token budget."""
+        for b, row in enumerate(rows):
+            if finished[b]:
+                continue
+            for token_id in canvas[b].tolist():
+                if token_id in self._end_ids or len(generated[b]) >= row.max_new_tokens:
+                    finished[b] = True
+                    break
+                generated[b].append(token_id)
+
+    # ---- drafts -------------------------------------------------------------------------------
+
+    def _drafts(self, rows, generated, shown, accepted, logits, step, passes, finished, final):
+        confidence = torch.softmax(logits.float(), dim=-1).gather(-1, shown.unsqueeze(-1)).squeeze(-1)
+        drafts = []
+        for b, row in enumerate(rows):
+            ids, flags, scores = list(generated[b]), [True] * len(generated[b]), [1.0] * len(generated[b])
+            if not finished[b]:
+                for token_id, ok, score in zip(shown[b].tolist(), accepted[b].tolist(), confidence[b].tolist()):
+                    if token_id in self._end_ids or len(ids) >= row.max_new_tokens:
+                        break
+                    ids.append(token_id)
+                    flags.append(ok)
+                    scores.append(score)
+            pieces = split_text(self._bytes, ids)
+            tokens = tuple(TokenState(p, s, f) for p, s, f in zip(pieces, scores, flags))
+            drafts.append(Draft(step, (Candidate("".join(pieces), tokens),), final, passes[b], len(ids)))
+        return tuple(drafts)
+
+    def _final_draft(self, ids: list[int], step: int, passes: int) -> Draft:
+        text = decode_ids(self.tokenizer, ids)
+        pieces = split_text(self._bytes, ids)
+        tokens = tuple(TokenState(p, 1.0, True) for p in pieces)
+        return Draft(step, (Candidate(text, tokens),), True, passes, len(ids))
+
+
+def _merge(drafts: list[Draft]) -> Draft:
+    """One request's draft from its alternatives' rows: candidates side by side."""
+    first = drafts[0]
+    return Draft(
+        first.step,
+        tuple(candidate for draft in drafts for candidate in draft.candidates),
+        all(draft.final for draft in drafts),
+        max(draft.forward_passes for draft in drafts),
+        sum(draft.generated_tokens for draft in drafts) // len(drafts),
+    )

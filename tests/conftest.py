@@ -1,0 +1,67 @@
+"""Shared fixtures: a tiny random DiffusionGemma saved with the project's tokenizer.
+
+Random weights write nonsense, so tests built on it assert behaviour (lengths, EOS handling,
+determinism, cancel), never the quality of the text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+REPO = Path(__file__).resolve().parent.parent
+TOKENIZER_DIR = REPO / "resources" / "tokenizer"
+
+
+@pytest.fixture(scope="session")
+def project_tokenizer():
+    from model.tokenizer import load_tokenizer
+
+    return load_tokenizer(TOKENIZER_DIR)
+
+
+def build_tiny_model(folder: Path, tokenizer, canvas_length: int = 16, noise: str = "mask", seed: int = 0) -> Path:
+    """Save a ~0.7M-parameter DiffusionGemma with ``tokenizer`` and a FIM profile to ``folder``."""
+    import torch
+    from transformers import DiffusionGemmaForBlockDiffusion
+    from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
+        DiffusionGemmaGenerationConfig,
+        EntropyBoundSamplerConfig,
+    )
+
+    from model.architecture import small_config
+
+    torch.manual_seed(seed)
+    config = small_config(
+        tokenizer, hidden_size=64, num_layers=2, num_heads=2, head_dim=32, intermediate_size=128,
+        canvas_length=canvas_length,
+    )
+    model = DiffusionGemmaForBlockDiffusion(config)
+    model.generation_config = DiffusionGemmaGenerationConfig(
+        max_denoising_steps=8, sampler_config=EntropyBoundSamplerConfig(entropy_bound=0.5),
+        t_min=0.4, t_max=0.8, stability_threshold=1, confidence_threshold=0.005,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
+    )
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    (folder / "sfumato.json").write_text(
+        json.dumps({"format": 1, "prompt_layout": "fim", "canvas_noise": noise, "context_tokens": 512})
+    )
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, project_tokenizer) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), project_tokenizer)
+
+
+@pytest.fixture(scope="session")
+def tiny_backend(tiny_model_dir):
+    from model.loading import load_backend
+
+    return load_backend(str(tiny_model_dir), device="cpu")
