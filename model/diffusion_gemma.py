@@ -216,14 +216,16 @@ class DiffusionGemmaBackend:
                     model_kwargs={"decoder_input_ids": start},
                 )
                 argmax = canvas
-                done |= torch.tensor(finished, device=device)
+                # Rows that ended on an earlier canvas still ride along (the library's step cannot
+                # start with finished rows), but their passes are not counted and their output is ignored.
+                ended = torch.tensor(finished, device=device)
                 for cur_step in reversed(range(1, config.max_denoising_steps + 1)):
                     if cancel is not None:
                         cancel.raise_if_set()
-                    if bool(done.all()):
+                    if bool((done | ended).all()):
                         break
                     for b in range(B):
-                        passes[b] += not bool(done[b])
+                        passes[b] += not bool(done[b] or ended[b])
                     canvas, argmax, self_conditioning, done = model._denoising_step(
                         decoder_forward=model.forward, current_canvas=canvas, argmax_canvas=argmax,
                         input_ids=input_ids, decoder_position_ids=decoder_position_ids,

@@ -86,6 +86,9 @@ def load_backend(
     device = pick_device(device)
 
     from transformers import AutoConfig
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
 
     try:
         config = AutoConfig.from_pretrained(

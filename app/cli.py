@@ -1,0 +1,242 @@
+"""The ``sfumato`` command: the editor, and headless commands for scripts and evaluation.
+
+    sfumato [FILE...]                      open the editor
+    sfumato infill --jsonl [< requests]    JSON Lines in, one JSON line out per request, in order
+    sfumato fill TEMPLATE [-o OUT]         fill every [MASK] / [MASK:n] gap of a template
+    sfumato bench [--json]                 performance figures
+
+Exit codes: 0 success, 1 runtime error, 2 usage error; errors are one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from model.api import EngineError, InfillRequest, TemplateRequest
+
+VERSION = "0.1.0"
+COMMANDS = ("infill", "fill", "bench")
+
+
+class UsageError(Exception):
+    """Bad arguments: exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print usage and exit itself
+        raise UsageError(message)
+
+
+def _model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default="embedded", help="embedded | a model folder | a hub id")
+    parser.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
+    parser.add_argument("--steps", type=int, default=None, help="denoising passes per canvas")
+    parser.add_argument("--seed", type=int, default=None, help="make runs reproducible")
+    parser.add_argument("--allow-downloads", action="store_true", help="let a hub id download")
+
+
+def build_parser() -> dict[str, argparse.ArgumentParser]:
+    infill = _Parser(prog="sfumato infill", description="Infill requests given as JSON Lines.")
+    infill.add_argument("--jsonl", action="store_true", required=True, help="read JSON Lines (the only format)")
+    infill.add_argument("input", nargs="?", default="-", help="requests file (default: standard input)")
+    infill.add_argument("--batch-size", type=int, default=8, help="requests denoised together")
+    _model_options(infill)
+
+    fill = _Parser(prog="sfumato fill", description="Fill every [MASK] / [MASK:n] gap of a template.")
+    fill.add_argument("template")
+    fill.add_argument("-o", "--output", help="write here instead of standard output")
+    fill.add_argument("--in-place", action="store_true", help="overwrite the template itself")
+    fill.add_argument("--gap-tokens", type=int, default=32, help="length of a [MASK] without a hint")
+    _model_options(fill)
+
+    editor = _Parser(prog="sfumato", description="Sfumato: an editor whose AI edits are made by diffusion.")
+    editor.add_argument("files", nargs="*", help="files to open")
+    editor.add_argument("--model", default=None, help="model spec for this run (default: settings)")
+    editor.add_argument("--version", action="version", version=f"sfumato {VERSION}")
+    return {"infill": infill, "fill": fill, "editor": editor}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parsers = build_parser()
+    try:
+        if argv and argv[0] in COMMANDS:
+            command, rest = argv[0], argv[1:]
+            if command == "bench":
+                from app.bench import main as bench_main
+
+                return bench_main(rest)
+            args = parsers[command].parse_args(rest)
+            return {"infill": run_infill, "fill": run_fill}[command](args)
+        args = parsers["editor"].parse_args(argv)
+    except UsageError as error:
+        return _fail(2, str(error))
+    except OSError as error:
+        return _fail(1, f"{error.filename}: {error.strerror}" if error.filename else str(error))
+    except (EngineError, ValueError) as error:
+        return _fail(1, str(error))
+    except KeyboardInterrupt:
+        return _fail(1, "interrupted")
+    from app.editor import run
+
+    return run(args.files, args.model)
+
+
+def _fail(code: int, message: str) -> int:
+    print(f"sfumato: {message}", file=sys.stderr)
+    return code
+
+
+def _load(args):
+    from model.loading import load_backend
+
+    return load_backend(args.model, device=args.device, allow_downloads=args.allow_downloads)
+
+
+# ---- infill --jsonl --------------------------------------------------------------------------
+
+
+def parse_request_line(line: str, steps: int | None, seed: int | None) -> tuple[object, InfillRequest]:
+    """(id, request) from one JSON line; ValueError with a readable reason when it is not one."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not valid JSON ({error.msg} at column {error.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError("a request must be a JSON object")
+    request_id = data.get("id")
+    fields = {"prefix": str, "suffix": str, "max_new_tokens": int, "init_text": str, "strength": (int, float)}
+    for key, kind in fields.items():
+        if key in data and data[key] is not None and (not isinstance(data[key], kind) or isinstance(data[key], bool)):
+            raise _WithId(request_id, f"field {key!r} has the wrong type")
+    try:
+        request = InfillRequest(
+            prefix=data.get("prefix", ""),
+            suffix=data.get("suffix", ""),
+            max_new_tokens=data.get("max_new_tokens", 64),
+            init_text=data.get("init_text"),
+            strength=float(data.get("strength", 1.0)),
+            steps=steps,
+            seed=seed,
+        )
+    except ValueError as error:
+        raise _WithId(request_id, str(error)) from None
+    return request_id, request
+
+
+class _WithId(ValueError):
+    def __init__(self, request_id, message: str):
+        super().__init__(message)
+        self.request_id = request_id
+
+
+def run_infill(args) -> int:
+    if args.batch_size < 1:
+        raise UsageError("--batch-size must be at least 1")
+    source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8", errors="strict")
+    with source:
+        lines = [line for line in _read_lines(source) if line.strip()]
+    backend = _load(args) if lines else None
+    out = sys.stdout
+    for record in _infill_records(backend, lines, args):
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        out.flush()
+    return 0
+
+
+def _read_lines(source) -> Iterator[str]:
+    try:
+        yield from source
+    except UnicodeDecodeError as error:
+        raise EngineError(f"the input is not valid UTF-8 ({error.reason} at byte {error.start})") from None
+
+
+def _infill_records(backend, lines: list[str], args) -> Iterator[dict]:
+    """Output records in input order; valid requests run in batches, bad lines get an error record."""
+    parsed: list[tuple[object, InfillRequest | None, str | None]] = []
+    for line in lines:
+        try:
+            request_id, request = parse_request_line(line, args.steps, args.seed)
+            parsed.append((request_id, request, None))
+        except _WithId as error:
+            parsed.append((error.request_id, None, str(error)))
+        except ValueError as error:
+            parsed.append((None, None, str(error)))
+    for start in range(0, len(parsed), args.batch_size):
+        chunk = parsed[start : start + args.batch_size]
+        requests = [request for _, request, _ in chunk if request is not None]
+        results, seconds, failure = iter(()), 0.0, None
+        if requests:
+            began = time.perf_counter()
+            try:
+                results = iter(_run_to_end(backend.stream(requests)))
+            except Exception as error:  # a model failure fails this batch's lines, not the run
+                failure = str(error).splitlines()[0] if str(error) else type(error).__name__
+            seconds = time.perf_counter() - began
+        for request_id, request, error in chunk:
+            if request is None:
+                yield {"id": request_id, "error": error}
+            elif failure is not None:
+                yield {"id": request_id, "error": failure}
+            else:
+                draft = next(results)
+                yield {
+                    "id": request_id,
+                    "text": draft.text,
+                    "forward_passes": draft.forward_passes,
+                    "tokens": draft.generated_tokens,
+                    "seconds": round(seconds, 4),
+                }
+
+
+def _run_to_end(stream: Iterable) -> tuple:
+    last = None
+    for last in stream:
+        pass
+    if last is None:
+        raise EngineError("the model produced no result")
+    return last
+
+
+# ---- fill TEMPLATE ---------------------------------------------------------------------------
+
+
+def run_fill(args) -> int:
+    from model.template import apply_fills, find_gaps, segments_of
+
+    template_path = Path(args.template)
+    if template_path.is_dir():
+        raise UsageError(f"{args.template} is a folder, not a template file")
+    output = Path(args.output) if args.output else None
+    if args.in_place:
+        if output is not None:
+            raise UsageError("give either -o or --in-place, not both")
+        output = template_path
+    elif output is not None and output.exists() and output.resolve() == template_path.resolve():
+        raise UsageError("-o names the template itself; add --in-place to overwrite it")
+    data = template_path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise EngineError(f"{args.template} is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    gaps = find_gaps(text, default_tokens=args.gap_tokens)
+    if not gaps:
+        print("sfumato: the template has no [MASK] gaps; nothing to fill", file=sys.stderr)
+        filled = text
+    else:
+        template = TemplateRequest(segments_of(text, gaps), tuple(g.max_new_tokens for g in gaps), args.steps, args.seed)
+        drafts = _run_to_end(_load(args).stream_template(template))
+        filled = apply_fills(text, gaps, [draft.text for draft in drafts])
+    if output is None:
+        sys.stdout.write(filled)
+        sys.stdout.flush()
+    else:
+        from app.fileio import write_atomic
+
+        write_atomic(str(output), filled.encode("utf-8"))
+    return 0

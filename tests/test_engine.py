@@ -1,0 +1,137 @@
+"""The DiffusionGemma backend on a tiny random model: drafts, EOS, canvases, rewrite, seeds, cancel."""
+
+import pytest
+import torch
+
+from model.api import CancelFlag, Cancelled, InfillRequest, TemplateRequest
+from model.loading import load_backend
+
+
+def run(backend, *requests):
+    drafts = list(backend.stream(list(requests)))
+    return drafts, drafts[-1]
+
+
+def steer(monkeypatch, backend, boost_from=None, ban=()):
+    """Make the random model emit EOS from canvas position ``boost_from`` on, or never emit ``ban``."""
+    original = backend.model.forward
+    eos = backend.tokenizer.eos_token_id
+
+    def forward(*args, **kwargs):
+        out = original(*args, **kwargs)
+        if boost_from is not None:
+            out.logits[:, boost_from:, eos] = 1e3
+        for token_id in ban:
+            out.logits[..., token_id] = -1e3
+        return out
+
+    monkeypatch.setattr(backend.model, "forward", forward)
+
+
+def test_request_streams_drafts_then_a_final_text(tiny_backend):
+    drafts, last = run(tiny_backend, InfillRequest(prefix="def f(x):\n    ", suffix="\n", max_new_tokens=12, seed=0))
+    assert len(drafts) >= 2
+    assert all(not d.final for (d,) in drafts[:-1]) and last[0].final
+    draft = last[0]
+    assert draft.text and draft.generated_tokens <= 12
+    assert "".join(t.text for t in draft.tokens) == draft.text
+    steps = [d.step for (d,) in drafts]
+    assert steps == sorted(steps)
+    # intermediate drafts carry per-token confidence and accepted flags
+    middle = drafts[0][0]
+    assert all(0.0 <= t.confidence <= 1.0 for t in middle.tokens)
+    assert any(not t.accepted for t in middle.tokens)
+
+
+def test_eos_closes_a_short_middle(monkeypatch, tiny_backend):
+    steer(monkeypatch, tiny_backend, boost_from=3, ban=[tiny_backend.tokenizer.pad_token_id])
+    _, last = run(tiny_backend, InfillRequest(prefix="x = ", suffix="\n", max_new_tokens=40, seed=1))
+    assert last[0].generated_tokens == 3  # everything from the EOS on is dropped
+
+
+def test_long_middle_continues_canvas_after_canvas(monkeypatch, tiny_backend):
+    tok = tiny_backend.tokenizer
+    steer(monkeypatch, tiny_backend, ban=[tok.eos_token_id, tok.pad_token_id])
+    assert tiny_backend.canvas_length == 16
+    _, last = run(tiny_backend, InfillRequest(prefix="a", max_new_tokens=40, seed=2))
+    assert last[0].generated_tokens == 40  # three canvases, cut at the budget
+
+
+def test_strength_zero_returns_the_text_exactly(tiny_backend):
+    text = "total = price * (1 + tax)  # 中文 😀"
+    _, last = run(tiny_backend, InfillRequest(prefix="x\n", suffix="\n", init_text=text, strength=0.0, seed=3))
+    assert last[0].text == text
+
+
+def test_partial_strength_keeps_the_rest_of_the_text(monkeypatch, tiny_backend):
+    tok = tiny_backend.tokenizer
+    steer(monkeypatch, tiny_backend, ban=[tok.eos_token_id, tok.pad_token_id])
+    text = "one two three four five six seven eight"
+    ids = tok.encode(text, add_special_tokens=False, split_special_tokens=True)
+    _, last = run(tiny_backend, InfillRequest(init_text=text, strength=0.5, max_new_tokens=len(ids), seed=4))
+    new = tok.encode(last[0].text, add_special_tokens=False, split_special_tokens=True)
+    kept = sum(a == b for a, b in zip(ids, new))
+    assert kept >= len(ids) // 2 and last[0].text != text
+
+
+def test_same_seed_same_output_and_seeds_differ(tiny_backend):
+    request = InfillRequest(prefix="import ", max_new_tokens=10, seed=7)
+    _, first = run(tiny_backend, request)
+    _, again = run(tiny_backend, request)
+    _, other = run(tiny_backend, InfillRequest(prefix="import ", max_new_tokens=10, seed=8))
+    assert first[0].text == again[0].text
+    assert first[0].text != other[0].text
+
+
+def test_alternatives_are_one_batch_and_differ(tiny_backend):
+    drafts, last = run(tiny_backend, InfillRequest(prefix="class ", max_new_tokens=10, seed=5, n_alternatives=3))
+    assert all(len(d.candidates) == 3 for (d,) in drafts)
+    assert len({c.text for c in last[0].candidates}) > 1
+
+
+def test_batched_requests_get_one_draft_each(tiny_backend):
+    requests = [InfillRequest(prefix="a", max_new_tokens=5, seed=1), InfillRequest(prefix="bbbb bbbb", max_new_tokens=20, seed=1)]
+    drafts = list(tiny_backend.stream(requests))
+    assert all(len(pair) == 2 for pair in drafts)
+    assert drafts[-1][0].generated_tokens <= 5 and drafts[-1][1].generated_tokens <= 20
+
+
+def test_cancel_stops_within_one_pass_and_leaves_no_state(tiny_backend):
+    request = InfillRequest(prefix="def ", max_new_tokens=16, seed=11, steps=8)
+    _, reference = run(tiny_backend, request)
+    cancel = CancelFlag()
+    stream = tiny_backend.stream([request], cancel)
+    next(stream)
+    cancel.set()
+    with pytest.raises(Cancelled):
+        next(stream)
+    _, after = run(tiny_backend, request)
+    assert after[0].text == reference[0].text
+
+
+def test_template_gives_one_draft_per_gap(tiny_backend):
+    template = TemplateRequest(("a = ", "\nb = ", "\nc = ", "\n"), (3, 4, 5), seed=1)
+    last = list(tiny_backend.stream_template(template))[-1]
+    assert len(last) == 3 and all(d.final for d in last)
+    assert [d.generated_tokens <= n for d, n in zip(last, (3, 4, 5))] == [True] * 3
+
+
+def test_uniform_noise_model_also_decodes(tmp_path, project_tokenizer):
+    from conftest import build_tiny_model
+
+    folder = build_tiny_model(tmp_path / "uniform", project_tokenizer, noise="uniform")
+    backend = load_backend(str(folder), device="cpu")
+    _, last = run(backend, InfillRequest(prefix="x", max_new_tokens=8, seed=0))
+    assert last[0].final and last[0].generated_tokens <= 8
+
+
+def test_model_round_trips_through_save_and_load(tmp_path, tiny_backend):
+    tiny_backend.model.save_pretrained(tmp_path)
+    tiny_backend.tokenizer.save_pretrained(tmp_path)
+    (tmp_path / "sfumato.json").write_text('{"prompt_layout": "fim", "canvas_noise": "mask", "context_tokens": 512}')
+    again = load_backend(str(tmp_path), device="cpu")
+    for a, b in zip(tiny_backend.model.state_dict().values(), again.model.state_dict().values()):
+        assert torch.equal(a, b)
+    assert again.model.generation_config.max_denoising_steps == tiny_backend.model.generation_config.max_denoising_steps
+    request = InfillRequest(prefix="for i in ", max_new_tokens=8, seed=9)
+    assert run(again, request)[1][0].text == run(tiny_backend, request)[1][0].text
