@@ -1,0 +1,295 @@
+"""The text widget: a QPlainTextEdit with line numbers, current-line highlight, indentation, zoom.
+
+It knows about infill sessions only through a small hook: while a session is active, every event
+that may edit the text runs inside ``session.user_edit()`` (so the draft never mixes with the
+user's own edits in the undo history) and the session sees the keys first (Tab, Esc, Alt+]/[).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import nullcontext
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QRect, QSize, Qt, Signal
+from PySide6.QtGui import (
+    QColor,
+    QFontDatabase,
+    QKeyEvent,
+    QKeySequence,
+    QPainter,
+    QPalette,
+    QTextCursor,
+    QTextFormat,
+)
+from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
+
+if TYPE_CHECKING:
+    from app.session import InfillSession
+
+_NAVIGATION_KEYS = {
+    Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Up, Qt.Key.Key_Down, Qt.Key.Key_Home,
+    Qt.Key.Key_End, Qt.Key.Key_PageUp, Qt.Key.Key_PageDown, Qt.Key.Key_Shift, Qt.Key.Key_Control,
+    Qt.Key.Key_Alt, Qt.Key.Key_Meta, Qt.Key.Key_AltGr, Qt.Key.Key_CapsLock,
+}
+_OPENERS = (":", "{", "(", "[")
+
+
+def is_navigation(event: QKeyEvent) -> bool:
+    """Keys that only move the cursor or select: they never change the text."""
+    return (
+        event.key() in _NAVIGATION_KEYS
+        or event.matches(QKeySequence.StandardKey.Copy)
+        or event.matches(QKeySequence.StandardKey.SelectAll)
+    )
+
+
+class LineNumberArea(QWidget):
+    def __init__(self, editor: CodeEditor):
+        super().__init__(editor)
+        self._editor = editor
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        return QSize(self._editor.line_number_width(), 0)
+
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
+        self._editor.paint_line_numbers(event)
+
+
+class CodeEditor(QPlainTextEdit):
+    """A plain-text code editor; one per open document."""
+
+    zoom_changed = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.session: InfillSession | None = None
+        self.indent_with_spaces = True
+        self.indent_width = 4
+        self._base_point_size = 0.0
+        self._zoom = 0
+        self._layers: dict[str, list[QTextEdit.ExtraSelection]] = {}
+        self._numbers = LineNumberArea(self)
+        font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        self.setFont(font)
+        self._base_point_size = font.pointSizeF()
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.blockCountChanged.connect(self._update_margins)
+        self.updateRequest.connect(self._scroll_numbers)
+        self.cursorPositionChanged.connect(self._highlight_current_line)
+        self._update_margins()
+        self._apply_tab_stop()
+        self._highlight_current_line()
+
+    # --- line numbers -------------------------------------------------------------------------
+
+    def line_number_width(self) -> int:
+        digits = len(str(max(1, self.blockCount())))
+        return 12 + self.fontMetrics().horizontalAdvance("9") * max(3, digits)
+
+    def _update_margins(self) -> None:
+        self.setViewportMargins(self.line_number_width(), 0, 0, 0)
+
+    def _scroll_numbers(self, rect: QRect, dy: int) -> None:
+        if dy:
+            self._numbers.scroll(0, dy)
+        else:
+            self._numbers.update(0, rect.y(), self._numbers.width(), rect.height())
+        if rect.contains(self.viewport().rect()):
+            self._update_margins()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        area = self.contentsRect()
+        self._numbers.setGeometry(QRect(area.left(), area.top(), self.line_number_width(), area.height()))
+
+    def paint_line_numbers(self, event) -> None:
+        painter = QPainter(self._numbers)
+        palette = self.palette()
+        painter.fillRect(event.rect(), palette.color(QPalette.ColorRole.AlternateBase))
+        block = self.firstVisibleBlock()
+        top = round(self.blockBoundingGeometry(block).translated(self.contentOffset()).top())
+        current = self.textCursor().blockNumber()
+        width = self._numbers.width() - 6
+        height = self.fontMetrics().height()
+        while block.isValid() and top <= event.rect().bottom():
+            bottom = top + round(self.blockBoundingRect(block).height())
+            if block.isVisible() and bottom >= event.rect().top():
+                role = QPalette.ColorRole.Text if block.blockNumber() == current else QPalette.ColorRole.PlaceholderText
+                painter.setPen(palette.color(role))
+                painter.drawText(0, top, width, height, Qt.AlignmentFlag.AlignRight, str(block.blockNumber() + 1))
+            block = block.next()
+            top = bottom
+
+    # --- extra selections, in named layers ----------------------------------------------------
+
+    def set_layer(self, name: str, selections: list[QTextEdit.ExtraSelection]) -> None:
+        """Replace one layer of extra selections (current line, find matches, a session's draft)."""
+        self._layers[name] = selections
+        self.setExtraSelections([item for layer in self._layers.values() for item in layer])
+
+    def _highlight_current_line(self) -> None:
+        selection = QTextEdit.ExtraSelection()
+        color = self.palette().color(QPalette.ColorRole.Highlight)
+        color.setAlpha(28)
+        selection.format.setBackground(color)
+        selection.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
+        selection.cursor = self.textCursor()
+        selection.cursor.clearSelection()
+        self.set_layer("current-line", [selection])
+        self._numbers.update()
+
+    # --- indentation --------------------------------------------------------------------------
+
+    def set_indentation(self, spaces: bool, width: int) -> None:
+        self.indent_with_spaces = spaces
+        self.indent_width = width
+        self._apply_tab_stop()
+
+    def _apply_tab_stop(self) -> None:
+        self.setTabStopDistance(self.fontMetrics().horizontalAdvance(" ") * self.indent_width)
+
+    def _indent_unit(self) -> str:
+        return " " * self.indent_width if self.indent_with_spaces else "\t"
+
+    def _new_line_with_indent(self) -> None:
+        cursor = self.textCursor()
+        line = cursor.block().text()[: cursor.positionInBlock()]
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if line.rstrip().endswith(_OPENERS):
+            indent += self._indent_unit()
+        cursor.insertText("\n" + indent)
+        self.ensureCursorVisible()
+
+    def _shift_lines(self, outward: bool) -> None:
+        """Indent (or dedent) every line the selection touches, as one undo step."""
+        cursor = self.textCursor()
+        first = self.document().findBlock(cursor.selectionStart())
+        last = self.document().findBlock(max(cursor.selectionStart(), cursor.selectionEnd() - 1))
+        edit = QTextCursor(self.document())
+        edit.beginEditBlock()
+        block = first
+        while block.isValid():
+            edit.setPosition(block.position())
+            text = block.text()
+            if not outward:
+                edit.insertText(self._indent_unit())
+            else:
+                width = 1 if text.startswith("\t") else len(text[: self.indent_width]) - len(text[: self.indent_width].lstrip(" "))
+                edit.setPosition(block.position() + width, QTextCursor.MoveMode.KeepAnchor)
+                edit.removeSelectedText()
+            if block == last:
+                break
+            block = block.next()
+        edit.endEditBlock()
+
+    # --- keys and edits -----------------------------------------------------------------------
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
+        if self.session is not None and self.session.handle_key(event):
+            return
+        guard = self.session.user_edit() if self.session is not None and not is_navigation(event) else nullcontext()
+        with guard:
+            self._edit_key(event)
+
+    def _edit_key(self, event: QKeyEvent) -> None:
+        key = event.key()
+        plain = not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
+        cursor = self.textCursor()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and plain:
+            self._new_line_with_indent()
+        elif key == Qt.Key.Key_Tab and plain:
+            if cursor.hasSelection() and cursor.block() != self.document().findBlock(cursor.selectionEnd()):
+                self._shift_lines(outward=False)
+            elif self.indent_with_spaces:
+                column = cursor.positionInBlock()
+                cursor.insertText(" " * (self.indent_width - column % self.indent_width))
+            else:
+                cursor.insertText("\t")
+        elif key == Qt.Key.Key_Backtab:
+            self._shift_lines(outward=True)
+        else:
+            super().keyPressEvent(event)
+
+    def _guarded(self, edit: Callable[[], None]) -> None:
+        with self.session.user_edit() if self.session is not None else nullcontext():
+            edit()
+
+    def inputMethodEvent(self, event) -> None:  # noqa: N802 - Qt override
+        self._guarded(lambda: super(CodeEditor, self).inputMethodEvent(event))
+
+    def insertFromMimeData(self, source) -> None:  # noqa: N802 - Qt override
+        self._guarded(lambda: super(CodeEditor, self).insertFromMimeData(source))
+
+    def dropEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if event.mimeData().hasUrls():
+            event.ignore()  # files dropped on the text open in tabs (the window handles them)
+            return
+        self._guarded(lambda: super(CodeEditor, self).dropEvent(event))
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if event.mimeData().hasUrls():
+            event.ignore()
+            return
+        super().dragEnterEvent(event)
+
+    def contextMenuEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if self.session is not None:
+            self.session.reject()  # the menu's undo/cut/paste act on the document directly
+        super().contextMenuEvent(event)
+
+    def safe_undo(self) -> None:
+        """Undo, ending an infill session first (its draft is not an undo step)."""
+        if self.session is not None:
+            self.session.reject()
+        else:
+            self.undo()
+
+    def safe_redo(self) -> None:
+        if self.session is not None:
+            self.session.reject()
+        else:
+            self.redo()
+
+    def saved_text(self) -> str:
+        """The text as it may be written to disk or a recovery copy: never a draft."""
+        return self.session.text_without_draft() if self.session is not None else document_text(self.document())
+
+    def is_modified(self) -> bool:
+        """Whether the text differs from the last save, not counting an infill draft."""
+        return self.session.modified_without_draft() if self.session is not None else self.document().isModified()
+
+    # --- zoom ---------------------------------------------------------------------------------
+
+    def zoom(self, steps: int) -> None:
+        """Zoom by ``steps`` points (0 resets)."""
+        self._zoom = 0 if steps == 0 else max(-8, min(40, self._zoom + steps))
+        font = self.font()
+        font.setPointSizeF(max(4.0, self._base_point_size + self._zoom))
+        self.setFont(font)
+        self._apply_tab_stop()
+        self._update_margins()
+        self.zoom_changed.emit(self._zoom)
+
+    def wheelEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            self.zoom(1 if event.angleDelta().y() > 0 else -1)
+            return
+        super().wheelEvent(event)
+
+    def go_to_line(self, line: int) -> None:
+        block = self.document().findBlockByNumber(max(0, min(line - 1, self.blockCount() - 1)))
+        cursor = QTextCursor(block)
+        self.setTextCursor(cursor)
+        self.centerCursor()
+
+
+def document_text(document) -> str:
+    """The document's exact text with \\n line breaks (toPlainText would turn U+00A0 into spaces)."""
+    return document.toRawText().replace("\u2029", "\n")
+
+
+def faded(color: QColor, alpha: int) -> QColor:
+    color = QColor(color)
+    color.setAlpha(alpha)
+    return color

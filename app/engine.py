@@ -1,0 +1,121 @@
+"""The editor's side of the inference worker: loading in the background, hopping back to Qt.
+
+Worker callbacks arrive on the worker thread; every one is handed to the asyncio (qasync) loop
+with ``loop.call_soon_threadsafe`` and runs on the Qt thread. ``torch`` is imported only inside
+``load`` on the worker thread, so the window never waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator, Sequence
+
+from PySide6.QtCore import QObject, Signal
+
+from model.api import Backend, CancelFlag, Draft, InfillRequest, ModelInfo, TemplateRequest
+from model.worker import InferenceWorker, Job
+
+
+class _TemplateAwareBackend:
+    """Lets the worker's one-job-at-a-time queue also run template (gap-fill) jobs.
+
+    The worker hands a job's requests to ``stream``; a job whose only request is a
+    ``TemplateRequest`` goes to ``stream_template`` instead.
+    """
+
+    def __init__(self, backend: Backend):
+        self.backend = backend
+        self.info = backend.info
+
+    def stream(self, requests: Sequence[InfillRequest | TemplateRequest], cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
+        if len(requests) == 1 and isinstance(requests[0], TemplateRequest):
+            return self.backend.stream_template(requests[0], cancel)
+        return self.backend.stream(requests, cancel)
+
+    def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
+        return self.backend.stream_template(template, cancel)
+
+
+def load_from_spec(spec: str, device: str | None, allow_downloads: bool, trust_remote_code: bool) -> Callable[[], Backend]:
+    """A ``load`` callable for the worker; imports the model code (and torch) only when called."""
+
+    def load() -> Backend:
+        from model.loading import load_backend
+
+        return load_backend(spec, device=device, allow_downloads=allow_downloads, trust_remote_code=trust_remote_code)
+
+    return load
+
+
+class Engine(QObject):
+    """One inference worker for the whole application.
+
+    ``status`` carries a status-bar line: loading, loaded (model and device) or the load error.
+    """
+
+    status = Signal(str)
+    loaded = Signal(object)  # ModelInfo
+    load_failed = Signal(str)
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, parent: QObject | None = None):
+        super().__init__(parent)
+        self._loop = loop
+        self._worker: InferenceWorker | None = None
+        self.info: ModelInfo | None = None
+        self.error: str | None = None
+        self.slow_motion_ms = 0
+
+    @property
+    def loading(self) -> bool:
+        return self._worker is not None and self.info is None and self.error is None
+
+    def start(self, load: Callable[[], Backend], label: str) -> None:
+        """(Re)start the worker with ``load``; the previous model, if any, is dropped."""
+        self.stop()
+        self.info, self.error = None, None
+        self._worker = InferenceWorker(
+            lambda: _TemplateAwareBackend(load()),
+            on_loaded=lambda backend: self._loop.call_soon_threadsafe(self._on_loaded, backend.info),
+            on_load_error=lambda error: self._loop.call_soon_threadsafe(self._on_load_error, error),
+        )
+        self.status.emit(f"Loading model {label}…")
+        self._worker.start()
+
+    def stop(self) -> None:
+        if self._worker is not None:
+            self._worker.stop(timeout=2.0)
+            self._worker = None
+
+    def _on_loaded(self, info: ModelInfo) -> None:
+        self.info = info
+        self.status.emit(f"Model {info.name} on {info.device}")
+        self.loaded.emit(info)
+
+    def _on_load_error(self, error: BaseException) -> None:
+        self.error = str(error) or type(error).__name__
+        self.status.emit(f"No model: {self.error}. Editing works; AI edits are off.")
+        self.load_failed.emit(self.error)
+
+    def submit(self, requests: Sequence[InfillRequest | TemplateRequest], session, owner: object) -> Job | None:
+        """Run ``requests`` for ``session`` (an InfillSession); None when there is no model."""
+        if self._worker is None or self.error is not None:
+            return None
+        loop = self._loop
+        slow = self.slow_motion_ms / 1000.0
+
+        def on_draft(drafts: tuple[Draft, ...]) -> None:
+            loop.call_soon_threadsafe(session.receive, drafts)
+            if slow:
+                time.sleep(slow)  # on the worker thread: slows the passes, never the window
+
+        job = self._worker.submit(
+            requests,
+            on_draft,
+            on_done=lambda drafts: loop.call_soon_threadsafe(session.finish, drafts),
+            on_error=lambda error: loop.call_soon_threadsafe(session.fail, error),
+            on_cancelled=lambda: loop.call_soon_threadsafe(session.cancelled),
+            owner=owner,
+        )
+        session.job = job
+        return job

@@ -1,0 +1,152 @@
+"""Reading and writing text files so that every byte the user did not edit survives.
+
+A file is decoded once on open: its encoding, byte-order mark and line ending are remembered in a
+``TextFormat`` and used again on save, so an untouched file saves byte-identically. Files that
+are binary (NUL bytes outside UTF-16) or not valid in any encoding tried are refused with a
+``NotTextError`` rather than opened as a mangled copy. Saving is atomic: a temporary file in the
+same folder is written, flushed to disk and renamed over the target, keeping its permissions.
+
+Pure Python, no Qt, so it can be tested on its own.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+
+# Tried in order after the BOM checks; latin-1 is deliberately absent: it decodes anything,
+# so a binary file would open as garbage instead of being refused.
+FALLBACK_ENCODINGS = ("utf-8", "cp1252")
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"),  # before UTF-16 LE: its BOM starts with UTF-16 LE's
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+class NotTextError(ValueError):
+    """The file is binary or not valid text in any encoding tried; the message says which."""
+
+
+@dataclass(frozen=True)
+class TextFormat:
+    """How a file's text is stored: ``encoding`` (a codec name), ``bom`` and ``newline``."""
+
+    encoding: str = "utf-8"
+    bom: bool = False
+    newline: str = "\n"
+
+    @property
+    def label(self) -> str:
+        name = {"\n": "LF", "\r\n": "CRLF", "\r": "CR"}[self.newline]
+        return f"{self.encoding.upper()}{' BOM' if self.bom else ''} · {name}"
+
+
+def detect_newline(text: str) -> str:
+    """The most common line ending in ``text`` (LF when there is none)."""
+    crlf = text.count("\r\n")
+    counts = {"\r\n": crlf, "\n": text.count("\n") - crlf, "\r": text.count("\r") - crlf}
+    best = max(counts, key=counts.get)
+    return best if counts[best] else "\n"
+
+
+def decode(data: bytes) -> tuple[str, TextFormat]:
+    """Decode ``data`` into text with ``\\n`` line endings, and the format to write it back."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            try:
+                raw = data[len(bom) :].decode(encoding)
+            except UnicodeDecodeError as error:
+                raise NotTextError(f"the file starts like {encoding.upper()} but is not valid {encoding.upper()}") from error
+            return _normalise(raw, encoding, bom=True)
+    utf16 = _utf16_without_bom(data)
+    if utf16 is not None:
+        return _normalise(data.decode(utf16), utf16, bom=False)
+    if b"\0" in data:
+        raise NotTextError("the file looks binary (it contains NUL bytes)")
+    for encoding in FALLBACK_ENCODINGS:
+        try:
+            raw = data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        return _normalise(raw, encoding, bom=False)
+    raise NotTextError(f"the file is not valid text in any encoding tried ({', '.join(FALLBACK_ENCODINGS)})")
+
+
+def _utf16_without_bom(data: bytes) -> str | None:
+    """"utf-16-le" / "utf-16-be" when ``data`` looks like mostly-ASCII UTF-16 without a BOM."""
+    if len(data) < 4 or len(data) % 2:
+        return None
+    for encoding, zeros, chars in (("utf-16-le", data[1::2], data[0::2]), ("utf-16-be", data[0::2], data[1::2])):
+        if zeros.count(0) >= 0.9 * len(zeros) and chars.count(0) == 0:
+            try:
+                data.decode(encoding)
+            except UnicodeDecodeError:
+                return None
+            return encoding
+    return None
+
+
+def _normalise(raw: str, encoding: str, bom: bool) -> tuple[str, TextFormat]:
+    newline = detect_newline(raw)
+    text = raw.replace("\r\n", "\n").replace("\r", "\n")
+    return text, TextFormat(encoding, bom, newline)
+
+
+def encode(text: str, fmt: TextFormat) -> bytes:
+    """``text`` (with ``\\n`` line endings) as bytes in ``fmt``; raises UnicodeEncodeError."""
+    data = text.replace("\n", fmt.newline).encode(fmt.encoding)
+    if fmt.bom:
+        data = next(bom for bom, encoding in _BOMS if encoding == fmt.encoding) + data
+    return data
+
+
+def read_text(path: str) -> tuple[str, TextFormat]:
+    """The text of the file at ``path``; NotTextError for binary files, OSError as raised."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path} is a folder")
+    with open(path, "rb") as handle:
+        data = handle.read()
+    return decode(data)
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically: temp file in the same folder, fsync, rename.
+
+    An existing file's permission bits are kept; a new file gets the default ones.
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    handle, temp_path = tempfile.mkstemp(prefix=".sfumato-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(handle, "wb") as temp:
+            temp.write(data)
+            temp.flush()
+            os.fsync(temp.fileno())
+        os.chmod(temp_path, mode)
+        os.replace(temp_path, path)
+    except BaseException:
+        if os.path.exists(temp_path):
+            os.unlink(temp_path)
+        raise
+    if hasattr(os, "O_DIRECTORY"):
+        directory = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+
+
+def write_text(path: str, text: str, fmt: TextFormat) -> None:
+    """Save ``text`` to ``path`` in ``fmt``, atomically."""
+    write_atomic(path, encode(text, fmt))

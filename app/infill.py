@@ -1,0 +1,85 @@
+"""Turning the editor's state into model requests and sessions: rewrite, infill, gap fill."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.codeeditor import CodeEditor, document_text
+from app.engine import Engine
+from app.session import InfillSession, SessionKeys
+from model.api import InfillRequest, TemplateRequest
+from model.template import find_gaps, segments_of
+
+CONTEXT_CHARS = 6000  # text sent on each side of the region; the engine trims to the model's window
+CHARS_PER_TOKEN = 3.0
+
+
+@dataclass
+class InfillOptions:
+    max_new_tokens: int = 64  # infill at the cursor, and the cap for rewrites
+    gap_tokens: int = 32  # a [MASK] without a length hint
+    steps: int | None = None
+    alternatives: int = 1
+    underline_low_confidence: bool = False
+
+
+def rewrite_length(original: str, cap: int) -> int:
+    """Canvas size for rewriting ``original``: its token estimate with room to grow, capped."""
+    return max(8, min(cap, int(len(original) / CHARS_PER_TOKEN * 1.5) + 8))
+
+
+class InfillStarter:
+    """Starts sessions in editors and hands their requests to the engine."""
+
+    def __init__(self, engine: Engine, options: InfillOptions, keys: SessionKeys):
+        self.engine = engine
+        self.options = options
+        self.keys = keys
+
+    def _session(self, editor: CodeEditor, spans: list[tuple[int, int]]) -> InfillSession:
+        return InfillSession(
+            editor, spans, self.options.steps, self.options.underline_low_confidence, self.keys
+        )
+
+    def rewrite(self, editor: CodeEditor, strength: float = 1.0, instruction: str | None = None) -> InfillSession | None:
+        """Rewrite the selection (or infill at the cursor when nothing is selected)."""
+        cursor = editor.textCursor()
+        start, end = cursor.selectionStart(), cursor.selectionEnd()
+        text = document_text(editor.document())
+        original = text[start:end]
+        request = InfillRequest(
+            prefix=text[max(0, start - CONTEXT_CHARS) : start],
+            suffix=text[end : end + CONTEXT_CHARS],
+            max_new_tokens=rewrite_length(original, self.options.max_new_tokens) if original else self.options.max_new_tokens,
+            init_text=original or None,
+            strength=strength if original else 1.0,
+            instruction=instruction or None,
+            steps=self.options.steps,
+            n_alternatives=self.options.alternatives,
+        )
+        return self._run(editor, [(start, end)], [request])
+
+    def fill_gaps(self, editor: CodeEditor) -> InfillSession | None:
+        """Fill every [MASK] / [MASK:n] gap of the document in one run; None with a message if none."""
+        text = document_text(editor.document())
+        try:
+            gaps = find_gaps(text, self.options.gap_tokens)
+        except ValueError as error:
+            raise ValueError(f"Cannot fill gaps: {error}") from None
+        if not gaps:
+            raise ValueError("No [MASK] gaps in this document.")
+        template = TemplateRequest(
+            segments=segments_of(text, gaps),
+            max_new_tokens=tuple(gap.max_new_tokens for gap in gaps),
+            steps=self.options.steps,
+        )
+        return self._run(editor, [(gap.start, gap.end) for gap in gaps], [template])
+
+    def _run(self, editor: CodeEditor, spans, requests) -> InfillSession | None:
+        if self.engine.error is not None:
+            raise ValueError(f"No model: {self.engine.error}")
+        session = self._session(editor, spans)
+        if self.engine.submit(requests, session, owner=editor) is None:
+            session.fail(RuntimeError("no model is loaded"))
+            return None
+        return session

@@ -1,0 +1,403 @@
+"""An infill session: one or more regions of a document being rewritten by the model.
+
+How the draft is shown without ever becoming part of the user's history (DESIGN.md, "Infill
+session"): each pass's text is written into the regions as **one edit block that is always the
+top of the undo stack**. Before any edit of the user's runs (``user_edit``), that block is taken
+out again with a single ``undo()`` and the redo entry it leaves is dropped; the user's edit then
+lands on the original text and becomes an ordinary undo step of its own; the draft is written
+back afterwards. So at every moment the document minus one undo step is exactly what the user
+wrote, and:
+
+- reject / cancel / failure = take the draft out (the undo history holds nothing new);
+- accept = take the draft out, then write the result as one ordinary edit block (one undo step);
+- saving or autosaving while a draft is shown writes ``text_without_draft()``.
+
+Regions are tracked by anchors (QTextCursors): text typed before a region moves it, text typed
+at its edges stays outside it, and an edit that changes a region's original text cancels.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QKeyEvent, QKeySequence, QPalette, QTextCharFormat, QTextCursor, QTextDocument
+from PySide6.QtWidgets import QTextEdit
+
+from app.codeeditor import CodeEditor, document_text, faded
+from model.api import Candidate, Draft
+
+log = logging.getLogger(__name__)
+
+FRAME_MS = 16  # draw the newest draft at most once per frame
+LOW_CONFIDENCE = 0.5
+
+
+@dataclass
+class SessionKeys:
+    accept: QKeySequence
+    reject: QKeySequence
+    next_alternative: QKeySequence
+    previous_alternative: QKeySequence
+
+
+DEFAULT_KEYS = SessionKeys(
+    QKeySequence(Qt.Key.Key_Tab),
+    QKeySequence(Qt.Key.Key_Escape),
+    QKeySequence("Alt+]"),
+    QKeySequence("Alt+["),
+)
+
+
+class _Region:
+    """A tracked span: ``start`` moves when text is typed at it, ``end`` does not."""
+
+    def __init__(self, document: QTextDocument, start: int, end: int, original: str):
+        self.original = original
+        self.start = QTextCursor(document)
+        self.end = QTextCursor(document)
+        self.place(start, end)
+
+    def place(self, start: int, end: int) -> None:
+        self.start.setPosition(start)
+        self.end.setPosition(end)
+        self.end.setKeepPositionOnInsert(end > start)
+
+    def span(self) -> tuple[int, int]:
+        return self.start.position(), self.end.position()
+
+
+def _key_matches(event: QKeyEvent, sequence: QKeySequence) -> bool:
+    pressed = QKeySequence(event.keyCombination())
+    return not sequence.isEmpty() and pressed.matches(sequence) == QKeySequence.SequenceMatch.ExactMatch
+
+
+class InfillSession(QObject):
+    """Shows the drafts of one model run in ``editor`` and applies or discards the result.
+
+    States: ``running`` (drafts arriving), ``ready`` (the final result is shown: accept, reject
+    or cycle alternatives) and ``ended``. ``ended`` is emitted once with an outcome
+    ("accepted", "rejected", "cancelled", "failed") and a status-bar message.
+    """
+
+    ended = Signal(str, str)
+    progress = Signal(str)
+
+    def __init__(
+        self,
+        editor: CodeEditor,
+        spans: Sequence[tuple[int, int]],
+        total_steps: int | None = None,
+        underline_low_confidence: bool = False,
+        keys: SessionKeys = DEFAULT_KEYS,
+    ):
+        super().__init__(editor)
+        if editor.session is not None:
+            editor.session.reject()
+        self.editor = editor
+        self.document = editor.document()
+        self.state = "running"
+        self.job = None  # the worker's Job, cancelled when the session ends early
+        self.keys = keys
+        self.underline_low_confidence = underline_low_confidence
+        self._total_steps = total_steps
+        text = document_text(self.document)
+        self._regions = [_Region(self.document, s, e, text[s:e]) for s, e in sorted(spans)]
+        self._drafts: tuple[Draft, ...] | None = None  # what is shown (or will be)
+        self._pending: tuple[Draft, ...] | None = None  # newest draft not yet drawn
+        self._alternative = 0
+        self._draft_undo_steps: int | None = None  # None: no draft in the document
+        self._draft_revision = -1
+        self._inside_user_edit = False
+        self._modified = self.document.isModified()
+        self._started = time.monotonic()
+        self._frame = QTimer(self)
+        self._frame.setSingleShot(True)
+        self._frame.setInterval(FRAME_MS)
+        self._frame.timeout.connect(self._draw_pending)
+        editor.session = self
+        self._paint()
+
+    # --- what the rest of the editor asks -----------------------------------------------------
+
+    @property
+    def originals(self) -> list[str]:
+        return [region.original for region in self._regions]
+
+    def spans(self) -> list[tuple[int, int]]:
+        return [region.span() for region in self._regions]
+
+    @property
+    def has_draft(self) -> bool:
+        return self._draft_undo_steps is not None
+
+    @property
+    def alternatives(self) -> int:
+        return min(len(draft.candidates) for draft in self._drafts) if self._drafts else 0
+
+    def text_without_draft(self) -> str:
+        text = document_text(self.document)
+        if not self.has_draft:
+            return text
+        for region, (start, end) in reversed(list(zip(self._regions, self.spans()))):
+            text = text[:start] + region.original + text[end:]
+        return text
+
+    def modified_without_draft(self) -> bool:
+        return self._modified
+
+    # --- the worker's news, on the Qt thread --------------------------------------------------
+
+    def receive(self, drafts: tuple[Draft, ...]) -> None:
+        """A pass's drafts; only the newest is drawn, at most once per frame."""
+        if self.state != "running":
+            return
+        self._pending = drafts
+        if not self._frame.isActive():
+            self._frame.start()
+
+    def finish(self, drafts: tuple[Draft, ...]) -> None:
+        if self.state != "running":
+            return
+        self._frame.stop()
+        self._pending = None
+        self.state = "ready"
+        self._show(drafts)
+        count = self.alternatives
+        choice = f" · Alt+] / Alt+[ for {count} alternatives" if count > 1 else ""
+        self.progress.emit(f"{self._stats(drafts)} · done: Tab accepts, Esc rejects{choice}")
+
+    def fail(self, error: BaseException) -> None:
+        self._end("failed", f"The model failed: {error}. Your text is unchanged.")
+
+    def cancelled(self) -> None:
+        self._end("cancelled", "The model run was cancelled. Your text is unchanged.")
+
+    # --- the user's decisions -----------------------------------------------------------------
+
+    def accept(self) -> None:
+        if self.state != "ready":
+            return
+        texts = self._texts()
+        self._take_out_draft()
+        self._write(texts, as_draft=False)
+        end = self._regions[-1].end.position()
+        cursor = self.editor.textCursor()
+        cursor.setPosition(end)
+        self.editor.setTextCursor(cursor)
+        self._end("accepted", "Accepted. Ctrl+Z brings back the original.")
+
+    def reject(self) -> None:
+        self._end("rejected", "Rejected. Your text is unchanged.")
+
+    def cycle(self, step: int) -> None:
+        if self.state != "ready" or self.alternatives < 2:
+            return
+        self._alternative = (self._alternative + step) % self.alternatives
+        self._show(self._drafts)
+        self.progress.emit(f"Alternative {self._alternative + 1} of {self.alternatives}: Tab accepts, Esc rejects")
+
+    def set_underline(self, on: bool) -> None:
+        self.underline_low_confidence = on
+        self._paint()
+
+    def handle_key(self, event: QKeyEvent) -> bool:
+        """Session keys; True when the key was used. Undo/redo end the session first."""
+        if _key_matches(event, self.keys.reject):
+            self.reject()
+        elif self.state == "ready" and _key_matches(event, self.keys.accept):
+            self.accept()
+        elif _key_matches(event, self.keys.next_alternative):
+            self.cycle(1)
+        elif _key_matches(event, self.keys.previous_alternative):
+            self.cycle(-1)
+        elif event.matches(QKeySequence.StandardKey.Undo) or event.matches(QKeySequence.StandardKey.Redo):
+            self.reject()
+        else:
+            return False
+        return True
+
+    @contextmanager
+    def user_edit(self) -> Iterator[None]:
+        """Run one edit of the user's on the text without the draft, then put the draft back."""
+        if self._inside_user_edit or self.state == "ended":
+            yield
+            return
+        if self._cursor_inside():
+            cursor = self.editor.textCursor()
+            anchor, position = self._to_original(cursor.anchor()), self._to_original(cursor.position())
+            self._end("cancelled", "Typing inside the region cancelled the rewrite.")
+            cursor.setPosition(anchor)
+            cursor.setPosition(position, QTextCursor.MoveMode.KeepAnchor)
+            self.editor.setTextCursor(cursor)
+            yield
+            return
+        self._inside_user_edit = True
+        had_draft = self.has_draft
+        self._take_out_draft()
+        try:
+            yield
+        finally:
+            self._inside_user_edit = False
+            self._modified = self.document.isModified()
+            if self.state != "ended":
+                if self._touched():
+                    self._end("cancelled", "Typing inside the region cancelled the rewrite.")
+                elif had_draft:
+                    self._write(self._texts(), as_draft=True)
+                    self._paint()
+
+    # --- drawing ------------------------------------------------------------------------------
+
+    def _draw_pending(self) -> None:
+        if self._pending is not None and self.state == "running":
+            drafts, self._pending = self._pending, None
+            self._show(drafts)
+            total = f"/{self._total_steps}" if self._total_steps else ""
+            self.progress.emit(f"Pass {drafts[0].step}{total} · {self._stats(drafts)}")
+
+    def _stats(self, drafts: tuple[Draft, ...]) -> str:
+        draft = drafts[0]
+        seconds = max(time.monotonic() - self._started, 1e-6)
+        generated = sum(d.generated_tokens for d in drafts)
+        return f"{draft.tokens_per_pass:.1f} tokens/pass · {generated / seconds:.0f} tokens/s"
+
+    def _candidates(self) -> list[Candidate]:
+        return [draft.candidates[min(self._alternative, len(draft.candidates) - 1)] for draft in self._drafts]
+
+    def _texts(self) -> list[str]:
+        return [candidate.text for candidate in self._candidates()]
+
+    def _show(self, drafts: tuple[Draft, ...]) -> None:
+        if len(drafts) != len(self._regions):
+            self._end("failed", f"The model returned {len(drafts)} drafts for {len(self._regions)} regions.")
+            return
+        self._drafts = drafts
+        if self._inside_user_edit:
+            return  # written back when the user's edit is done
+        self._take_out_draft()
+        self._write(self._texts(), as_draft=True)
+        self._paint()
+
+    def _paint(self) -> None:
+        palette = self.editor.palette()
+        text = palette.color(QPalette.ColorRole.Text)
+        accent = palette.color(QPalette.ColorRole.Highlight)
+        selections = []
+        candidates = self._candidates() if self.has_draft else [None] * len(self._regions)
+        for candidate, (start, end) in zip(candidates, self.spans()):
+            if candidate is None:
+                selections.append(self._selection(start, end, self._format(background=faded(accent, 60))))
+                continue
+            if sum(len(token.text) for token in candidate.tokens) != end - start:
+                selections.append(self._selection(start, end, self._format(background=faded(accent, 40))))
+                continue
+            position = start
+            for token in candidate.tokens:
+                stop = position + len(token.text)
+                if self.state == "ready" or token.accepted:
+                    fmt = self._format(background=faded(accent, 34))
+                    if self.state == "ready" and self.underline_low_confidence and token.confidence < LOW_CONFIDENCE:
+                        fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
+                        fmt.setUnderlineColor(QColor("#d04040"))
+                else:
+                    unsure = 1.0 - max(0.0, min(1.0, token.confidence))
+                    fmt = self._format(background=faded(accent, int(30 + 110 * unsure)), foreground=faded(text, 110))
+                selections.append(self._selection(position, stop, fmt))
+                position = stop
+        self.editor.set_layer("infill", selections)
+
+    @staticmethod
+    def _format(background: QColor, foreground: QColor | None = None) -> QTextCharFormat:
+        fmt = QTextCharFormat()
+        fmt.setBackground(background)
+        if foreground is not None:
+            fmt.setForeground(foreground)
+        return fmt
+
+    def _selection(self, start: int, end: int, fmt: QTextCharFormat) -> QTextEdit.ExtraSelection:
+        selection = QTextEdit.ExtraSelection()
+        selection.cursor = QTextCursor(self.document)
+        selection.cursor.setPosition(start)
+        selection.cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+        selection.format = fmt
+        return selection
+
+    # --- the document edits -------------------------------------------------------------------
+
+    def _write(self, texts: list[str], as_draft: bool) -> None:
+        """Replace every region's text with ``texts`` in one edit block; re-anchor the regions."""
+        spans = self.spans()
+        steps = self.document.availableUndoSteps()
+        cursor = QTextCursor(self.document)
+        cursor.beginEditBlock()
+        for (start, end), text in reversed(list(zip(spans, texts))):
+            cursor.setPosition(start)
+            cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+            cursor.insertText(text)
+        cursor.endEditBlock()
+        self._place(spans, [len(text) for text in texts])
+        if as_draft and self.document.availableUndoSteps() > steps:
+            self._draft_undo_steps = self.document.availableUndoSteps()
+            self._draft_revision = self.document.revision()
+
+    def _take_out_draft(self) -> None:
+        """Remove the draft with one undo and drop the redo entry it leaves."""
+        if not self.has_draft:
+            return
+        spans = self.spans()
+        self._draft_undo_steps, steps = None, self._draft_undo_steps
+        if self.document.availableUndoSteps() == steps and self.document.revision() == self._draft_revision:
+            self.document.undo()
+            self.document.clearUndoRedoStacks(QTextDocument.Stacks.RedoStack)
+            self._place(spans, [len(region.original) for region in self._regions])
+        else:  # something edited the text behind the session's back: restore the text anyway
+            log.warning("the document changed outside an infill session's control; restoring the regions")
+            self._write(self.originals, as_draft=False)
+
+    def _place(self, spans: list[tuple[int, int]], lengths: list[int]) -> None:
+        """Re-anchor the regions after their texts (at ``spans``) became ``lengths`` long."""
+        shift = 0
+        for region, (start, end), length in zip(self._regions, spans, lengths):
+            region.place(start + shift, start + shift + length)
+            shift += length - (end - start)
+
+    def _cursor_inside(self) -> bool:
+        cursor = self.editor.textCursor()
+        low, high = cursor.selectionStart(), cursor.selectionEnd()
+        return any(start < high and low < end if low < high else start < low < end for start, end in self.spans())
+
+    def _to_original(self, position: int) -> int:
+        """Where ``position`` (in the text as shown) falls once the draft is taken out."""
+        shift = 0
+        for region, (start, end) in zip(self._regions, self.spans()):
+            if position < start:
+                break
+            length = len(region.original) if self.has_draft else end - start
+            if position < end:
+                return start + shift + min(position - start, length)
+            shift += length - (end - start)
+        return position + shift
+
+    def _touched(self) -> bool:
+        text = document_text(self.document)
+        return any(
+            start > end or text[start:end] != region.original
+            for region, (start, end) in zip(self._regions, self.spans())
+        )
+
+    def _end(self, outcome: str, message: str) -> None:
+        if self.state == "ended":
+            return
+        self._frame.stop()
+        self._take_out_draft()
+        self.state = "ended"
+        if self.job is not None:
+            self.job.cancel()
+        self.editor.session = None
+        self.editor.set_layer("infill", [])
+        self.ended.emit(outcome, message)

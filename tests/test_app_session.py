@@ -1,0 +1,229 @@
+"""Infill sessions against a scripted backend: the rules of DESIGN.md "Infill session"."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextCursor
+
+from test_app_support import FakeBackend, make_engine, qasync_loop  # noqa: F401 - fixture
+
+from app.codeeditor import CodeEditor, document_text
+from app.infill import InfillOptions, InfillStarter
+from app.session import DEFAULT_KEYS
+
+TEXT = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n"
+
+
+@pytest.fixture
+def setup(qtbot, qasync_loop):  # noqa: F811
+    def build(text=TEXT, **backend_options):
+        backend = FakeBackend(**backend_options)
+        engine = make_engine(qasync_loop, backend, qtbot)
+        options = InfillOptions(alternatives=backend_options.get("alternatives") or 1)
+        starter = InfillStarter(engine, options, DEFAULT_KEYS)
+        editor = CodeEditor()
+        qtbot.addWidget(editor)
+        editor.setPlainText(text)
+        editor.document().setModified(False)
+        return editor, starter, backend, engine
+
+    yield build
+
+
+def select(editor, start, end):
+    cursor = editor.textCursor()
+    cursor.setPosition(start)
+    cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+    editor.setTextCursor(cursor)
+
+
+def wait_ready(qtbot, session):
+    qtbot.waitUntil(lambda: session.state in ("ready", "ended"), timeout=10000)
+
+
+def test_reject_restores_the_document_byte_for_byte(qtbot, setup):
+    editor, starter, _, _ = setup()
+    select(editor, 19, 31)
+    session = starter.rewrite(editor, strength=0.7)
+    wait_ready(qtbot, session)
+    assert session.state == "ready"
+    assert FakeBackend.result(0) in document_text(editor.document())
+    undo_steps = editor.document().availableUndoSteps()
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert document_text(editor.document()) == TEXT
+    assert not editor.document().isModified()
+    assert editor.document().availableUndoSteps() < undo_steps
+    assert not editor.document().isUndoAvailable()
+    assert not editor.document().isRedoAvailable()
+    assert editor.session is None
+
+
+def test_accept_is_one_undo_step_and_ctrl_z_restores(qtbot, setup):
+    editor, starter, _, _ = setup()
+    select(editor, 19, 31)
+    session = starter.rewrite(editor, strength=0.7)
+    wait_ready(qtbot, session)
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    expected = TEXT[:19] + FakeBackend.result(0) + TEXT[31:]
+    assert document_text(editor.document()) == expected
+    assert editor.is_modified()
+    qtbot.keyClick(editor, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert document_text(editor.document()) == TEXT
+    assert not editor.document().isUndoAvailable()
+    qtbot.keyClick(editor, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert document_text(editor.document()) == expected
+
+
+def test_typing_before_the_region_while_it_denoises_lands_the_result_in_place(qtbot, setup):
+    editor, starter, backend, _ = setup()
+    backend.hold.set()
+    select(editor, 19, 31)
+    session = starter.rewrite(editor)
+    qtbot.waitUntil(lambda: session.has_draft, timeout=10000)
+    cursor = editor.textCursor()
+    cursor.setPosition(0)
+    editor.setTextCursor(cursor)
+    qtbot.keyClicks(editor, "# hi")
+    qtbot.keyClick(editor, Qt.Key.Key_Return)
+    backend.hold.clear()
+    for _ in range(backend.passes):
+        backend.advance()
+    wait_ready(qtbot, session)
+    assert session.state == "ready"
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    edited = "# hi\n" + TEXT
+    assert document_text(editor.document()) == edited[:24] + FakeBackend.result(0) + edited[36:]
+    qtbot.keyClick(editor, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert document_text(editor.document()) == edited
+
+
+def test_typing_after_the_region_keeps_the_draft_out_of_the_undo_history(qtbot, setup):
+    editor, starter, _, _ = setup()
+    select(editor, 0, 3)
+    session = starter.rewrite(editor)
+    wait_ready(qtbot, session)
+    cursor = editor.textCursor()
+    cursor.movePosition(QTextCursor.MoveOperation.End)
+    editor.setTextCursor(cursor)
+    qtbot.keyClicks(editor, "x = 1")
+    assert session.state == "ready"
+    assert session.text_without_draft() == TEXT + "x = 1"
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert document_text(editor.document()) == TEXT + "x = 1"
+    history = []
+    while editor.document().isUndoAvailable():
+        editor.undo()
+        history.append(document_text(editor.document()))
+    assert history[-1] == TEXT
+    assert all(state.startswith(TEXT) and FakeBackend.result(0) not in state for state in history)
+
+
+def test_typing_inside_the_region_cancels_cleanly(qtbot, setup):
+    editor, starter, backend, _ = setup()
+    backend.hold.set()
+    select(editor, 19, 31)
+    session = starter.rewrite(editor)
+    qtbot.waitUntil(lambda: session.has_draft, timeout=10000)
+    outcomes = []
+    session.ended.connect(lambda outcome, message: outcomes.append(outcome))
+    start, end = session.spans()[0]
+    cursor = editor.textCursor()
+    cursor.setPosition(start + 2)
+    editor.setTextCursor(cursor)
+    qtbot.keyClicks(editor, "Z")
+    assert outcomes == ["cancelled"]
+    assert editor.session is None
+    text = document_text(editor.document())
+    assert text.replace("Z", "", 1) == TEXT
+    assert backend.passes > 1 and session.job.cancelled
+    editor.undo()
+    assert document_text(editor.document()) == TEXT
+
+
+def test_fifty_rapid_rewrites_and_rejects_leave_the_document_intact(qtbot, setup):
+    editor, starter, backend, _ = setup()
+    for i in range(50):
+        select(editor, i % 20, 25)
+        session = starter.rewrite(editor)
+        if i % 3:
+            qtbot.wait(1)
+        qtbot.keyClick(editor, Qt.Key.Key_Escape)
+        assert session.state == "ended"
+    qtbot.wait(50)
+    assert document_text(editor.document()) == TEXT
+    assert not editor.document().isUndoAvailable()
+    assert not editor.document().isModified()
+
+
+def test_gap_fill_replaces_every_gap_in_one_undo_step(qtbot, setup):
+    template = "name = [MASK]\nvalue = [MASK:5] + [MASK]\n"
+    editor, starter, backend, _ = setup(text=template)
+    session = starter.fill_gaps(editor)
+    assert len(backend_requests(qtbot, backend)[0].max_new_tokens) == 3
+    wait_ready(qtbot, session)
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    filled = document_text(editor.document())
+    assert "[MASK" not in filled
+    assert filled == f"name = {FakeBackend.result(0)}\nvalue = {FakeBackend.result(1)} + {FakeBackend.result(2)}\n"
+    editor.undo()
+    assert document_text(editor.document()) == template
+
+
+def backend_requests(qtbot, backend):
+    qtbot.waitUntil(lambda: bool(backend.requests), timeout=10000)
+    return backend.requests
+
+
+def test_a_failing_model_leaves_the_document_as_it_was(qtbot, setup):
+    editor, starter, _, _ = setup(fail=True)
+    select(editor, 19, 31)
+    session = starter.rewrite(editor)
+    messages = []
+    session.ended.connect(lambda outcome, message: messages.append((outcome, message)))
+    qtbot.waitUntil(lambda: session.state == "ended", timeout=10000)
+    assert messages[0][0] == "failed" and "fake model broke" in messages[0][1]
+    assert document_text(editor.document()) == TEXT
+    assert not editor.document().isUndoAvailable()
+
+
+def test_alternatives_cycle_and_the_chosen_one_is_accepted(qtbot, setup):
+    editor, starter, _, _ = setup(alternatives=3)
+    select(editor, 0, 3)
+    session = starter.rewrite(editor)
+    wait_ready(qtbot, session)
+    assert session.alternatives == 3
+    qtbot.keyClick(editor, Qt.Key.Key_BracketRight, Qt.KeyboardModifier.AltModifier)
+    qtbot.keyClick(editor, Qt.Key.Key_BracketRight, Qt.KeyboardModifier.AltModifier)
+    qtbot.keyClick(editor, Qt.Key.Key_BracketLeft, Qt.KeyboardModifier.AltModifier)
+    assert document_text(editor.document()).startswith(FakeBackend.result(0, 1))
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert document_text(editor.document()) == FakeBackend.result(0, 1) + TEXT[3:]
+    assert editor.document().availableUndoSteps() > 0
+    editor.undo()
+    assert document_text(editor.document()) == TEXT
+
+
+def test_infill_at_the_cursor_inserts_at_the_cursor(qtbot, setup):
+    editor, starter, backend, _ = setup()
+    cursor = editor.textCursor()
+    cursor.setPosition(15)
+    editor.setTextCursor(cursor)
+    session = starter.rewrite(editor)
+    wait_ready(qtbot, session)
+    request = backend.requests[0][0]
+    assert request.prefix == TEXT[:15] and request.suffix == TEXT[15:] and request.init_text is None
+    session.accept()
+    assert document_text(editor.document()) == TEXT[:15] + FakeBackend.result(0) + TEXT[15:]
+
+
+def test_saved_text_never_holds_a_draft(qtbot, setup):
+    editor, starter, backend, _ = setup()
+    backend.hold.set()
+    select(editor, 19, 31)
+    session = starter.rewrite(editor)
+    qtbot.waitUntil(lambda: session.has_draft, timeout=10000)
+    assert document_text(editor.document()) != TEXT
+    assert editor.saved_text() == TEXT
+    assert not editor.is_modified()
+    session.reject()

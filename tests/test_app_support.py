@@ -1,0 +1,90 @@
+"""Shared helpers for the app tests: a qasync loop, a scripted fake backend, an editor with an engine.
+
+The fake backend yields deterministic drafts and can hold between passes, so a test can type
+while a run is "denoising". Real-model runs use the ``tiny_model_dir`` fixture instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest
+
+from model.api import Candidate, Draft, ModelInfo, TokenState
+
+
+class FakeBackend:
+    """Rewrites every region to ``<k:...>`` text over ``passes`` passes; ``hold`` pauses between them."""
+
+    info = ModelInfo(name="fake", backend="masked-diffusion", device="cpu", parameters=0, instruction_tuned=False)
+
+    def __init__(self, passes: int = 4, alternatives: int | None = None, fail: bool = False):
+        self.passes = passes
+        self.fail = fail
+        self.hold = threading.Event()  # set: wait for ``advance`` between passes
+        self._go = threading.Semaphore(0)
+        self.requests = []
+
+    def advance(self) -> None:
+        self._go.release()
+
+    @staticmethod
+    def result(index: int, alternative: int = 0) -> str:
+        return f"<{index}.{alternative} new text>"
+
+    def _drafts(self, count: int, alternatives: int, step: int, final: bool) -> tuple[Draft, ...]:
+        drafts = []
+        for index in range(count):
+            candidates = []
+            for alternative in range(alternatives):
+                text = self.result(index, alternative)
+                settled = len(text) * step // self.passes
+                tokens = tuple(
+                    TokenState(ch if i < settled else "#", 0.9 if i < settled else 0.2, i < settled)
+                    for i, ch in enumerate(text)
+                )
+                candidates.append(Candidate("".join(t.text for t in tokens), tokens))
+            drafts.append(Draft(step, tuple(candidates), final, forward_passes=step, generated_tokens=step * 3))
+        return tuple(drafts)
+
+    def _run(self, count, alternatives, cancel):
+        for step in range(1, self.passes + 1):
+            if cancel is not None:
+                cancel.raise_if_set()
+            if self.fail and step == 2:
+                raise RuntimeError("the fake model broke")
+            yield self._drafts(count, alternatives, step, final=step == self.passes)
+            if self.hold.is_set() and step < self.passes:
+                while not self._go.acquire(timeout=0.05):
+                    if cancel is not None:
+                        cancel.raise_if_set()
+
+    def stream(self, requests, cancel=None):
+        self.requests.append(tuple(requests))
+        return self._run(len(requests), requests[0].n_alternatives, cancel)
+
+    def stream_template(self, template, cancel=None):
+        self.requests.append(template)
+        return self._run(len(template.max_new_tokens), 1, cancel)
+
+
+@pytest.fixture(scope="session")
+def qasync_loop(qapp):
+    import qasync
+
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    return loop
+
+
+def make_engine(qasync_loop, backend, qtbot):
+    from app.engine import Engine
+
+    engine = Engine(qasync_loop)
+    engine.start(lambda: backend, "fake")
+    qtbot.waitUntil(lambda: engine.info is not None or engine.error is not None, timeout=30000)
+    return engine
