@@ -240,3 +240,7 @@ def run_fill(args) -> int:
 
         write_atomic(str(output), filled.encode("utf-8"))
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

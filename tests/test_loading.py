@@ -1,0 +1,83 @@
+"""Model specs and bad model folders give one clear line naming the folder and the problem."""
+
+import shutil
+
+import pytest
+
+from model.api import EngineError
+from model.loading import load_backend, resolve_spec
+
+
+def load_error(spec, **kwargs) -> str:
+    with pytest.raises(EngineError) as caught:
+        load_backend(spec, device="cpu", **kwargs)
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+def test_missing_folder(tmp_path):
+    assert "no such model folder" in load_error(str(tmp_path / "nope"))
+
+
+def test_file_instead_of_folder(tmp_path):
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(b"x")
+    assert "not a file" in load_error(str(path))
+
+
+def test_folder_without_config(tmp_path):
+    assert "no config.json" in load_error(str(tmp_path))
+
+
+def test_corrupt_config(tmp_path, tiny_model_dir):
+    shutil.copytree(tiny_model_dir, tmp_path / "m")
+    (tmp_path / "m" / "config.json").write_text("{not json")
+    message = load_error(str(tmp_path / "m"))
+    assert "config.json" in message and str(tmp_path / "m") in message
+
+
+def test_truncated_weights(tmp_path, tiny_model_dir):
+    shutil.copytree(tiny_model_dir, tmp_path / "m")
+    weights = tmp_path / "m" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    assert "cannot load the model" in load_error(str(tmp_path / "m"))
+
+
+def test_pickle_weights_are_refused(tmp_path, tiny_model_dir):
+    shutil.copytree(tiny_model_dir, tmp_path / "m")
+    (tmp_path / "m" / "model.safetensors").rename(tmp_path / "m" / "pytorch_model.bin")
+    assert "safetensors only" in load_error(str(tmp_path / "m"))
+
+
+def test_missing_tokenizer(tmp_path, tiny_model_dir):
+    shutil.copytree(tiny_model_dir, tmp_path / "m")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (tmp_path / "m" / name).unlink()
+    assert "tokenizer" in load_error(str(tmp_path / "m"))
+
+
+def test_wrong_architecture(tmp_path, project_tokenizer):
+    from transformers import GPT2Config
+
+    GPT2Config(vocab_size=len(project_tokenizer)).save_pretrained(tmp_path)
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    project_tokenizer.save_pretrained(tmp_path)
+    assert "unsupported architecture 'gpt2'" in load_error(str(tmp_path))
+
+
+def test_hub_id_needs_downloads_enabled():
+    assert "downloads are off" in load_error("google/diffusiongemma-26B-A4B-it")
+
+
+def test_path_traversal_spec_is_not_a_hub_id():
+    with pytest.raises(EngineError):
+        resolve_spec("../../etc/passwd")
+    with pytest.raises(EngineError):
+        resolve_spec("owner/../name")
+
+
+def test_folder_loads(tiny_model_dir):
+    backend = load_backend(str(tiny_model_dir), device="cpu")
+    assert backend.info.backend == "diffusion-gemma" and backend.info.device == "cpu"
+    assert not backend.info.instruction_tuned

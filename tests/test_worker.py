@@ -1,0 +1,101 @@
+"""The inference worker: loads off the caller's thread, serves jobs, cancels, survives failures."""
+
+import threading
+
+from model.api import EngineError, InfillRequest
+from model.worker import InferenceWorker
+
+
+class Recorder:
+    def __init__(self):
+        self.drafts, self.done, self.errors, self.cancelled = [], [], [], 0
+        self.finished = threading.Event()
+
+    def submit(self, worker, request, owner=None):
+        return worker.submit(
+            [request], self.drafts.append, self._done, self._error, self._cancelled, owner=owner
+        )
+
+    def _done(self, drafts):
+        self.done.append(drafts)
+        self.finished.set()
+
+    def _error(self, error):
+        self.errors.append(error)
+        self.finished.set()
+
+    def _cancelled(self):
+        self.cancelled += 1
+        self.finished.set()
+
+
+def test_worker_loads_on_its_own_thread_and_serves(tiny_backend):
+    threads = []
+
+    def load():
+        threads.append(threading.current_thread())
+        return tiny_backend
+
+    worker = InferenceWorker(load)
+    worker.start()
+    recorder = Recorder()
+    recorder.submit(worker, InfillRequest(prefix="x", max_new_tokens=8, seed=1))
+    assert recorder.finished.wait(60)
+    worker.stop()
+    assert threads[0] is not threading.main_thread()
+    assert recorder.done and recorder.done[0][0].final and not recorder.errors
+
+
+def test_new_job_of_the_same_owner_cancels_the_old_one(tiny_backend):
+    gate = threading.Event()
+
+    def load():
+        gate.wait(30)  # hold the queue until both jobs are in
+        return tiny_backend
+
+    worker = InferenceWorker(load)
+    worker.start()
+    old, new = Recorder(), Recorder()
+    editor = object()
+    old.submit(worker, InfillRequest(prefix="a", max_new_tokens=8), owner=editor)
+    new.submit(worker, InfillRequest(prefix="b", max_new_tokens=8), owner=editor)
+    gate.set()
+    assert new.finished.wait(60) and old.finished.wait(60)
+    worker.stop()
+    assert old.cancelled == 1 and not old.done
+    assert new.done
+
+
+def test_failing_model_reports_and_the_next_job_works(tiny_backend, monkeypatch):
+    worker = InferenceWorker(lambda: tiny_backend)
+    worker.start()
+    calls = {"n": 0}
+    original = tiny_backend.model.forward
+
+    def flaky(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("boom")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(tiny_backend.model, "forward", flaky)
+    first, second = Recorder(), Recorder()
+    first.submit(worker, InfillRequest(prefix="a", max_new_tokens=8, steps=4))
+    assert first.finished.wait(60)
+    second.submit(worker, InfillRequest(prefix="a", max_new_tokens=8, steps=4))
+    assert second.finished.wait(60)
+    worker.stop()
+    assert "boom" in str(first.errors[0]) and second.done
+
+
+def test_load_failure_fails_every_job_with_its_message():
+    def load():
+        raise EngineError("the embedded model is not installed")
+
+    worker = InferenceWorker(load)
+    worker.start()
+    recorder = Recorder()
+    recorder.submit(worker, InfillRequest(prefix="a"))
+    assert recorder.finished.wait(10)
+    worker.stop()
+    assert "not installed" in str(recorder.errors[0]) and "not installed" in str(worker.load_error)
