@@ -34,6 +34,7 @@ from model.api import (
     TemplateRequest,
     TokenState,
 )
+from model.gap_fill import fill_gaps_separately
 from model.layout import Layout
 from model.token_text import split_text, token_bytes_table
 from model.tokenizer import decode_ids, encode_text
@@ -118,18 +119,7 @@ class DiffusionGemmaBackend:
 
     def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
         """Gaps are filled as a batch, each seeing the whole template around it with other gaps blank."""
-        segments = template.segments
-        requests = [
-            InfillRequest(
-                prefix="".join(segments[: i + 1]),
-                suffix="".join(segments[i + 1 :]),
-                max_new_tokens=template.max_new_tokens[i],
-                steps=template.steps,
-                seed=template.seed,
-            )
-            for i in range(len(template.max_new_tokens))
-        ]
-        return self.stream(requests, cancel)
+        return fill_gaps_separately(self, template, cancel)
 
     # ---- prompts ------------------------------------------------------------------------------
 

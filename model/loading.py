@@ -85,20 +85,24 @@ def load_backend(
     source = str(folder) if folder is not None else hub_id
     device = pick_device(device)
 
-    from transformers import AutoConfig
+    from transformers import AutoConfig, PreTrainedConfig
     from transformers.utils import logging as transformers_logging
 
-    transformers_logging.disable_progress_bar()
+    from model.masked_diffusion import MaskedDiffusionBackend, architecture_name, is_masked_diffusion_config
 
+    transformers_logging.disable_progress_bar()
     try:
-        config = AutoConfig.from_pretrained(
-            source, local_files_only=not allow_downloads, trust_remote_code=trust_remote_code
-        )
+        raw, _ = PreTrainedConfig.get_config_dict(source, local_files_only=not allow_downloads)
     except Exception as error:  # transformers raises many types for a bad config
         raise EngineError(f"{source}: cannot read the model config ({_first_line(error)})") from None
-    if config.model_type == "diffusion_gemma":
+    if raw.get("model_type") == "diffusion_gemma":
+        config = AutoConfig.from_pretrained(source, local_files_only=not allow_downloads)
         return _load_diffusion_gemma(source, folder, config, device, allow_downloads, allow_pickle)
-    raise EngineError(f"{source}: unsupported architecture {config.model_type!r}")
+    if is_masked_diffusion_config(raw):
+        return MaskedDiffusionBackend.from_pretrained(
+            source, device=device, trust_remote_code=trust_remote_code, local_files_only=not allow_downloads
+        )
+    raise EngineError(f"{source}: unsupported architecture {architecture_name(raw)}")
 
 
 def _load_diffusion_gemma(source, folder, config, device, allow_downloads, allow_pickle) -> Backend:
