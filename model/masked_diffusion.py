@@ -52,8 +52,11 @@ TOKENS_PER_PASS = 2  # default schedule when a request gives no ``steps``
 TEMPERATURE = 0.2  # Dream's recommended value; 0 is greedy (alternatives would all agree)
 DEFAULT_WINDOW = 4096  # context when the config names none
 
-# model_type (lower case) of families that ship their own modeling code
-REMOTE_FAMILIES = {"llada": "llada", "lladamoe": "llada", "dream": "dream"}
+# families that ship their own modeling code, by model_type (lower case) or architecture
+REMOTE_FAMILIES = {
+    "llada": "llada", "lladamoe": "llada", "dream": "dream",
+    "LLaDAModelLM": "llada", "LLaDAMoEModelLM": "llada", "DreamModel": "dream",
+}
 SHIFTED_FAMILIES = {"dream"}
 
 
@@ -71,10 +74,11 @@ def architecture_name(config) -> str:
 
 def masked_diffusion_family(config) -> str | None:
     """``"masked-lm"``, ``"llada"`` or ``"dream"`` for a config this backend loads, else None."""
-    model_type = str(_field(config, "model_type") or "").lower()
-    if model_type in REMOTE_FAMILIES:
-        return REMOTE_FAMILIES[model_type]
-    if any(name.endswith("ForMaskedLM") for name in _field(config, "architectures") or []):
+    architectures = _field(config, "architectures") or []
+    for name in [str(_field(config, "model_type") or "").lower(), *architectures]:
+        if name in REMOTE_FAMILIES:
+            return REMOTE_FAMILIES[name]
+    if any(name.endswith("ForMaskedLM") for name in architectures):
         return "masked-lm"
     return None
 
@@ -203,7 +207,7 @@ class MaskedDiffusionBackend:
             _field(config, "eos_token_id"), _field(config, "pad_token_id"),
             getattr(generation, "eos_token_id", None),
         ) - {self.mask_id}
-        vocab = len(tokenizer)
+        vocab = min(len(tokenizer), _field(config, "vocab_size") or len(tokenizer))  # LLaDA pads its logits
         # control tokens, the mask and ids past the tokenizer never belong in the user's text
         suppressed = (set(tokenizer.all_special_ids) | {self.mask_id}) - self.end_ids
         self._suppressed = torch.tensor(sorted(i for i in suppressed if i < vocab), device=self.device)
@@ -240,10 +244,12 @@ class MaskedDiffusionBackend:
             raise EngineError(f"{source}: cannot read the model config ({_first_line(error)})") from None
         family = masked_diffusion_family(raw)
         if family is None:
-            raise EngineError(f"{source}: unsupported architecture {architecture_name(raw)} (not a masked-diffusion model)")
+            name = architecture_name(raw)
+            raise EngineError(f"{source}: unsupported architecture {name} (not a masked-diffusion model)")
         remote = family != "masked-lm"
         if remote and not trust_remote_code:
-            raise EngineError(f"{source}: {architecture_name(raw)} runs the checkpoint's own code; allow remote code to load it")
+            name = architecture_name(raw)
+            raise EngineError(f"{source}: {name} runs the checkpoint's own code; allow remote code to load it")
         device = pick_device(device)
         dtype = torch.bfloat16 if device != "cpu" else torch.float32
         loader = AutoModel if remote else AutoModelForMaskedLM
@@ -268,7 +274,9 @@ class MaskedDiffusionBackend:
 
     # ---- public API -------------------------------------------------------------------------
 
-    def stream(self, requests: Sequence[InfillRequest], cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
+    def stream(
+        self, requests: Sequence[InfillRequest], cancel: CancelFlag | None = None
+    ) -> Iterator[tuple[Draft, ...]]:
         groups = []
         for request in requests:
             generator = self._generator(request.seed)
@@ -276,7 +284,9 @@ class MaskedDiffusionBackend:
         for step in self._denoise([row for group in groups for row in group], cancel):
             yield tuple(self._draft(group, step, gap=0) for group in groups)
 
-    def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
+    def stream_template(
+        self, template: TemplateRequest, cancel: CancelFlag | None = None
+    ) -> Iterator[tuple[Draft, ...]]:
         """All gaps in one sequence; if they and the text between them overflow the window,
         gaps are filled one request each instead (``fill_gaps_separately``)."""
         segments = [encode_text(self.tokenizer, text) for text in template.segments]
