@@ -141,9 +141,11 @@ def test_span_grows_until_the_cap_when_the_model_does_not_end(endless):
 def test_rewrite_renoises_only_the_strength_fraction(endless, project_tokenizer):
     init = "total = sum(values) / len(values)"
     init_ids = encode_text(project_tokenizer, init)
-    unchanged = endless.stream([InfillRequest(prefix="x", init_text=init, strength=0.0, max_new_tokens=1)])
+    multibyte = "naïve café — 日本語 🙂\r\n\t"
+    unchanged = endless.stream([InfillRequest(prefix="x", init_text=multibyte, strength=0.0, max_new_tokens=1)])
     (only,) = list(unchanged)
-    assert only[0].final and only[0].text == init and only[0].forward_passes == 0
+    assert only[0].final and only[0].text == multibyte and only[0].forward_passes == 0
+    assert "".join(token.text for token in only[0].tokens) == multibyte
 
     drafts = [t[0] for t in endless.stream([InfillRequest(init_text=init, strength=0.5, max_new_tokens=1, seed=4)])]
     kept = [i for i, token in enumerate(drafts[0].tokens) if token.accepted and token.confidence == 1.0]
