@@ -29,6 +29,8 @@ class InfillRequest:
     a ``strength`` fraction of its tokens is renoised (0 keeps the text, 1 is a fresh infill).
     ``instruction`` is used by instruction-tuned checkpoints only. ``steps`` and ``seed`` of None
     take the model's defaults; ``n_alternatives`` candidates are decoded as one batch.
+    ``sampler_bound`` trades quality for speed: the entropy a pass may accept (None: the model's
+    default; a tiny value accepts one token per pass, the sequential baseline).
     """
 
     prefix: str = ""
@@ -40,8 +42,11 @@ class InfillRequest:
     steps: int | None = None
     seed: int | None = None
     n_alternatives: int = 1
+    sampler_bound: float | None = None
 
     def __post_init__(self) -> None:
+        if self.sampler_bound is not None and self.sampler_bound <= 0:
+            raise ValueError("sampler_bound must be positive")
         if self.max_new_tokens < 1:
             raise ValueError("max_new_tokens must be at least 1")
         if not 0.0 <= self.strength <= 1.0:

@@ -23,7 +23,10 @@ from dataclasses import dataclass
 
 import torch
 from transformers.generation import LogitsProcessor, SuppressTokensLogitsProcessor
-from transformers.models.diffusion_gemma.generation_diffusion_gemma import EntropyBoundSampler
+from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
+    EntropyBoundSampler,
+    EntropyBoundSamplerConfig,
+)
 
 from model.api import (
     Candidate,
@@ -36,7 +39,7 @@ from model.api import (
 )
 from model.gap_fill import fill_gaps_separately
 from model.layout import Layout
-from model.token_text import split_text, token_bytes_table
+from model.token_text import drop_incomplete_tail, split_text, token_bytes_table
 from model.tokenizer import decode_ids, encode_text
 
 PIN_LOGIT = 1e4
@@ -111,7 +114,7 @@ class DiffusionGemmaBackend:
                 rows.append(self._row(request))
                 owners.append(index)
         first = requests[0]
-        for row_drafts in self._denoise(rows, first.steps, first.seed, cancel):
+        for row_drafts in self._denoise(rows, first.steps, first.seed, first.sampler_bound, cancel):
             yield tuple(
                 _merge([row_drafts[i] for i, owner in enumerate(owners) if owner == index])
                 for index in range(len(requests))
@@ -156,11 +159,13 @@ class DiffusionGemmaBackend:
 
     # ---- the denoising loop -------------------------------------------------------------------
 
-    def _denoise(self, rows: list[_Row], steps: int | None, seed: int | None, cancel: CancelFlag | None):
+    def _denoise(self, rows: list[_Row], steps, seed, sampler_bound, cancel: CancelFlag | None):
         model, L, device = self.model, self.canvas_length, self.device
         config, _ = model._prepare_generation_config(None)
         if steps is not None:
             config.max_denoising_steps = steps
+        if sampler_bound is not None:
+            config.sampler_config = EntropyBoundSamplerConfig(entropy_bound=float(sampler_bound))
         torch.manual_seed(seed if seed is not None else torch.seed())
 
         B = len(rows)
@@ -300,6 +305,7 @@ class DiffusionGemmaBackend:
         return tuple(drafts)
 
     def _final_draft(self, ids: list[int], step: int, passes: int) -> Draft:
+        ids = drop_incomplete_tail(self._bytes, ids)
         text = decode_ids(self.tokenizer, ids)
         pieces = split_text(self._bytes, ids)
         tokens = tuple(TokenState(p, 1.0, True) for p in pieces)

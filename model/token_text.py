@@ -85,3 +85,22 @@ def _utf8_length(data: bytes, position: int) -> int:
     except UnicodeDecodeError:
         return 1
     return need
+
+
+def drop_incomplete_tail(table: Sequence[bytes], ids: list[int]) -> list[int]:
+    """``ids`` without the last few tokens if they end inside a UTF-8 character.
+
+    A middle cut at its token budget can stop between the bytes of one character; keeping those
+    bytes would put a replacement character into the user's text.
+    """
+    ids = list(ids)
+    for _ in range(3):
+        data = b"".join(table[token_id] for token_id in ids[-4:])
+        try:
+            data.decode("utf-8")
+            return ids
+        except UnicodeDecodeError as error:
+            if error.reason != "unexpected end of data" or not ids:
+                return ids
+            ids.pop()
+    return ids

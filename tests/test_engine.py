@@ -135,3 +135,12 @@ def test_model_round_trips_through_save_and_load(tmp_path, tiny_backend):
     assert again.model.generation_config.max_denoising_steps == tiny_backend.model.generation_config.max_denoising_steps
     request = InfillRequest(prefix="for i in ", max_new_tokens=8, seed=9)
     assert run(again, request)[1][0].text == run(tiny_backend, request)[1][0].text
+
+
+def test_a_tiny_sampler_bound_accepts_one_token_per_pass(monkeypatch, tiny_backend):
+    tok = tiny_backend.tokenizer
+    steer(monkeypatch, tiny_backend, ban=[tok.eos_token_id, tok.pad_token_id])
+    drafts, last = run(tiny_backend, InfillRequest(prefix="a", max_new_tokens=16, steps=16, sampler_bound=1e-9, seed=1))
+    settled = [sum(t.accepted for t in d.tokens) for (d,) in drafts[:-1]]
+    assert settled == list(range(1, len(settled) + 1))
+    assert last[0].generated_tokens == 16 and last[0].forward_passes == 16

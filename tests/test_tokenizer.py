@@ -54,3 +54,14 @@ def test_partial_utf8_prefix_does_not_crash(project_tokenizer):
     for cut in range(len(ids) + 1):
         pieces = split_text(table, ids[:cut])
         assert len(pieces) == cut
+
+
+def test_a_cut_inside_a_character_is_dropped(project_tokenizer):
+    from model.token_text import drop_incomplete_tail
+
+    table = token_bytes_table(project_tokenizer)
+    ids = encode_text(project_tokenizer, "ok 😀")
+    for cut in range(len(ids) + 1):
+        kept = drop_incomplete_tail(table, ids[:cut])
+        assert "\ufffd" not in decode_ids(project_tokenizer, kept)
+        assert "ok 😀".startswith(decode_ids(project_tokenizer, kept))
