@@ -223,7 +223,7 @@ class InfillSession(QObject):
 
     @contextmanager
     def user_edit(self) -> Iterator[None]:
-        """Run one edit of the user's on the text without the draft, then put the draft back."""
+        """Run one edit of the user's on the text without the draft; an edit inside a region cancels."""
         if self._inside_user_edit or self.state == "ended":
             yield
             return
@@ -236,6 +236,17 @@ class InfillSession(QObject):
             self.editor.setTextCursor(cursor)
             yield
             return
+        with self.draft_taken_out():
+            yield
+            if self._touched():
+                self._end("cancelled", "Typing inside the region cancelled the rewrite.")
+
+    @contextmanager
+    def draft_taken_out(self) -> Iterator[None]:
+        """The document as the user wrote it for the duration (to edit it, or to save it)."""
+        if self._inside_user_edit or self.state == "ended":
+            yield
+            return
         self._inside_user_edit = True
         had_draft = self.has_draft
         self._take_out_draft()
@@ -244,12 +255,9 @@ class InfillSession(QObject):
         finally:
             self._inside_user_edit = False
             self._modified = self.document.isModified()
-            if self.state != "ended":
-                if self._touched():
-                    self._end("cancelled", "Typing inside the region cancelled the rewrite.")
-                elif had_draft:
-                    self._write(self._texts(), as_draft=True)
-                    self._paint()
+            if self.state != "ended" and had_draft:
+                self._write(self._texts(), as_draft=True)
+                self._paint()
 
     # --- drawing ------------------------------------------------------------------------------
 

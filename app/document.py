@@ -1,0 +1,66 @@
+"""One open document: its editor, its file and how the file's bytes are laid out."""
+
+from __future__ import annotations
+
+import os
+from contextlib import nullcontext
+
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QApplication
+
+from app import fileio
+from app.codeeditor import CodeEditor
+from app.highlighter import attach_highlighter
+
+
+def palette_is_dark() -> bool:
+    return QApplication.palette().color(QPalette.ColorRole.Window).lightness() < 128
+
+
+class Document:
+    """A CodeEditor plus the path and TextFormat it was opened with (None path: untitled)."""
+
+    def __init__(self, editor: CodeEditor, path: str | None = None, fmt: fileio.TextFormat | None = None):
+        self.editor = editor
+        self.path = path
+        self.format = fmt or fileio.TextFormat()
+        self.highlighter = None
+        self.untitled_number = 0
+
+    @classmethod
+    def open(cls, path: str, editor: CodeEditor) -> Document:
+        """Read ``path`` into ``editor``; raises NotTextError / OSError and leaves ``editor`` empty."""
+        text, fmt = fileio.read_text(path)
+        document = cls(editor, os.path.abspath(path), fmt)
+        editor.setPlainText(text)
+        editor.document().setModified(False)
+        document.rehighlight()
+        return document
+
+    def rehighlight(self) -> None:
+        if self.highlighter is not None:
+            self.highlighter.setDocument(None)
+        self.highlighter = attach_highlighter(self.editor.document(), self.path, palette_is_dark())
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path) if self.path else f"Untitled {self.untitled_number}"
+
+    @property
+    def language(self) -> str:
+        return self.highlighter.language if self.highlighter is not None else "Plain text"
+
+    def save(self, path: str | None = None) -> None:
+        """Write the text (never a draft) atomically; raises OSError / UnicodeEncodeError."""
+        target = os.path.abspath(path or self.path)
+        session = self.editor.session
+        with session.draft_taken_out() if session is not None else nullcontext():
+            fileio.write_text(target, self.editor.saved_text(), self.format)
+            self.editor.document().setModified(False)
+        renamed = target != self.path
+        self.path = target
+        if renamed:
+            self.rehighlight()
+
+    def is_modified(self) -> bool:
+        return self.editor.is_modified()

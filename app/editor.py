@@ -1,0 +1,30 @@
+"""The desktop application's entry point: ``run(files, model_spec)``."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QApplication
+
+
+def run(files: list[str], model_spec: str | None = None) -> int:
+    """Open a window with ``files`` (or an untitled document), run until it closes; the exit code."""
+    import qasync
+
+    from app.mainwindow import MainWindow, first_show, open_files
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("Sfumato")
+    app.setOrganizationName("Sfumato")
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    closed = asyncio.Event()
+    app.aboutToQuit.connect(closed.set)
+    window = MainWindow(loop, QSettings(), model_spec)
+    open_files(window, files)
+    first_show(window)
+    with loop:
+        loop.run_until_complete(closed.wait())
+    return 0

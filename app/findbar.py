@@ -1,0 +1,168 @@
+"""Find / replace bar (case, whole word, regular expression) shown under the editor."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRegularExpression, Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut, QTextCursor, QTextDocument
+from PySide6.QtWidgets import QCheckBox, QGridLayout, QLabel, QLineEdit, QPushButton, QWidget
+
+from app.codeeditor import CodeEditor
+
+
+class FindBar(QWidget):
+    """Searches the editor given by ``set_editor``; ``message`` reports misses and counts."""
+
+    message = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.editor: CodeEditor | None = None
+        self.find_text = QLineEdit(placeholderText="Find")
+        self.replace_text = QLineEdit(placeholderText="Replace with")
+        self.case = QCheckBox("Aa")
+        self.case.setToolTip("Match case")
+        self.word = QCheckBox("Word")
+        self.word.setToolTip("Whole words only")
+        self.regex = QCheckBox(".*")
+        self.regex.setToolTip("Regular expression")
+        self.status = QLabel()
+        layout = QGridLayout(self)
+        layout.setContentsMargins(4, 2, 4, 2)
+        layout.addWidget(self.find_text, 0, 0)
+        layout.addWidget(self.replace_text, 1, 0)
+        for column, (label, slot) in enumerate(
+            (("Next", lambda: self.find(False)), ("Previous", lambda: self.find(True))), start=1
+        ):
+            button = QPushButton(label)
+            button.clicked.connect(slot)
+            layout.addWidget(button, 0, column)
+        for column, (label, slot) in enumerate((("Replace", self.replace), ("All", self.replace_all)), start=1):
+            button = QPushButton(label)
+            button.clicked.connect(slot)
+            layout.addWidget(button, 1, column)
+        layout.addWidget(self.case, 0, 3)
+        layout.addWidget(self.word, 0, 4)
+        layout.addWidget(self.regex, 0, 5)
+        layout.addWidget(self.status, 1, 3, 1, 3)
+        close = QPushButton("✕")
+        close.setFlat(True)
+        close.clicked.connect(self.hide)
+        layout.addWidget(close, 0, 6)
+        self.find_text.returnPressed.connect(lambda: self.find(False))
+        self.replace_text.returnPressed.connect(self.replace)
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, activated=self._close)
+
+    def set_editor(self, editor: CodeEditor | None) -> None:
+        self.editor = editor
+
+    def open(self, replace: bool) -> None:
+        self.replace_text.setVisible(replace)
+        if self.editor is not None and self.editor.textCursor().hasSelection():
+            self.find_text.setText(self.editor.textCursor().selectedText())
+        self.show()
+        self.find_text.setFocus()
+        self.find_text.selectAll()
+
+    def _close(self) -> None:
+        self.hide()
+        if self.editor is not None:
+            self.editor.setFocus()
+
+    def _flags(self, backward: bool) -> QTextDocument.FindFlag:
+        flags = QTextDocument.FindFlag(0)
+        if backward:
+            flags |= QTextDocument.FindFlag.FindBackward
+        if self.case.isChecked():
+            flags |= QTextDocument.FindFlag.FindCaseSensitively
+        if self.word.isChecked():
+            flags |= QTextDocument.FindFlag.FindWholeWords
+        return flags
+
+    def _pattern(self) -> str | QRegularExpression | None:
+        text = self.find_text.text()
+        if not text:
+            return None
+        if not self.regex.isChecked():
+            return text
+        expression = QRegularExpression(text)
+        if not self.case.isChecked():
+            expression.setPatternOptions(QRegularExpression.PatternOption.CaseInsensitiveOption)
+        if not expression.isValid():
+            self._say(f"Bad expression: {expression.errorString()}")
+            return None
+        return expression
+
+    def _say(self, text: str) -> None:
+        self.status.setText(text)
+        self.message.emit(text)
+
+    def _search(self, start: QTextCursor, backward: bool) -> QTextCursor | None:
+        pattern = self._pattern()
+        if pattern is None or self.editor is None:
+            return None
+        document = self.editor.document()
+        found = document.find(pattern, start, self._flags(backward))
+        if found.isNull():  # wrap around
+            edge = QTextCursor(document)
+            edge.movePosition(QTextCursor.MoveOperation.End if backward else QTextCursor.MoveOperation.Start)
+            found = document.find(pattern, edge, self._flags(backward))
+        return None if found.isNull() else found
+
+    def find(self, backward: bool = False) -> bool:
+        if self.editor is None:
+            return False
+        found = self._search(self.editor.textCursor(), backward)
+        if found is None:
+            self._say("Not found")
+            return False
+        self.status.clear()
+        self.editor.setTextCursor(found)
+        return True
+
+    def _matches_selection(self) -> bool:
+        cursor = self.editor.textCursor()
+        if not cursor.hasSelection():
+            return False
+        probe = QTextCursor(self.editor.document())
+        probe.setPosition(cursor.selectionStart())
+        found = self._search(probe, backward=False)
+        return found is not None and (found.selectionStart(), found.selectionEnd()) == (cursor.selectionStart(), cursor.selectionEnd())
+
+    def _replacement(self, cursor: QTextCursor) -> str:
+        if not self.regex.isChecked():
+            return self.replace_text.text()
+        match = self._pattern().match(cursor.selectedText())
+        result = self.replace_text.text()
+        for group in range(match.lastCapturedIndex(), -1, -1):
+            result = result.replace(f"\\{group}", match.captured(group))
+        return result
+
+    def replace(self) -> None:
+        if self.editor is None:
+            return
+        if self.editor.session is not None:
+            self.editor.session.reject()
+        if self._matches_selection():
+            cursor = self.editor.textCursor()
+            cursor.insertText(self._replacement(cursor))
+        self.find(False)
+
+    def replace_all(self) -> None:
+        """Replace every match as one undo step."""
+        if self.editor is None or self._pattern() is None:
+            return
+        if self.editor.session is not None:
+            self.editor.session.reject()
+        document = self.editor.document()
+        cursor = QTextCursor(document)
+        edit = QTextCursor(document)
+        edit.beginEditBlock()
+        count = 0
+        while True:
+            cursor = document.find(self._pattern(), cursor, self._flags(False))
+            if cursor.isNull() or not cursor.hasSelection():
+                break
+            cursor.insertText(self._replacement(cursor))
+            count += 1
+        edit.endEditBlock()
+        self._say(f"Replaced {count} occurrence{'s' * (count != 1)}")

@@ -1,0 +1,68 @@
+"""The small box shown at the selection on Ctrl+K: rewrite strength and, for instruction-tuned
+models, an instruction. Enter runs the rewrite, Esc closes the box."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QSlider
+
+from app.codeeditor import CodeEditor
+
+
+class InlineBox(QFrame):
+    submitted = Signal(float, str)  # strength, instruction ("" when none)
+
+    def __init__(self, editor: CodeEditor, strength: float, with_instruction: bool):
+        super().__init__(editor.viewport())
+        self._editor = editor
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setAutoFillBackground(True)
+        self.strength = QSlider(Qt.Orientation.Horizontal)
+        self.strength.setRange(5, 100)
+        self.strength.setValue(round(strength * 100))
+        self.strength.setFixedWidth(120)
+        self.strength.setToolTip("How much of the selection is renoised: low keeps most of it")
+        value = QLabel()
+        self.strength.valueChanged.connect(lambda v: value.setText(f"{v}%"))
+        value.setText(f"{self.strength.value()}%")
+        self.instruction = QLineEdit(placeholderText="Instruction (optional)")
+        self.instruction.setVisible(with_instruction)
+        self.instruction.setMinimumWidth(220)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(6, 3, 6, 3)
+        layout.addWidget(QLabel("Rewrite strength"))
+        layout.addWidget(self.strength)
+        layout.addWidget(value)
+        layout.addWidget(self.instruction)
+        layout.addWidget(QLabel("⏎ run · Esc close"))
+        self.adjustSize()
+        self._place()
+
+    def _place(self) -> None:
+        cursor = self._editor.textCursor()
+        cursor.setPosition(cursor.selectionStart())
+        rect = self._editor.cursorRect(cursor)
+        top = rect.top() - self.height() - 2
+        if top < 0:
+            top = self._editor.cursorRect().bottom() + 2
+        self.move(QPoint(max(0, rect.left()), top))
+
+    def open(self) -> None:
+        self.show()
+        self.raise_()
+        (self.instruction if self.instruction.isVisible() else self.strength).setFocus()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.submitted.emit(self.strength.value() / 100, self.instruction.text().strip())
+            self.close_box()
+        elif event.key() == Qt.Key.Key_Escape:
+            self.close_box()
+        else:
+            super().keyPressEvent(event)
+
+    def close_box(self) -> None:
+        self.hide()
+        self.deleteLater()
+        self._editor.setFocus()

@@ -1,0 +1,479 @@
+"""The main window: tabs of documents, menus, the find bar, the status bar, and the AI actions.
+
+Importing this module does not import torch: the model is loaded by the engine's worker thread
+after the window is up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from PySide6.QtCore import QSettings, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QInputDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app import fileio
+from app.codeeditor import CodeEditor
+from app.document import Document
+from app.engine import Engine, load_from_spec
+from app.findbar import FindBar
+from app.infill import InfillOptions, InfillStarter
+from app.inlinebox import InlineBox
+from app.session import InfillSession, SessionKeys
+from app.settings import Settings
+from app.settings_dialog import SettingsDialog
+
+FILE_FILTER = "All files (*);;Python (*.py);;Text (*.txt *.md)"
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, loop: asyncio.AbstractEventLoop, store: QSettings, model_spec: str | None = None):
+        super().__init__()
+        self.store = store
+        self.settings = Settings.load(store)
+        if model_spec:
+            self.settings.model_spec = model_spec
+        self.engine = Engine(loop, self)
+        self.engine.status.connect(self._show_model_status)
+        self.starter = InfillStarter(self.engine, InfillOptions(), self._session_keys())
+        self._documents: dict[CodeEditor, Document] = {}
+        self.message_box: QMessageBox | None = None
+        self._untitled = 0
+        self.setWindowTitle("Sfumato")
+        self.resize(1100, 760)
+        self.setAcceptDrops(True)
+        self.tabs = QTabWidget()
+        self.tabs.setTabsClosable(True)
+        self.tabs.setMovable(True)
+        self.tabs.setDocumentMode(True)
+        self.tabs.tabCloseRequested.connect(lambda index: self.close_tab(self.tabs.widget(index)))
+        self.tabs.currentChanged.connect(self._current_changed)
+        self.find_bar = FindBar()
+        self.find_bar.hide()
+        self.find_bar.message.connect(lambda text: self.statusBar().showMessage(text, 4000))
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.tabs)
+        layout.addWidget(self.find_bar)
+        self.setCentralWidget(central)
+        self._build_status_bar()
+        self._build_menus()
+        self._apply_settings()
+
+    # --- building -----------------------------------------------------------------------------
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.position_label = QLabel()
+        self.format_label = QLabel()
+        self.language_label = QLabel()
+        self.model_label = QLabel("No model")
+        self.load_progress = QProgressBar()
+        self.load_progress.setRange(0, 0)
+        self.load_progress.setMaximumWidth(90)
+        self.load_progress.setMaximumHeight(14)
+        self.load_progress.hide()
+        for widget in (self.position_label, self.format_label, self.language_label, self.load_progress, self.model_label):
+            bar.addPermanentWidget(widget)
+
+    def _action(self, menu, text: str, slot, shortcut=None) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.triggered.connect(lambda checked=False: slot())
+        menu.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        menus = self.menuBar()
+        file = menus.addMenu("&File")
+        self._action(file, "&New", self.new_document, QKeySequence.StandardKey.New)
+        self._action(file, "&Open…", self.open_dialog, QKeySequence.StandardKey.Open)
+        self.recent_menu = file.addMenu("Open &Recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent)
+        self._action(file, "&Save", self.save, QKeySequence.StandardKey.Save)
+        self._action(file, "Save &As…", self.save_as, QKeySequence.StandardKey.SaveAs)
+        self._action(file, "&Close", lambda: self.close_tab(self.current_editor()), QKeySequence.StandardKey.Close)
+        file.addSeparator()
+        self._action(file, "Settings…", self.open_settings, QKeySequence.StandardKey.Preferences)
+        self._action(file, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        edit = menus.addMenu("&Edit")
+        self._action(edit, "&Undo", lambda: self._on_editor(CodeEditor.safe_undo), QKeySequence.StandardKey.Undo)
+        self._action(edit, "&Redo", lambda: self._on_editor(CodeEditor.safe_redo), QKeySequence.StandardKey.Redo)
+        edit.addSeparator()
+        self._action(edit, "Cu&t", lambda: self._on_editor(CodeEditor.cut))
+        self._action(edit, "&Copy", lambda: self._on_editor(CodeEditor.copy))
+        self._action(edit, "&Paste", lambda: self._on_editor(CodeEditor.paste))
+        edit.addSeparator()
+        self._action(edit, "&Find…", lambda: self.find_bar.open(replace=False), QKeySequence.StandardKey.Find)
+        self._action(edit, "&Replace…", lambda: self.find_bar.open(replace=True), QKeySequence.StandardKey.Replace)
+        self._action(edit, "Find &Next", lambda: self.find_bar.find(False), QKeySequence.StandardKey.FindNext)
+        self._action(edit, "Find Pre&vious", lambda: self.find_bar.find(True), QKeySequence.StandardKey.FindPrevious)
+        self._action(edit, "&Go to Line…", self.go_to_line, "Ctrl+G")
+        view = menus.addMenu("&View")
+        self._action(view, "Zoom &In", lambda: self._on_editor(lambda e: e.zoom(1)), QKeySequence.StandardKey.ZoomIn)
+        self._action(view, "Zoom &Out", lambda: self._on_editor(lambda e: e.zoom(-1)), QKeySequence.StandardKey.ZoomOut)
+        self._action(view, "&Reset Zoom", lambda: self._on_editor(lambda e: e.zoom(0)), "Ctrl+0")
+        self.underline_action = self._action(view, "&Underline Low-Confidence Tokens", self._toggle_underline)
+        self.underline_action.setCheckable(True)
+        self.slow_action = self._action(view, "&Slow Motion", self._toggle_slow_motion)
+        self.slow_action.setCheckable(True)
+        ai = menus.addMenu("&AI")
+        self.rewrite_action = self._action(ai, "&Rewrite Selection / Infill at Cursor", self.rewrite)
+        self.fill_action = self._action(ai, "&Fill Every [MASK] Gap", self.fill_gaps)
+        ai.addSeparator()
+        self.accept_action = self._action(ai, "&Accept", lambda: self._on_session(InfillSession.accept))
+        self.reject_action = self._action(ai, "Re&ject", lambda: self._on_session(InfillSession.reject))
+        self._action(ai, "&Next Alternative", lambda: self._on_session(lambda s: s.cycle(1)))
+        self._action(ai, "&Previous Alternative", lambda: self._on_session(lambda s: s.cycle(-1)))
+        ai.addSeparator()
+        self._action(ai, "Reload &Model", self.start_engine)
+
+    def _session_keys(self) -> SessionKeys:
+        keys = self.settings.keys
+        return SessionKeys(*(QKeySequence(keys[name]) for name in ("accept", "reject", "next_alternative", "previous_alternative")))
+
+    def _apply_settings(self) -> None:
+        s = self.settings
+        self.starter.options = InfillOptions(
+            max_new_tokens=s.max_new_tokens,
+            steps=s.steps or None,
+            alternatives=s.alternatives,
+            underline_low_confidence=s.underline_low_confidence,
+        )
+        self.starter.keys = self._session_keys()
+        self.engine.slow_motion_ms = s.slow_motion_ms
+        self.rewrite_action.setShortcut(QKeySequence(s.keys["rewrite"]))
+        self.fill_action.setShortcut(QKeySequence(s.keys["fill_gaps"]))
+        self.accept_action.setText(f"&Accept\t{s.keys['accept']}")
+        self.reject_action.setText(f"Re&ject\t{s.keys['reject']}")
+        self.underline_action.setChecked(s.underline_low_confidence)
+        self.slow_action.setChecked(s.slow_motion_ms > 0)
+        for editor in self._documents:
+            editor.set_indentation(s.indent_with_spaces, s.indent_width)
+
+    # --- the model ----------------------------------------------------------------------------
+
+    def start_engine(self) -> None:
+        s = self.settings
+        for editor in self._documents:
+            if editor.session is not None:
+                editor.session.reject()
+        device = None if s.device == "auto" else s.device
+        self.load_progress.show()
+        self.engine.start(load_from_spec(s.model_spec, device, s.allow_downloads, s.trust_remote_code), s.model_spec)
+
+    def _show_model_status(self, text: str) -> None:
+        self.model_label.setText(text)
+        if not self.engine.loading:
+            self.load_progress.hide()
+        self.statusBar().showMessage(text, 8000)
+
+    # --- documents ----------------------------------------------------------------------------
+
+    def current_editor(self) -> CodeEditor | None:
+        widget = self.tabs.currentWidget()
+        return widget if isinstance(widget, CodeEditor) else None
+
+    def current_document(self) -> Document | None:
+        editor = self.current_editor()
+        return self._documents.get(editor) if editor is not None else None
+
+    def documents(self) -> list[Document]:
+        return [self._documents[self.tabs.widget(i)] for i in range(self.tabs.count())]
+
+    def _new_editor(self) -> CodeEditor:
+        editor = CodeEditor()
+        editor.set_indentation(self.settings.indent_with_spaces, self.settings.indent_width)
+        editor.document().modificationChanged.connect(lambda _=None, e=editor: self._update_title(e))
+        editor.cursorPositionChanged.connect(self._update_position)
+        return editor
+
+    def _add(self, document: Document) -> None:
+        self._documents[document.editor] = document
+        index = self.tabs.addTab(document.editor, document.name)
+        self.tabs.setCurrentIndex(index)
+        self._update_title(document.editor)
+        document.editor.setFocus()
+
+    def new_document(self) -> Document:
+        self._untitled += 1
+        document = Document(self._new_editor())
+        document.untitled_number = self._untitled
+        self._add(document)
+        return document
+
+    def open_path(self, path: str) -> Document | None:
+        """Open ``path`` in a tab (or switch to it); a clear message and no tab when it is not text."""
+        absolute = os.path.abspath(path)
+        for document in self._documents.values():
+            if document.path == absolute:
+                self.tabs.setCurrentWidget(document.editor)
+                return document
+        editor = self._new_editor()
+        try:
+            document = Document.open(absolute, editor)
+        except fileio.NotTextError as error:
+            editor.deleteLater()
+            self._error(f"Cannot open {os.path.basename(path)}: {error}. Nothing was opened.")
+            return None
+        except OSError as error:
+            editor.deleteLater()
+            self._error(f"Cannot open {path}: {error.strerror or error}.")
+            return None
+        current = self.current_document()
+        if current is not None and current.path is None and not current.is_modified() and not current.editor.toPlainText():
+            self._remove_tab(current.editor)
+        self._add(document)
+        self.settings.add_recent(absolute)
+        self.settings.save(self.store)
+        self.statusBar().showMessage(f"Opened {absolute}", 3000)
+        return document
+
+    def open_dialog(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(self, "Open", self._folder(), FILE_FILTER)
+        for path in paths:
+            self.open_path(path)
+
+    def _folder(self) -> str:
+        document = self.current_document()
+        return os.path.dirname(document.path) if document is not None and document.path else os.getcwd()
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        for path in self.settings.recent_files:
+            self.recent_menu.addAction(path).triggered.connect(lambda checked=False, p=path: self.open_path(p))
+        if not self.settings.recent_files:
+            self.recent_menu.addAction("(none)").setEnabled(False)
+
+    def save(self, document: Document | None = None) -> bool:
+        document = document or self.current_document()
+        if document is None:
+            return False
+        if document.path is None:
+            return self.save_as(document)
+        return self._write(document, None)
+
+    def save_as(self, document: Document | None = None) -> bool:
+        document = document or self.current_document()
+        if document is None:
+            return False
+        path, _ = QFileDialog.getSaveFileName(self, "Save As", document.path or self._folder(), FILE_FILTER)
+        return bool(path) and self._write(document, path)
+
+    def _write(self, document: Document, path: str | None) -> bool:
+        try:
+            document.save(path)
+        except UnicodeEncodeError as error:
+            self._error(f"Cannot save in {document.format.encoding}: {error.reason}. Use Save As with another encoding.")
+            return False
+        except OSError as error:
+            self._error(f"Cannot save {path or document.path}: {error.strerror or error}. The text is still here.")
+            return False
+        self.tabs.setTabText(self.tabs.indexOf(document.editor), document.name)
+        self.settings.add_recent(document.path)
+        self.settings.save(self.store)
+        self._update_title(document.editor)
+        self.statusBar().showMessage(f"Saved {document.path}", 3000)
+        return True
+
+    def close_tab(self, editor: CodeEditor | None) -> bool:
+        """Close a tab, asking first when it has unsaved changes; False when the user cancels."""
+        if editor is None:
+            return False
+        document = self._documents[editor]
+        if document.is_modified():
+            self.tabs.setCurrentWidget(editor)
+            answer = QMessageBox.question(
+                self,
+                "Unsaved changes",
+                f"Save the changes to {document.name}?",
+                QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
+                QMessageBox.StandardButton.Save,
+            )
+            if answer == QMessageBox.StandardButton.Cancel or (answer == QMessageBox.StandardButton.Save and not self.save(document)):
+                return False
+        self._remove_tab(editor)
+        return True
+
+    def _remove_tab(self, editor: CodeEditor) -> None:
+        if editor.session is not None:
+            editor.session.reject()
+        self.tabs.removeTab(self.tabs.indexOf(editor))
+        del self._documents[editor]
+        editor.deleteLater()
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+        for document in self.documents():
+            if not self.close_tab(document.editor):
+                event.ignore()
+                return
+        self.engine.stop()
+        event.accept()
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:  # noqa: N802 - Qt override
+        for url in event.mimeData().urls():
+            if url.isLocalFile():
+                self.open_path(url.toLocalFile())
+        event.acceptProposedAction()
+
+    # --- small actions ------------------------------------------------------------------------
+
+    def _on_editor(self, action) -> None:
+        editor = self.current_editor()
+        if editor is not None:
+            action(editor)
+
+    def _on_session(self, action) -> None:
+        editor = self.current_editor()
+        if editor is not None and editor.session is not None:
+            action(editor.session)
+
+    def go_to_line(self) -> None:
+        editor = self.current_editor()
+        if editor is None:
+            return
+        line, ok = QInputDialog.getInt(self, "Go to Line", f"Line (1–{editor.blockCount()}):",
+                                       editor.textCursor().blockNumber() + 1, 1, editor.blockCount())
+        if ok:
+            editor.go_to_line(line)
+
+    def _toggle_underline(self) -> None:
+        self.settings.underline_low_confidence = self.underline_action.isChecked()
+        self.settings.save(self.store)
+        self._apply_settings()
+        for editor in self._documents:
+            if editor.session is not None:
+                editor.session.set_underline(self.settings.underline_low_confidence)
+
+    def _toggle_slow_motion(self) -> None:
+        self.settings.slow_motion_ms = 250 if self.slow_action.isChecked() else 0
+        self.settings.save(self.store)
+        self._apply_settings()
+
+    def open_settings(self) -> None:
+        dialog = SettingsDialog(self.settings, self)
+        if dialog.exec() != SettingsDialog.DialogCode.Accepted:
+            return
+        before = self.settings
+        self.settings = dialog.result_settings()
+        self.settings.save(self.store)
+        self._apply_settings()
+        model_fields = ("model_spec", "device", "allow_downloads", "trust_remote_code")
+        if any(getattr(before, name) != getattr(self.settings, name) for name in model_fields):
+            self.start_engine()
+
+    def _error(self, text: str) -> None:
+        """Tell the user in the status bar and in a window-modal box that does not block the loop."""
+        self.statusBar().showMessage(text, 10000)
+        self.message_box = QMessageBox(QMessageBox.Icon.Warning, "Sfumato", text, QMessageBox.StandardButton.Ok, self)
+        self.message_box.open()
+
+    def _update_title(self, editor: CodeEditor) -> None:
+        document = self._documents.get(editor)
+        if document is None:
+            return
+        index = self.tabs.indexOf(editor)
+        self.tabs.setTabText(index, document.name + (" •" if document.is_modified() else ""))
+        self.tabs.setTabToolTip(index, document.path or document.name)
+        if editor is self.current_editor():
+            self.setWindowTitle(f"{document.name}{' •' if document.is_modified() else ''} — Sfumato")
+
+    def _update_position(self) -> None:
+        editor = self.current_editor()
+        if editor is not None:
+            cursor = editor.textCursor()
+            self.position_label.setText(f"Ln {cursor.blockNumber() + 1}, Col {cursor.positionInBlock() + 1}")
+
+    def _current_changed(self) -> None:
+        editor = self.current_editor()
+        self.find_bar.set_editor(editor)
+        document = self.current_document()
+        if document is None:
+            self.setWindowTitle("Sfumato")
+            return
+        self._update_title(editor)
+        self._update_position()
+        self.format_label.setText(document.format.label)
+        self.language_label.setText(document.language)
+
+    # --- the AI actions -----------------------------------------------------------------------
+
+    def rewrite(self) -> None:
+        """Ctrl+K: with a selection, ask strength (and instruction); without, infill at once."""
+        editor = self.current_editor()
+        if editor is None or not self._model_ready():
+            return
+        if editor.session is not None:
+            editor.session.reject()
+        instruction_tuned = self.engine.info is not None and self.engine.info.instruction_tuned
+        if editor.textCursor().hasSelection() or instruction_tuned:
+            box = InlineBox(editor, self.settings.rewrite_strength, instruction_tuned)
+            box.submitted.connect(lambda strength, text: self._start(editor, lambda: self.starter.rewrite(editor, strength, text)))
+            box.open()
+        else:
+            self._start(editor, lambda: self.starter.rewrite(editor))
+
+    def fill_gaps(self) -> None:
+        editor = self.current_editor()
+        if editor is not None and self._model_ready():
+            self._start(editor, lambda: self.starter.fill_gaps(editor))
+
+    def _model_ready(self) -> bool:
+        if self.engine.error is not None:
+            self._error(f"AI edits are off: {self.engine.error}. Choose a model in Settings.")
+            return False
+        if self.engine.loading:
+            self.statusBar().showMessage("The model is still loading; the request will start when it is ready.", 4000)
+        return True
+
+    def _start(self, editor: CodeEditor, begin) -> None:
+        try:
+            session = begin()
+        except ValueError as error:
+            self.statusBar().showMessage(str(error), 6000)
+            return
+        if session is None:
+            return
+        session.progress.connect(lambda text: self.statusBar().showMessage(text))
+        session.ended.connect(lambda outcome, text, e=editor: self._session_ended(e, text))
+        if editor.document().isRedoAvailable():
+            self.statusBar().showMessage("Denoising… (the redo history is replaced by this edit)")
+        else:
+            self.statusBar().showMessage("Denoising…")
+
+    def _session_ended(self, editor: CodeEditor, text: str) -> None:
+        self.statusBar().showMessage(text, 6000)
+        self._update_title(editor)
+
+
+def open_files(window: MainWindow, files: list[str]) -> None:
+    """Open ``files`` in ``window``; an empty list gives one untitled document."""
+    for path in files:
+        window.open_path(path)
+    if not window.documents():
+        window.new_document()
+
+
+def first_show(window: MainWindow) -> None:
+    """Show the window, then start loading the model once the event loop runs."""
+    window.show()
+    QTimer.singleShot(0, window.start_engine)
+

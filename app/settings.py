@@ -1,0 +1,81 @@
+"""User settings: what they are, their defaults, and how they are kept (QSettings)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from PySide6.QtCore import QSettings
+
+DEFAULT_KEYS = {
+    "rewrite": "Ctrl+K",
+    "fill_gaps": "Ctrl+Shift+K",
+    "accept": "Tab",
+    "reject": "Esc",
+    "next_alternative": "Alt+]",
+    "previous_alternative": "Alt+[",
+}
+MAX_RECENT = 10
+
+
+@dataclass
+class Settings:
+    model_spec: str = "embedded"
+    allow_downloads: bool = False
+    device: str = "auto"
+    trust_remote_code: bool = False
+    steps: int = 0  # 0: the model's own default
+    max_new_tokens: int = 64  # canvas length cap for infill at the cursor and rewrites
+    alternatives: int = 1
+    rewrite_strength: float = 0.6
+    slow_motion_ms: int = 0  # pause after every pass, to watch the denoising
+    underline_low_confidence: bool = False
+    indent_with_spaces: bool = True
+    indent_width: int = 4
+    keys: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_KEYS))
+    recent_files: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, store: QSettings) -> Settings:
+        settings = cls()
+        for item in fields(cls):
+            default = getattr(settings, item.name)
+            if item.name == "keys":
+                for action, key in DEFAULT_KEYS.items():
+                    settings.keys[action] = str(store.value(f"keys/{action}", key))
+                continue
+            if not store.contains(item.name):
+                continue
+            value = store.value(item.name)
+            try:
+                setattr(settings, item.name, _coerce(value, default))
+            except (TypeError, ValueError):
+                continue  # a damaged value keeps its default
+        return settings
+
+    def save(self, store: QSettings) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if item.name == "keys":
+                for action, key in value.items():
+                    store.setValue(f"keys/{action}", key)
+            else:
+                store.setValue(item.name, value)
+        store.sync()
+
+    def add_recent(self, path: str) -> None:
+        self.recent_files = [path] + [p for p in self.recent_files if p != path][: MAX_RECENT - 1]
+
+
+def _coerce(value: object, default: object) -> object:
+    """QSettings returns strings from INI files; turn them back into the default's type."""
+    if isinstance(default, bool):
+        return value in (True, "true", "1", 1)
+    if isinstance(default, int):
+        return int(value)
+    if isinstance(default, float):
+        return float(value)
+    if isinstance(default, list):
+        if value is None:
+            return []
+        return [str(item) for item in (value if isinstance(value, list) else [value])]
+    return str(value)

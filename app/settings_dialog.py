@@ -1,0 +1,171 @@
+"""The settings dialog: edits a copy of ``Settings`` and returns it on OK."""
+
+from __future__ import annotations
+
+import copy
+
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QKeySequenceEdit,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QSpinBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.settings import DEFAULT_KEYS, Settings
+
+KEY_LABELS = {
+    "rewrite": "Rewrite selection / infill at cursor",
+    "fill_gaps": "Fill every [MASK] gap",
+    "accept": "Accept the result",
+    "reject": "Reject the result",
+    "next_alternative": "Next alternative",
+    "previous_alternative": "Previous alternative",
+}
+
+
+def _spin(low: int, high: int, value: int, special: str | None = None) -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(low, high)
+    box.setValue(value)
+    if special:
+        box.setSpecialValueText(special)
+    return box
+
+
+class SettingsDialog(QDialog):
+    def __init__(self, settings: Settings, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Sfumato settings")
+        self._settings = copy.deepcopy(settings)
+        tabs = QTabWidget()
+        tabs.addTab(self._model_page(), "Model")
+        tabs.addTab(self._editor_page(), "Editor")
+        tabs.addTab(self._keys_page(), "Keys")
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(tabs)
+        layout.addWidget(buttons)
+
+    def _model_page(self) -> QWidget:
+        s = self._settings
+        page = QWidget()
+        form = QFormLayout(page)
+        self.model_spec = QComboBox()
+        self.model_spec.setEditable(True)
+        self.model_spec.addItems(["embedded", "google/diffusiongemma-26B-A4B-it"])
+        self.model_spec.setCurrentText(s.model_spec)
+        self.model_spec.setToolTip("'embedded', a model folder, or a hub id (owner/name)")
+        browse = QPushButton("Folder…")
+        browse.clicked.connect(self._browse_model)
+        row = QHBoxLayout()
+        row.addWidget(self.model_spec, 1)
+        row.addWidget(browse)
+        form.addRow("Model", row)
+        self.allow_downloads = QCheckBox("Allow downloading models from the hub")
+        self.allow_downloads.setChecked(s.allow_downloads)
+        form.addRow("", self.allow_downloads)
+        self.device = QComboBox()
+        self.device.setEditable(True)
+        self.device.addItems(["auto", "cpu", "cuda", "mps"])
+        self.device.setCurrentText(s.device)
+        form.addRow("Device", self.device)
+        self.trust_remote_code = QCheckBox("Trust remote code (runs Python shipped with the model)")
+        self.trust_remote_code.setChecked(s.trust_remote_code)
+        self.trust_remote_code.toggled.connect(self._confirm_remote_code)
+        form.addRow("", self.trust_remote_code)
+        self.steps = _spin(0, 1024, s.steps, "model default")
+        form.addRow("Denoising steps", self.steps)
+        self.max_new_tokens = _spin(1, 4096, s.max_new_tokens)
+        form.addRow("Canvas length (max new tokens)", self.max_new_tokens)
+        self.alternatives = _spin(1, 8, s.alternatives)
+        form.addRow("Alternatives per run", self.alternatives)
+        self.rewrite_strength = QDoubleSpinBox()
+        self.rewrite_strength.setRange(0.05, 1.0)
+        self.rewrite_strength.setSingleStep(0.05)
+        self.rewrite_strength.setValue(s.rewrite_strength)
+        form.addRow("Default rewrite strength", self.rewrite_strength)
+        self.slow_motion_ms = _spin(0, 3000, s.slow_motion_ms, "off")
+        self.slow_motion_ms.setSuffix(" ms per pass")
+        form.addRow("Slow motion", self.slow_motion_ms)
+        self.underline = QCheckBox("Underline low-confidence tokens in results")
+        self.underline.setChecked(s.underline_low_confidence)
+        form.addRow("", self.underline)
+        return page
+
+    def _editor_page(self) -> QWidget:
+        s = self._settings
+        page = QWidget()
+        form = QFormLayout(page)
+        self.indent_with_spaces = QCheckBox("Indent with spaces (soft tabs)")
+        self.indent_with_spaces.setChecked(s.indent_with_spaces)
+        form.addRow("", self.indent_with_spaces)
+        self.indent_width = _spin(1, 16, s.indent_width)
+        form.addRow("Indent width", self.indent_width)
+        return page
+
+    def _keys_page(self) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.key_edits: dict[str, QKeySequenceEdit] = {}
+        for action, label in KEY_LABELS.items():
+            edit = QKeySequenceEdit(QKeySequence(self._settings.keys.get(action, DEFAULT_KEYS[action])))
+            edit.setMaximumSequenceLength(1)
+            self.key_edits[action] = edit
+            form.addRow(label, edit)
+        reset = QPushButton("Restore defaults")
+        reset.clicked.connect(lambda: [e.setKeySequence(QKeySequence(DEFAULT_KEYS[a])) for a, e in self.key_edits.items()])
+        form.addRow("", reset)
+        form.addRow(QLabel("Key changes apply to new sessions and menus right away."))
+        return page
+
+    def _browse_model(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Model folder")
+        if folder:
+            self.model_spec.setCurrentText(folder)
+
+    def _confirm_remote_code(self, on: bool) -> None:
+        if not on:
+            return
+        answer = QMessageBox.warning(
+            self,
+            "Trust remote code?",
+            "A model that ships its own Python code runs that code on this computer, with your "
+            "permissions, when it loads. Only turn this on for models whose code you have read "
+            "or whose authors you trust.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Cancel,
+        )
+        if answer != QMessageBox.StandardButton.Yes:
+            self.trust_remote_code.setChecked(False)
+
+    def result_settings(self) -> Settings:
+        s = self._settings
+        s.model_spec = self.model_spec.currentText().strip() or "embedded"
+        s.allow_downloads = self.allow_downloads.isChecked()
+        s.device = self.device.currentText().strip() or "auto"
+        s.trust_remote_code = self.trust_remote_code.isChecked()
+        s.steps = self.steps.value()
+        s.max_new_tokens = self.max_new_tokens.value()
+        s.alternatives = self.alternatives.value()
+        s.rewrite_strength = self.rewrite_strength.value()
+        s.slow_motion_ms = self.slow_motion_ms.value()
+        s.underline_low_confidence = self.underline.isChecked()
+        s.indent_with_spaces = self.indent_with_spaces.isChecked()
+        s.indent_width = self.indent_width.value()
+        s.keys = {a: e.keySequence().toString() or DEFAULT_KEYS[a] for a, e in self.key_edits.items()}
+        return s
