@@ -1,0 +1,233 @@
+"""Packaging checks that need no bundle build: desktop integration files, the icon, the spec's
+collection rules, the About dialog. The validators run where they are installed
+(apt: desktop-file-utils, appstream) and are skipped elsewhere."""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import importlib.util
+import shutil
+import subprocess
+import tomllib
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGING = REPO / "packaging"
+DESKTOP = PACKAGING / "sfumato.desktop"
+METAINFO = PACKAGING / "io.github.sfumato.Sfumato.metainfo.xml"
+SPEC = PACKAGING / "sfumato.spec"
+ICON_SVG = PACKAGING / "icons" / "sfumato.svg"
+ICON_THEME = PACKAGING / "icons" / "hicolor"
+PNG_SIZES = (16, 24, 32, 48, 64, 128, 256, 512)
+
+
+def desktop_entry() -> dict[str, str]:
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.optionxform = str  # keys are case-sensitive in desktop files
+    parser.read(DESKTOP, encoding="utf-8")
+    return dict(parser["Desktop Entry"])
+
+
+def console_script() -> str:
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    assert scripts.get("sfumato") == "app.cli:main"
+    return "sfumato"
+
+
+def spec_namespace() -> dict:
+    """The spec's constants and helper functions, executed without PyInstaller."""
+    tree = ast.parse(SPEC.read_text(encoding="utf-8"))
+    kept = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        or isinstance(node, ast.Assign)
+        and all(isinstance(target, ast.Name) and target.id.isupper() and target.id != "ROOT" for target in node.targets)
+    ]
+    namespace: dict = {}
+    exec(compile(ast.Module(body=kept, type_ignores=[]), str(SPEC), "exec"), namespace)
+    return namespace
+
+
+# ---- the .desktop file and AppStream metainfo ---------------------------------------------------
+
+
+def test_desktop_entry_launches_the_console_script_with_files_and_names_the_icon():
+    entry = desktop_entry()
+    assert entry["Type"] == "Application"
+    assert entry["Name"] == "Sfumato"
+    assert entry["Exec"].split()[0] == console_script()
+    assert "%F" in entry["Exec"].split()  # opens the files a file manager hands it
+    assert entry["TryExec"] == console_script()
+    assert entry["Icon"] == ICON_SVG.stem
+    assert "TextEditor" in entry["Categories"].split(";")
+
+
+def test_metainfo_names_the_desktop_file_binary_licence_and_current_release():
+    from app.cli import VERSION
+
+    root = ET.parse(METAINFO).getroot()
+    assert root.get("type") == "desktop-application"
+    assert root.findtext("id") == METAINFO.name.removesuffix(".metainfo.xml")
+    assert root.findtext("launchable[@type='desktop-id']") == DESKTOP.name
+    assert root.findtext("provides/binary") == console_script()
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert root.findtext("project_license") == pyproject["project"]["license"]["text"]
+    assert root.find("releases/release").get("version") == VERSION == pyproject["project"]["version"]
+
+
+@pytest.mark.skipif(shutil.which("desktop-file-validate") is None, reason="desktop-file-utils is not installed")
+def test_desktop_file_validates():
+    result = subprocess.run(["desktop-file-validate", str(DESKTOP)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "error" not in (result.stdout + result.stderr).lower()
+
+
+@pytest.mark.skipif(shutil.which("appstreamcli") is None, reason="appstream is not installed")
+def test_metainfo_validates():
+    result = subprocess.run(
+        ["appstreamcli", "validate", "--no-net", str(METAINFO)], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# ---- the icon -----------------------------------------------------------------------------------
+
+
+def test_svg_icon_renders_a_rounded_tile_with_a_glyph(qapp):
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QImage, QPainter
+    from PySide6.QtSvg import QSvgRenderer
+
+    renderer = QSvgRenderer(str(ICON_SVG))
+    assert renderer.isValid()
+    image = QImage(128, 128, QImage.Format.Format_ARGB32)
+    image.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(image)
+    renderer.render(painter)
+    painter.end()
+    assert image.pixelColor(1, 1).alpha() == 0  # the tile's corners are rounded off
+    assert image.pixelColor(64, 8).alpha() == 255  # the tile itself is opaque
+    # the glyph is drawn light on the dark tile
+    lightness = [image.pixelColor(x, y).lightness() for x in range(16, 112) for y in range(16, 112)]
+    assert max(lightness) > 200 and min(lightness) < 60
+
+
+def test_png_sizes_exist_at_their_sizes(qapp):
+    from PySide6.QtGui import QImage
+
+    for size in PNG_SIZES:
+        image = QImage(str(ICON_THEME / f"{size}x{size}" / "apps" / f"{desktop_entry()['Icon']}.png"))
+        assert (image.width(), image.height()) == (size, size)
+
+
+def test_runtime_icon_is_the_packaged_svg():
+    assert (REPO / "resources" / "icons" / "sfumato.svg").read_bytes() == ICON_SVG.read_bytes()
+
+
+# ---- the PyInstaller spec -----------------------------------------------------------------------
+
+
+def test_spec_collects_resources_where_the_model_loader_looks_for_them():
+    from model.loading import EMBEDDED_DIR
+
+    # Frozen, model/loading.py lives at _MEIPASS/model/, so resources/ must land at _MEIPASS/resources.
+    assert EMBEDDED_DIR.relative_to(REPO) == Path("resources", "models")
+    assert '(str(ROOT / "resources"), "resources")' in SPEC.read_text(encoding="utf-8")
+    for folder in ("tokenizer", "samples", "icons"):
+        assert (REPO / "resources" / folder).is_dir()
+
+
+def test_spec_keeps_diffusion_gemma_and_drops_other_model_families():
+    wanted = spec_namespace()["_wanted_transformers_module"]
+    for name in (
+        "transformers.models.diffusion_gemma.modeling_diffusion_gemma",
+        "transformers.models.diffusion_gemma.configuration_diffusion_gemma",
+        "transformers.models.diffusion_gemma.generation_diffusion_gemma",
+        "transformers.models.auto.tokenization_auto",
+        "transformers.models.modernbert.modeling_modernbert",
+        "transformers.tokenization_utils_base",
+        "transformers.generation.logits_process",
+    ):
+        assert wanted(name), name
+    for name in (
+        "transformers.models.whisper",
+        "transformers.models.diffusion_gemma.modular_diffusion_gemma",
+        "transformers.testing_utils",
+        "transformers.commands.serving",
+    ):
+        assert not wanted(name), name
+
+
+def test_spec_model_families_cover_what_diffusion_gemma_imports():
+    kept = set(spec_namespace()["TRANSFORMERS_MODELS"])
+    for family in kept:
+        assert importlib.util.find_spec(f"transformers.models.{family}") is not None, family
+    # sibling model packages that the kept families import (from ..gemma4 import ...) must be kept too
+    for family in ("diffusion_gemma", "gemma4"):
+        folder = Path(importlib.util.find_spec(f"transformers.models.{family}").origin).parent
+        for source in folder.glob("*.py"):
+            if source.name.startswith("modular_"):
+                continue
+            for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and node.level == 2 and node.module:
+                    assert node.module.split(".")[0] in kept, f"{source.name} imports ..{node.module}"
+
+
+def test_spec_drops_torch_test_programs_and_headers_but_keeps_its_libraries():
+    needed = spec_namespace()["_needed"]
+    for dest in ("torch/bin/test_api", "torch/test/test_jit", "torch/include/ATen/ATen.h", "torch/lib/libtorchbind_test.so"):
+        assert not needed((dest, "/src", "DATA")), dest
+    for dest in ("torch/lib/libtorch_cpu.so", "torch/lib/libc10.so", "resources/tokenizer/tokenizer.json"):
+        assert needed((dest, "/src", "BINARY")), dest
+
+
+@pytest.mark.parametrize("script", ["build.sh", "smoke.sh"])
+def test_shell_scripts_parse(script):
+    result = subprocess.run(["bash", "-n", str(PACKAGING / script)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+# ---- the About dialog ---------------------------------------------------------------------------
+
+
+def test_about_names_version_model_and_licences():
+    from app.about import about_html
+    from app.cli import VERSION
+    from model.api import ModelInfo
+
+    info = ModelInfo("sfumato-small", "diffusion-gemma", "cpu", 712_704, False, "apache-2.0")
+    text = about_html(info)
+    for expected in (f"Sfumato {VERSION}", "sfumato-small", "DiffusionGemma", "cpu", "0.713 M", "apache-2.0", "Apache-2.0"):
+        assert expected in text, expected
+    assert "none loaded" in about_html(None)
+    hostile = ModelInfo("<b>x</b>", "masked-diffusion", "cuda", 10, True, "mit")
+    assert "&lt;b&gt;x&lt;/b&gt;" in about_html(hostile) and "instruction-tuned" in about_html(hostile)
+
+
+def test_parameter_counts_read_like_people_say_them():
+    from app.about import format_parameters
+
+    assert format_parameters(999) == "999"
+    assert format_parameters(712_704) == "0.713 M"
+    assert format_parameters(125_000_000) == "125 M"
+    assert format_parameters(26_000_000_000) == "26 B"
+
+
+def test_show_about_opens_a_dialog_with_the_icon_and_returns(qtbot):
+    from PySide6.QtWidgets import QWidget
+
+    from app.about import app_icon, show_about
+
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    box = show_about(parent, None)
+    assert box.isVisible() and box.windowTitle() == "About Sfumato"
+    assert "none loaded" in box.text()
+    assert not box.iconPixmap().isNull()
+    assert {size.width() for size in app_icon().availableSizes()} >= {16, 32, 48, 256}
+    box.close()
