@@ -186,7 +186,7 @@ def test_spec_drops_torch_test_programs_and_headers_but_keeps_its_libraries():
         assert needed((dest, "/src", "BINARY")), dest
 
 
-@pytest.mark.parametrize("script", ["build.sh", "smoke.sh"])
+@pytest.mark.parametrize("script", ["build.sh", "smoke.sh", "install.sh"])
 def test_shell_scripts_parse(script):
     result = subprocess.run(["bash", "-n", str(PACKAGING / script)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
