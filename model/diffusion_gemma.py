@@ -4,8 +4,8 @@
 see which tokens the sampler accepted nor cancel between passes, and a rewrite could not keep
 tokens fixed. This module therefore drives the loop itself from the library's own parts: the
 encoder prefill and canvas masks (``_prepare_encoder_inputs``, ``_prepare_denoiser_inputs``),
-one pass (``_denoising_step``: decoder, temperature schedule, sampler, stopping criteria,
-self-conditioning) and the sampler classes. Two small additions:
+the temperature schedule, the entropy-bound sampler, the stopping criteria and self-conditioning,
+composed per pass as the library's ``_denoising_step`` does (see ``_pass``). Two small additions:
 
 * ``PinnedTokens``, a logits processor that forces chosen canvas positions to chosen tokens:
   the untouched part of a rewrite, and, for absorbing-mask models, tokens already accepted.
@@ -221,12 +221,9 @@ class DiffusionGemmaBackend:
                         break
                     for b in range(B):
                         passes[b] += not bool(done[b] or ended[b])
-                    canvas, argmax, self_conditioning, done = model._denoising_step(
-                        decoder_forward=model.forward, current_canvas=canvas, argmax_canvas=argmax,
-                        input_ids=input_ids, decoder_position_ids=decoder_position_ids,
-                        self_conditioning_logits=self_conditioning, mask_mapping=mask_mapping, cache=cache,
-                        finished_denoising=done, cur_step=cur_step, sampler=sampler,
-                        logits_processor=logits_processor, diffusion_stopping_criteria=stopping,
+                    canvas, argmax, self_conditioning, done = self._pass(
+                        canvas, argmax, self_conditioning, done, cur_step, sampler, logits_processor, stopping,
+                        dict(decoder_attention_mask=mask_mapping, cache=cache, decoder_position_ids=decoder_position_ids),
                     )
                     step += 1
                     accepted = sampler.accepted_token_mask | pinned.pinned
@@ -245,6 +242,28 @@ class DiffusionGemmaBackend:
                 attention_mask = torch.nn.functional.pad(attention_mask, (0, L), value=True)
                 decoder_attention_mask = torch.nn.functional.pad(decoder_attention_mask, (0, L), value=True)
         yield tuple(self._final_draft(generated[b], step, passes[b]) for b in range(B))
+
+    def _pass(self, canvas, argmax, self_conditioning, done, cur_step, sampler, logits_processor, stopping, inputs):
+        """One denoising pass, in the order of the library's ``_denoising_step``.
+
+        The one difference: the denoiser's sample is drawn as the argmax of the logits plus
+        exponential-race noise (equivalent to sampling the softmax) instead of ``torch.multinomial``
+        over the full vocabulary, which measured ~11 of ~38 ms per pass on this CPU.
+        """
+        logits = self.model(decoder_input_ids=canvas, self_conditioning_logits=self_conditioning, **inputs).logits
+        logits = logits_processor(None, logits, cur_step=cur_step)  # (B, L, V)
+        race = torch.empty_like(logits).exponential_().log_()
+        denoised = (logits - race).argmax(dim=-1)
+        new_argmax = logits.argmax(dim=-1)
+        accepted = sampler.accept_canvas(canvas, denoised, logits, cur_step)
+        new_canvas = sampler.renoise_canvas(accepted, cur_step)
+        if stopping is not None:
+            if done.any():  # rows that already stopped keep their state
+                new_argmax = torch.where(done[:, None], argmax, new_argmax)
+                new_canvas = torch.where(done[:, None], canvas, new_canvas)
+                logits = torch.where(done[:, None, None], self_conditioning, logits)
+            done = done | stopping(new_argmax, logits)
+        return new_canvas, new_argmax, logits.to(self.model.model.decoder.embed_tokens.weight.dtype), done
 
     def _sampler(self, config) -> EntropyBoundSampler:
         if self.profile.canvas_noise == "mask":
