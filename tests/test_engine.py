@@ -144,3 +144,28 @@ def test_a_tiny_sampler_bound_accepts_one_token_per_pass(monkeypatch, tiny_backe
     settled = [sum(t.accepted for t in d.tokens) for (d,) in drafts[:-1]]
     assert settled == list(range(1, len(settled) + 1))
     assert last[0].generated_tokens == 16 and last[0].forward_passes == 16
+
+
+def test_checkpoints_without_fim_tokens_get_a_chat_prompt(tmp_path, project_tokenizer):
+    """Released instruction-tuned checkpoints: no sfumato.json, a chat template, the user's instruction."""
+    from conftest import build_tiny_model
+
+    folder = build_tiny_model(tmp_path / "chat", project_tokenizer, noise="uniform")
+    (folder / "sfumato.json").unlink()
+    tokenizer = load_backend(str(folder), device="cpu").tokenizer
+    tokenizer.chat_template = (
+        "{% for m in messages %}<start>{{ m['role'] }}\n{{ m['content'] }}<end>\n{% endfor %}"
+        "{% if add_generation_prompt %}<start>model\n{% endif %}"
+    )
+    tokenizer.save_pretrained(folder)
+    backend = load_backend(str(folder), device="cpu")
+    assert backend.info.instruction_tuned
+    request = InfillRequest(
+        prefix="def area(r):\n", suffix="\n\nprint(area(2))", init_text="    return 3.14 * r * r",
+        instruction="use math.pi", max_new_tokens=8, seed=0,
+    )
+    prompt = backend.tokenizer.decode(backend._prompt(request))
+    for part in ("def area(r):\n", "print(area(2))", "return 3.14 * r * r", "use math.pi", "<start>model\n"):
+        assert part in prompt
+    _, last = run(backend, request)
+    assert last[0].final
