@@ -53,7 +53,7 @@ from pathlib import Path
 from model.tokenizer import load_tokenizer
 from tests.conftest import build_tiny_model
 build_tiny_model(Path(sys.argv[1]), load_tokenizer("resources/tokenizer"))
-' "$WORK/tiny-model") >/dev/null
+' "$WORK/tiny-model") >/dev/null 2>&1
   model_args=(--model "$WORK/tiny-model")
 fi
 began=$(now_ms)

@@ -39,12 +39,13 @@ def console_script() -> str:
 
 
 def spec_namespace() -> dict:
-    """The spec's constants and helper functions, executed without PyInstaller."""
+    """The spec's imports, constants and helper functions, executed without PyInstaller."""
     tree = ast.parse(SPEC.read_text(encoding="utf-8"))
     kept = [
         node
         for node in tree.body
-        if isinstance(node, ast.FunctionDef)
+        if isinstance(node, (ast.FunctionDef, ast.Import))
+        or isinstance(node, ast.ImportFrom) and not node.module.startswith("PyInstaller")
         or isinstance(node, ast.Assign)
         and all(isinstance(target, ast.Name) and target.id.isupper() and target.id != "ROOT" for target in node.targets)
     ]
@@ -163,12 +164,20 @@ def test_spec_keeps_diffusion_gemma_and_drops_other_model_families():
         assert not wanted(name), name
 
 
-def test_spec_model_families_cover_what_diffusion_gemma_imports():
+def test_spec_excludes_exactly_the_model_families_it_does_not_keep():
+    namespace = spec_namespace()
+    excluded = set(namespace["_other_transformers_models"]())
+    assert "transformers.models.whisper" in excluded
+    assert not {f"transformers.models.{family}" for family in namespace["TRANSFORMERS_MODELS"]} & excluded
+
+
+def test_spec_model_families_cover_what_they_import():
     kept = set(spec_namespace()["TRANSFORMERS_MODELS"])
     for family in kept:
         assert importlib.util.find_spec(f"transformers.models.{family}") is not None, family
-    # sibling model packages that the kept families import (from ..gemma4 import ...) must be kept too
-    for family in ("diffusion_gemma", "gemma4"):
+    # sibling model packages that the kept families import (from ..gemma4 import ...) must be kept too,
+    # or the frozen import fails on the excluded package
+    for family in kept:
         folder = Path(importlib.util.find_spec(f"transformers.models.{family}").origin).parent
         for source in folder.glob("*.py"):
             if source.name.startswith("modular_"):
@@ -178,11 +187,13 @@ def test_spec_model_families_cover_what_diffusion_gemma_imports():
                     assert node.module.split(".")[0] in kept, f"{source.name} imports ..{node.module}"
 
 
-def test_spec_drops_torch_test_programs_and_headers_but_keeps_its_libraries():
+def test_spec_drops_torch_test_programs_and_headers_but_keeps_what_import_torch_needs():
     needed = spec_namespace()["_needed"]
     for dest in ("torch/bin/test_api", "torch/test/test_jit", "torch/include/ATen/ATen.h", "torch/lib/libtorchbind_test.so"):
         assert not needed((dest, "/src", "DATA")), dest
-    for dest in ("torch/lib/libtorch_cpu.so", "torch/lib/libc10.so", "resources/tokenizer/tokenizer.json"):
+    assert not needed(("libcudart.so", "/usr/local/cuda-13.0/lib/libcudart.so", "BINARY"))
+    kept = ("torch/lib/libtorch_cpu.so", "torch/bin/torch_shm_manager", "resources/tokenizer/tokenizer.json")
+    for dest in kept:  # `import torch` fails without torch/bin/torch_shm_manager
         assert needed((dest, "/src", "BINARY")), dest
 
 
