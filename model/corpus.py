@@ -17,6 +17,12 @@ from pathlib import Path
 
 HELD_OUT_PERCENT = 2
 MAX_FILE_BYTES = 400_000
+# Installed packages under copyleft licences (GPL, LGPL, MPL) are left out, so the shipped
+# weights derive only from permissively licensed text (see the model card's data section).
+COPYLEFT_PACKAGES = {
+    "PyInstaller", "_pyinstaller_hooks_contrib", "PySide6", "shiboken6", "hypothesis", "_hypothesis_ftz_detector.py",
+    "_hypothesis_globals.py", "_hypothesis_pytestplugin.py", "tqdm",
+}
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,12 @@ def split_of(name: str) -> str:
     """'heldout' for about HELD_OUT_PERCENT of names, 'train' for the rest; stable everywhere."""
     bucket = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big") % 100
     return "heldout" if bucket < HELD_OUT_PERCENT else "train"
+
+
+def heldout_part(name: str) -> str:
+    """Held-out documents are halved, again by name: 'dev' tunes sampler settings and compares
+    training runs, 'test' gives the reported figures and is never tuned on."""
+    return "dev" if hashlib.sha256(("part:" + name).encode()).digest()[0] % 2 == 0 else "test"
 
 
 def source_roots() -> list[tuple[str, Path, str]]:
@@ -48,6 +60,8 @@ def _skip(source: str, rel: str) -> bool:
     parts = rel.split("/")
     if source == "stdlib":
         return "site-packages" in parts or "test" in parts or "tests" in parts or "idle_test" in parts
+    if source == "site-packages":
+        return parts[0] in COPYLEFT_PACKAGES
     return False
 
 

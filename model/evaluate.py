@@ -1,0 +1,210 @@
+"""Held-out infill evaluation of a model folder, decoded by the engine itself.
+
+    python -m model.evaluate resources/models/sfumato-small --part test --out runs/eval-test.json
+    python -m model.evaluate checkpoints/main/hf --part dev --tune --out runs/tune-dev.json
+
+Tasks are cut from held-out documents (``model.corpus``: never trained on), halved by name into a
+``dev`` part, used to choose sampler settings (``--tune`` writes the best generation_config.json
+into the model folder) and compare runs, and a ``test`` part that gives the reported figures.
+
+* single-line: the middle is one whole non-blank line (with its indentation, without its newline);
+  the prefix ends with the previous newline and the suffix starts with the line's own newline.
+* multi-line: the middle is 2-5 whole lines, the same way.
+
+Every request goes through ``model.loading.load_backend(...).stream``, the path the editor uses.
+Figures: exact match (the whole middle, character for character), character similarity
+(``difflib.SequenceMatcher.ratio``), and tokens per decoder pass (generated tokens / passes).
+The sweep reruns single-line tasks across entropy bounds (the sampler's acceptance threshold;
+0 accepts one token per pass) to draw quality against tokens per pass. ``pass_ms`` is the time of
+one decoder pass over a full canvas with a 512-token prompt, batch 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import random
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from model.api import InfillRequest
+from model.corpus import Document, heldout_part, iter_documents
+from model.loading import load_backend
+
+ENTROPY_BOUNDS = (0.0, 0.1, 0.3, 1.0, 3.0)
+TEMPERATURES = ((0.05, 0.2), (0.4, 0.8))  # (t_min, t_max): the linear schedule's end and start; the library's is the second
+CONTEXT_CHARS = 4000  # per side; the engine trims the prompt to the model's context budget
+MAX_NEW_TOKENS = {"single": 48, "multi": 160}
+
+
+@dataclass(frozen=True)
+class Task:
+    kind: str  # "single" or "multi"
+    document: str
+    prefix: str
+    middle: str
+    suffix: str
+
+
+def heldout_documents(part: str) -> list[Document]:
+    return [doc for doc in iter_documents("heldout") if heldout_part(doc.name) == part]
+
+
+def make_tasks(documents: list[Document], kind: str, n: int, seed: int) -> list[Task]:
+    """``n`` tasks of ``kind``, drawn with a fixed seed: documents uniformly, then a line in it."""
+    rng = random.Random(f"{seed}:{kind}")
+    tasks: list[Task] = []
+    candidates = [doc for doc in documents if sum(1 for line in doc.text.splitlines() if line.strip()) >= 8]
+    while len(tasks) < n:
+        doc = rng.choice(candidates)
+        lines = doc.text.split("\n")
+        n_lines = 1 if kind == "single" else rng.randint(2, 5)
+        first = rng.randrange(len(lines) - n_lines + 1)
+        block = lines[first : first + n_lines]
+        if not block[0].strip() or not block[-1].strip() or len("\n".join(block)) > 400:
+            continue
+        start = sum(len(line) + 1 for line in lines[:first])
+        middle = "\n".join(block)
+        prefix = doc.text[max(0, start - CONTEXT_CHARS) : start]
+        end = start + len(middle)
+        tasks.append(Task(kind, doc.name, prefix, middle, doc.text[end : end + CONTEXT_CHARS]))
+    return tasks
+
+
+def set_sampler(backend, entropy_bound: float, temperature: tuple[float, float]) -> None:
+    """Point the engine's generation config at one sampler setting. With a step per canvas position,
+    the absorbing-mask sampler (at least one token accepted per pass) always completes a canvas."""
+    config = backend.model.generation_config
+    config.sampler_config.entropy_bound = entropy_bound
+    config.t_min, config.t_max = temperature
+    config.max_denoising_steps = backend.model.config.canvas_length
+
+
+def run(backend, tasks: list[Task], batch: int, seed: int) -> dict:
+    """Decode every task through the engine; per-task outputs and the aggregate figures."""
+    results = []
+    start = time.monotonic()
+    for i in range(0, len(tasks), batch):
+        chunk = tasks[i : i + batch]
+        requests = [
+            InfillRequest(prefix=t.prefix, suffix=t.suffix, max_new_tokens=MAX_NEW_TOKENS[t.kind], seed=seed)
+            for t in chunk
+        ]
+        final = None
+        for drafts in backend.stream(requests):
+            final = drafts
+        for task, draft in zip(chunk, final):
+            results.append(
+                {
+                    "document": task.document,
+                    "reference": task.middle,
+                    "prediction": draft.text,
+                    "exact": draft.text == task.middle,
+                    "similarity": difflib.SequenceMatcher(None, draft.text, task.middle, autojunk=False).ratio(),
+                    "passes": draft.forward_passes,
+                    "tokens": draft.generated_tokens,
+                }
+            )
+    seconds = time.monotonic() - start
+    passes = sum(r["passes"] for r in results)
+    return {
+        "n": len(results),
+        "exact_match": sum(r["exact"] for r in results) / len(results),
+        "char_similarity": statistics.mean(r["similarity"] for r in results),
+        "tokens_per_pass": sum(r["tokens"] for r in results) / max(1, passes),
+        "passes_per_task": passes / len(results),
+        "seconds": seconds,
+        "examples": results,
+    }
+
+
+@torch.inference_mode()
+def pass_time_ms(backend, prompt_tokens: int = 512, repeats: int = 20) -> float:
+    """Median wall time of one decoder pass (batch 1, full canvas) after a ``prompt_tokens`` prefill."""
+    model = backend.model
+    C = model.config.canvas_length
+    device = backend.device
+    prompt = torch.randint(10, model.config.text_config.vocab_size, (1, prompt_tokens), device=device)
+    cache = model.model.encoder(input_ids=prompt).cache
+    canvas = torch.full((1, C), backend.tokenizer.mask_token_id, device=device)
+    positions = torch.arange(prompt_tokens, prompt_tokens + C, device=device).unsqueeze(0)
+    logits = None
+    times = []
+    for _ in range(repeats + 2):
+        t0 = time.perf_counter()
+        logits = model(cache=cache, decoder_input_ids=canvas, self_conditioning_logits=logits,
+                       decoder_position_ids=positions).logits
+        times.append(time.perf_counter() - t0)
+    return 1000 * statistics.median(times[2:])
+
+
+def summary(result: dict) -> dict:
+    return {key: value for key, value in result.items() if key != "examples"}
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", help="model folder or spec (e.g. embedded)")
+    p.add_argument("--part", choices=["dev", "test"], default="test")
+    p.add_argument("--single", type=int, default=200, help="number of single-line tasks")
+    p.add_argument("--multi", type=int, default=100, help="number of multi-line tasks")
+    p.add_argument("--sweep", type=int, default=100, help="single-line tasks per sampler setting in the sweep")
+    p.add_argument("--tune", action="store_true", help="dev only: choose sampler settings, write generation_config.json")
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--out", required=True, help="JSON report")
+    args = p.parse_args(argv)
+    if args.tune and args.part != "dev":
+        p.error("--tune only on the dev part: the test part is never tuned on")
+    torch.set_num_threads(args.threads)
+
+    backend = load_backend(args.model, device="cpu")
+    config = backend.model.generation_config
+    C = backend.model.config.canvas_length
+    shipped = {"entropy_bound": config.sampler_config.entropy_bound, "temperature": (config.t_min, config.t_max)}
+    documents = heldout_documents(args.part)
+    report: dict = {"model": str(args.model), "part": args.part, "documents": len(documents),
+                    "parameters": backend.info.parameters, "canvas_length": C}
+
+    sweep_tasks = make_tasks(documents, "single", args.sweep, args.seed)
+    sweep = []
+    for temperature in TEMPERATURES if args.tune else (shipped["temperature"],):
+        for bound in ENTROPY_BOUNDS:
+            set_sampler(backend, bound, temperature)
+            result = run(backend, sweep_tasks, args.batch, args.seed)
+            sweep.append({"entropy_bound": bound, "temperature": temperature, **summary(result)})
+            print(json.dumps(sweep[-1]), flush=True)
+    report["sweep"] = sweep
+
+    if args.tune:
+        # Best dev quality, counting exact match first and similarity to break ties.
+        best = max(sweep, key=lambda r: (round(r["exact_match"], 3), r["char_similarity"], r["tokens_per_pass"]))
+        shipped = {"entropy_bound": best["entropy_bound"], "temperature": best["temperature"]}
+        set_sampler(backend, **shipped)
+        backend.model.generation_config.save_pretrained(args.model)
+        report["tuned"] = shipped
+
+    set_sampler(backend, **shipped)
+    report["shipped_sampler"] = shipped
+    for kind, n in (("single", args.single), ("multi", args.multi)):
+        if n:
+            result = run(backend, make_tasks(documents, kind, n, args.seed), args.batch, args.seed)
+            report[kind] = result
+            print(kind, json.dumps(summary(result)), flush=True)
+    report["one_token_per_pass"] = next(
+        r for r in sweep if r["entropy_bound"] == 0.0 and r["temperature"] == shipped["temperature"]
+    )
+    report["pass_ms_512_context"] = pass_time_ms(backend)
+    print("pass_ms", report["pass_ms_512_context"], flush=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

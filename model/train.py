@@ -1,0 +1,503 @@
+"""Train the embedded DiffusionGemma on fill-in-the-middle examples from the local corpus.
+
+    python -m model.train --out checkpoints/small                      # CPU, fp32
+    python -m model.train --out checkpoints/small --device cuda --dtype bf16
+    python -m model.train --out checkpoints/small --export resources/models/sfumato-small
+
+One training step (shapes for batch B, prompt width P, canvas length C, vocabulary V):
+
+1. Examples are cut from train-split documents at character positions and laid out exactly as the
+   engine lays out a request (``model.layout``): prefix, suffix and middle are tokenised separately,
+   as the editor tokenises them, so the model never relies on a token that straddles the cursor.
+   prompt ``<bos><fim_prefix>prefix<fim_suffix>suffix<fim_middle>`` (left-padded to P),
+   canvas ``middle <eos> <pad>...`` (C). Middles longer than a canvas are trained block by block:
+   the earlier blocks are appended to the prompt, as DiffusionGemma's outer loop does at inference.
+2. The causal encoder reads the prompt into a KV cache; its hidden states also give a next-token
+   loss on the prompt (the lm_head is tied to the embeddings), supervision that costs no extra pass.
+3. Each canvas is corrupted at its own noise level t ~ U(0, 1) (stratified over the batch): every
+   position independently becomes ``<mask>`` (absorbing noise, MDLM/LLaDA) or a uniform random token
+   (DiffusionGemma's stock noise) with probability t.
+4. With probability ``--self-cond`` a first decoder pass without gradients predicts the canvas and
+   its logits are fed back as self-conditioning, as the sampler does from its previous step.
+5. Loss = cross-entropy on the corrupted canvas positions (B, C, V) + ``--ar-weight`` x next-token
+   loss on the prompt (B, P, V).
+
+The learning rate follows warmup then cosine decay over ``--max-steps`` or, when a wall-clock
+budget is given instead, over ``--budget-minutes`` of training time (so a run fits a deadline).
+Checkpoints (``ckpt.pt``: weights, optimizer, data and noise RNG states) are written atomically
+every ``--save-minutes``; running the same command again resumes from the last one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import math
+import os
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+from transformers import DiffusionGemmaForBlockDiffusion
+from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
+    DiffusionGemmaGenerationConfig,
+    EntropyBoundSamplerConfig,
+)
+
+from model.architecture import small_config
+from model.corpus import Document, heldout_part, iter_documents
+from model.layout import Layout
+from model.tokenizer import encode_text, load_tokenizer
+
+TOKENIZER_DIR = Path(__file__).resolve().parent.parent / "resources" / "tokenizer"
+
+# Share of each example kind in a batch. "line": one whole line (or its tail from a cursor inside
+# it); "block": 2-8 whole lines; "span": a random character span; "empty": nothing to insert;
+# "continue": plain continuation, no suffix; "gaps": 2-4 gaps filled jointly with gap sentinels.
+KIND_WEIGHTS = {"line": 0.38, "block": 0.2, "span": 0.14, "empty": 0.04, "continue": 0.16, "gaps": 0.08}
+# Documents are drawn in proportion to their length times their source's weight: the standard
+# library and the Python documentation are smaller but cleaner than third-party sources.
+SOURCE_WEIGHTS = {"stdlib": 3.0, "python-docs": 2.0, "site-packages": 1.0}
+
+
+@dataclass
+class Example:
+    prompt: list[int]
+    canvas: list[int]
+
+
+class ExampleMaker:
+    """Draws training examples from documents, laid out with ``model.layout``."""
+
+    def __init__(self, documents: list[Document], tokenizer, prompt_length: int, canvas_length: int):
+        self.documents = documents
+        self.tokenizer = tokenizer
+        self.layout = Layout(tokenizer)
+        self.prompt_length = prompt_length
+        self.canvas_length = canvas_length
+        weights = [len(doc.text) * SOURCE_WEIGHTS.get(doc.source, 1.0) for doc in documents]
+        self.cumulative = list(_cumsum(weights))
+        self.kinds = list(KIND_WEIGHTS)
+        self.kind_weights = list(KIND_WEIGHTS.values())
+        self.context_chars = prompt_length * 6  # more than a prompt holds; fim_prompt trims tokens
+
+    def sample(self, rng: random.Random) -> Example:
+        kind = rng.choices(self.kinds, self.kind_weights)[0]
+        doc = self.documents[bisect.bisect_right(self.cumulative, rng.random() * self.cumulative[-1])]
+        if kind == "gaps":
+            example = self._gaps(doc.text, rng)
+            if example is not None:
+                return example
+            kind = "line"
+        start, end = self._middle_span(kind, doc.text, rng)
+        text = doc.text
+        prefix = text[max(0, start - self.context_chars) : start]
+        suffix = "" if kind == "continue" else text[end : end + self.context_chars]
+        return self._fim(prefix, text[start:end], suffix, rng)
+
+    def _middle_span(self, kind: str, text: str, rng: random.Random) -> tuple[int, int]:
+        """Character span [start, end) of the middle for a single-gap example of ``kind``."""
+        pos = rng.randrange(len(text))
+        if kind in ("line", "block"):
+            lines = 1 if kind == "line" else rng.randint(2, 8)
+            start = text.rfind("\n", 0, pos) + 1
+            end = start
+            for _ in range(lines):
+                nl = text.find("\n", end)
+                end = len(text) if nl < 0 else nl
+                if nl < 0 or len(text) == end + 1:
+                    break
+                if _ != lines - 1:
+                    end += 1
+            if kind == "line" and rng.random() < 0.4 and end > start:
+                start = rng.randrange(start, end)  # cursor inside the line: complete its tail
+            return start, end
+        if kind == "span":
+            return pos, min(len(text), pos + int(math.exp(rng.uniform(0, math.log(300)))))
+        if kind == "empty":
+            return pos, pos
+        return pos, min(len(text), pos + rng.randint(20, 1200))  # continue
+
+    def _fim(self, prefix: str, middle: str, suffix: str, rng: random.Random) -> Example:
+        prefix_ids, middle_ids, suffix_ids = (encode_text(self.tokenizer, s) for s in (prefix, middle, suffix))
+        return self._blocks(middle_ids, rng, lambda budget: self.layout.fim_prompt(prefix_ids, suffix_ids, budget))
+
+    def _blocks(self, middle_ids: list[int], rng: random.Random, prompt_for) -> Example:
+        """One canvas of ``middle_ids`` (closed by EOS): a random block, earlier blocks in the prompt."""
+        C = self.canvas_length
+        n_blocks = len(middle_ids) // C + 1
+        max_block = min(n_blocks - 1, (self.prompt_length // 2) // C)
+        block = rng.randint(0, max_block)
+        done = middle_ids[: block * C]
+        prompt = prompt_for(self.prompt_length - len(done)) + done
+        return Example(prompt, self.layout.canvas_target(middle_ids[block * C :], C))
+
+    def _gaps(self, text: str, rng: random.Random) -> Example | None:
+        """Joint fill of 2-4 gaps (single lines or short spans) in a window of the document."""
+        n_gaps = rng.randint(2, 4)
+        lo = rng.randrange(len(text))
+        window = text[lo : lo + self.prompt_length * 3]
+        cuts: list[tuple[int, int]] = []
+        for _ in range(n_gaps):
+            pos = rng.randrange(len(window)) if window else 0
+            if rng.random() < 0.6:
+                start = window.rfind("\n", 0, pos) + 1
+                nl = window.find("\n", pos)
+                end = len(window) if nl < 0 else nl
+            else:
+                start, end = pos, min(len(window), pos + rng.randint(1, 40))
+            cuts.append((start, end))
+        cuts.sort()
+        if any(b[0] <= a[1] for a, b in zip(cuts, cuts[1:])):
+            return None  # overlapping or touching gaps: draw another kind
+        segments, fills, last = [], [], 0
+        for start, end in cuts:
+            segments.append(window[last:start])
+            fills.append(window[start:end])
+            last = end
+        segments.append(window[last:])
+        seg_ids = [encode_text(self.tokenizer, s) for s in segments]
+        middle: list[int] = []
+        for gap, fill in zip(self.layout.gaps, fills):
+            middle += [gap, *encode_text(self.tokenizer, fill)]
+        if len(middle) + 1 > self.canvas_length:
+            return None
+        # The window is sized in characters: trim the first segment's start and the last's end to fit.
+        room = self.prompt_length - (sum(map(len, seg_ids[1:-1])) + n_gaps + 3)
+        if room < 8:
+            return None
+        keep_last = min(len(seg_ids[-1]), room // 2)
+        seg_ids[0] = seg_ids[0][max(0, len(seg_ids[0]) - (room - keep_last)) :]
+        seg_ids[-1] = seg_ids[-1][:keep_last]
+        prompt = self.layout.multi_gap_prompt(seg_ids)
+        return Example(prompt, self.layout.canvas_target(middle, self.canvas_length))
+
+
+def _cumsum(values):
+    total = 0.0
+    for value in values:
+        total += value
+        yield total
+
+
+def collate(examples: list[Example], pad: int) -> dict[str, torch.Tensor]:
+    """Left-pad prompts to one width (as the engine does), stack canvases."""
+    width = max(len(e.prompt) for e in examples)
+    input_ids = torch.full((len(examples), width), pad, dtype=torch.long)
+    attention_mask = torch.zeros((len(examples), width), dtype=torch.bool)
+    for row, example in enumerate(examples):
+        input_ids[row, width - len(example.prompt) :] = torch.tensor(example.prompt)
+        attention_mask[row, width - len(example.prompt) :] = True
+    canvas = torch.tensor([e.canvas for e in examples], dtype=torch.long)
+    return {"input_ids": input_ids, "attention_mask": attention_mask, "canvas": canvas}
+
+
+def corrupt(canvas: torch.Tensor, noise: str, mask_id: int, vocab_size: int, generator: torch.Generator):
+    """Noise each row at its own level t (stratified over the batch); returns (noised, noised_mask, t)."""
+    B, C = canvas.shape
+    offset = torch.rand((), generator=generator)
+    t = ((offset + torch.arange(B) / B) % 1.0).clamp_min(1.0 / C)  # (B,)
+    noised_mask = torch.rand((B, C), generator=generator) < t[:, None]
+    # At least one noised position per row, so every row is supervised.
+    none = ~noised_mask.any(dim=1)
+    noised_mask[none, torch.randint(C, (int(none.sum()),), generator=generator)] = True
+    if noise == "mask":
+        fill = torch.full_like(canvas, mask_id)
+    else:
+        fill = torch.randint(vocab_size, canvas.shape, generator=generator)
+    return torch.where(noised_mask, fill, canvas), noised_mask, t
+
+
+def forward_losses(model, batch, args, generator: torch.Generator, mask_id: int):
+    """(canvas loss, prompt next-token loss) for one batch; see the module docstring."""
+    device = next(model.parameters()).device
+    input_ids = batch["input_ids"].to(device)
+    attention_mask = batch["attention_mask"].to(device)
+    canvas = batch["canvas"]
+    B, P = input_ids.shape
+    C = canvas.shape[1]
+    vocab_size = model.config.text_config.vocab_size
+    noised, noised_mask, _ = corrupt(canvas, args.noise, mask_id, vocab_size, generator)
+    noised, noised_mask, canvas = noised.to(device), noised_mask.to(device), canvas.to(device)
+
+    # Same positions and masks as DiffusionGemma's generate(): left padding, positions from 0,
+    # the canvas right after the prompt, attending to every real prompt token and the whole canvas.
+    position_ids = torch.arange(P, device=device).unsqueeze(0)
+    decoder_position_ids = torch.arange(P, P + C, device=device).unsqueeze(0)
+    decoder_attention_mask = F.pad(attention_mask, (0, C), value=True)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.dtype == "bf16")
+    with autocast:
+        encoded = model.model.encoder(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids)
+        cache = encoded.cache
+        self_conditioning = None
+        if args.self_cond > 0 and torch.rand((), generator=generator) < args.self_cond:
+            with torch.no_grad():
+                self_conditioning = model(
+                    cache=cache,
+                    decoder_input_ids=noised,
+                    decoder_attention_mask=decoder_attention_mask,
+                    decoder_position_ids=decoder_position_ids,
+                ).logits.detach()
+        logits = model(
+            cache=cache,
+            decoder_input_ids=noised,
+            self_conditioning_logits=self_conditioning,
+            decoder_attention_mask=decoder_attention_mask,
+            decoder_position_ids=decoder_position_ids,
+        ).logits  # (B, C, V)
+    canvas_loss = F.cross_entropy(logits[noised_mask].float(), canvas[noised_mask])
+
+    ar_loss = torch.zeros((), device=device)
+    if args.ar_weight > 0:
+        # Next-token loss at K random prompt positions per row (K = --ar-positions): the vocabulary
+        # projection and softmax over every prompt position would cost more than the whole canvas loss.
+        targets = input_ids[:, 1:].masked_fill(~attention_mask[:, :-1] | ~attention_mask[:, 1:], -100)  # (B, P-1)
+        K = min(args.ar_positions, P - 1)
+        scores = torch.rand(targets.shape, generator=generator).to(device).masked_fill(targets < 0, -1.0)
+        picked = scores.topk(K, dim=1).indices  # (B, K), invalid positions only where a row has fewer than K
+        hidden = encoded.last_hidden_state.gather(1, picked.unsqueeze(-1).expand(-1, -1, encoded.last_hidden_state.shape[-1]))
+        with autocast:
+            prompt_logits = model.lm_head(hidden)  # (B, K, V)
+        cap = model.final_logit_softcapping
+        prompt_logits = torch.tanh(prompt_logits.float() / cap) * cap if cap else prompt_logits.float()
+        picked_targets = targets.gather(1, picked)
+        ar_loss = F.cross_entropy(prompt_logits.reshape(-1, vocab_size), picked_targets.reshape(-1), ignore_index=-100)
+    return canvas_loss, ar_loss
+
+
+def learning_rate(progress: float, args) -> float:
+    """Linear warmup over ``--warmup`` steps is applied by the caller; cosine to 10% over progress."""
+    progress = min(1.0, max(0.0, progress))
+    return args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def build_model(tokenizer, args) -> DiffusionGemmaForBlockDiffusion:
+    config = small_config(
+        tokenizer,
+        hidden_size=args.hidden,
+        num_layers=args.layers,
+        num_heads=args.heads,
+        head_dim=args.head_dim,
+        intermediate_size=args.ffn,
+        canvas_length=args.canvas,
+    )
+    config.text_config._attn_implementation = "sdpa"
+    torch.manual_seed(args.seed)
+    return DiffusionGemmaForBlockDiffusion(config)
+
+
+def train_documents() -> list[Document]:
+    return [doc for doc in iter_documents("train") if len(doc.text) > 50]
+
+
+def dev_documents() -> list[Document]:
+    return [doc for doc in iter_documents("heldout") if heldout_part(doc.name) == "dev" and len(doc.text) > 50]
+
+
+def dev_batches(tokenizer, args, n_batches: int = 4) -> list[dict[str, torch.Tensor]]:
+    """Fixed batches from the held-out dev part: the validation loss compares runs step for step."""
+    maker = ExampleMaker(dev_documents(), tokenizer, args.prompt, args.canvas)
+    rng = random.Random(1234)
+    return [collate([maker.sample(rng) for _ in range(args.batch)], tokenizer.pad_token_id) for _ in range(n_batches)]
+
+
+@torch.no_grad()
+def dev_loss(model, batches, args, mask_id: int) -> tuple[float, float]:
+    model.eval()
+    generator = torch.Generator().manual_seed(99)
+    no_sc = argparse.Namespace(**{**vars(args), "self_cond": 0.0})
+    totals = [0.0, 0.0]
+    for batch in batches:
+        canvas_loss, ar_loss = forward_losses(model, batch, no_sc, generator, mask_id)
+        totals[0] += canvas_loss.item()
+        totals[1] += ar_loss.item()
+    model.train()
+    return totals[0] / len(batches), totals[1] / len(batches)
+
+
+def save_checkpoint(path: Path, state: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def default_generation_config(tokenizer, canvas_length: int, max_new_tokens: int = 64) -> DiffusionGemmaGenerationConfig:
+    """Sampler settings shipped until ``model.evaluate --tune`` has chosen them on the dev part."""
+    return DiffusionGemmaGenerationConfig(
+        max_new_tokens=max_new_tokens,
+        max_denoising_steps=canvas_length,
+        sampler_config=EntropyBoundSamplerConfig(entropy_bound=0.5),
+        t_min=0.05,
+        t_max=0.2,
+        stability_threshold=1,
+        confidence_threshold=0.005,
+        bos_token_id=tokenizer.bos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+
+
+def export_model(model, tokenizer, out: Path, noise: str, prompt_length: int, dtype: str):
+    """Write a Hugging Face model folder the engine loads: weights, config, tokenizer, sfumato.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+    copy = DiffusionGemmaForBlockDiffusion(model.config)
+    copy.load_state_dict(model.state_dict())
+    copy.to(torch_dtype)
+    copy.generation_config = default_generation_config(tokenizer, model.config.canvas_length)
+    copy.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    profile = {"format": 1, "prompt_layout": "fim", "canvas_noise": noise, "context_tokens": prompt_length}
+    (out / "sfumato.json").write_text(json.dumps(profile, indent=2) + "\n")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True, help="checkpoint folder (resumed when it holds ckpt.pt)")
+    p.add_argument("--tokenizer", default=str(TOKENIZER_DIR))
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--head-dim", type=int, default=64)
+    p.add_argument("--ffn", type=int, default=1024)
+    p.add_argument("--canvas", type=int, default=32, help="canvas length C")
+    p.add_argument("--prompt", type=int, default=128, help="prompt budget P in tokens")
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--noise", choices=["mask", "uniform"], default="mask")
+    p.add_argument("--self-cond", type=float, default=0.5, help="probability of a self-conditioning pass")
+    p.add_argument("--ar-weight", type=float, default=0.5, help="weight of the prompt next-token loss")
+    p.add_argument("--ar-positions", type=int, default=32, help="prompt positions per row given the next-token loss")
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--warmup", type=int, default=200)
+    p.add_argument("--max-steps", type=int, default=0, help="schedule length in steps (0: use --budget-minutes)")
+    p.add_argument("--budget-minutes", type=float, default=0.0, help="schedule length in training minutes")
+    p.add_argument("--save-minutes", type=float, default=5.0)
+    p.add_argument("--eval-every", type=int, default=200)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
+    p.add_argument("--threads", type=int, default=2, help="CPU threads (torch.set_num_threads)")
+    p.add_argument("--export", metavar="DIR", help="export the checkpoint in --out as a model folder and exit")
+    p.add_argument("--export-dtype", choices=["fp32", "bf16", "fp16"], default="fp16")
+    args = p.parse_args(argv)
+    if not args.export and not args.max_steps and not args.budget_minutes:
+        p.error("give --max-steps or --budget-minutes")
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    ckpt_path = out / "ckpt.pt"
+    tokenizer = load_tokenizer(args.tokenizer)
+    mask_id = tokenizer.mask_token_id
+
+    state = torch.load(ckpt_path, weights_only=False) if ckpt_path.exists() else None
+    if state is not None:  # the architecture and objective are those the run started with
+        saved = state["args"]
+        for key in ("hidden", "layers", "heads", "head_dim", "ffn", "canvas", "prompt", "noise", "seed"):
+            setattr(args, key, saved[key])
+    model = build_model(tokenizer, args)
+    if state is not None:
+        model.load_state_dict(state["model"])
+
+    if args.export:
+        if state is None:
+            raise SystemExit(f"{ckpt_path}: no checkpoint to export")
+        export_model(model, tokenizer, Path(args.export), args.noise, args.prompt, args.export_dtype)
+        print(f"exported {ckpt_path} (step {state['step']}) to {args.export}")
+        return
+
+    device = torch.device(args.device)
+    model.to(device).train()
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=args.lr,
+        betas=(0.9, 0.95),
+    )
+    rng = random.Random(args.seed)
+    generator = torch.Generator().manual_seed(args.seed)
+    step, trained_seconds, tokens_seen = 0, 0.0, 0
+    if state is not None:
+        optimizer.load_state_dict(state["optimizer"])
+        rng.setstate(state["rng"])
+        generator.set_state(state["generator"])
+        step, trained_seconds, tokens_seen = state["step"], state["trained_seconds"], state["tokens_seen"]
+
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"model: {n_params / 1e6:.2f}M parameters; resuming at step {step}" if step else f"model: {n_params / 1e6:.2f}M parameters")
+    maker = ExampleMaker(train_documents(), tokenizer, args.prompt, args.canvas)
+    dev = dev_batches(tokenizer, args)
+    log = (out / "log.jsonl").open("a")
+
+    def progress() -> float:
+        return step / args.max_steps if args.max_steps else trained_seconds / (60 * args.budget_minutes)
+
+    def checkpoint() -> None:
+        save_checkpoint(
+            ckpt_path,
+            {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "rng": rng.getstate(),
+                "generator": generator.get_state(),
+                "step": step,
+                "trained_seconds": trained_seconds,
+                "tokens_seen": tokens_seen,
+                "args": vars(args),
+            },
+        )
+
+    bar = tqdm(total=args.max_steps or None, initial=step, unit="step", dynamic_ncols=True)
+    last_save = time.monotonic()
+    window_tokens, window_start = 0, time.monotonic()
+    while progress() < 1.0:
+        t0 = time.monotonic()
+        lr = learning_rate(progress(), args) * min(1.0, (step + 1) / args.warmup)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        batch = collate([maker.sample(rng) for _ in range(args.batch)], tokenizer.pad_token_id)
+        canvas_loss, ar_loss = forward_losses(model, batch, args, generator, mask_id)
+        loss = canvas_loss + args.ar_weight * ar_loss
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        step += 1
+        n_canvas = batch["canvas"].numel()
+        tokens_seen += n_canvas + int(batch["attention_mask"].sum())
+        window_tokens += n_canvas
+        trained_seconds += time.monotonic() - t0
+        bar.update(1)
+        if step % 10 == 0:
+            rate = window_tokens / (time.monotonic() - window_start)
+            bar.set_postfix(loss=f"{canvas_loss.item():.3f}", ar=f"{ar_loss.item():.3f}", lr=f"{lr:.1e}", canvas_tok_s=f"{rate:.0f}")
+            window_tokens, window_start = 0, time.monotonic()
+        if step % args.eval_every == 0 or progress() >= 1.0:
+            dev_canvas, dev_ar = dev_loss(model, dev, args, mask_id)
+            record = {"step": step, "minutes": trained_seconds / 60, "tokens_seen": tokens_seen,
+                      "train_canvas_loss": canvas_loss.item(), "train_ar_loss": ar_loss.item(),
+                      "dev_canvas_loss": dev_canvas, "dev_ar_loss": dev_ar, "lr": lr}
+            log.write(json.dumps(record) + "\n")
+            log.flush()
+            bar.write(json.dumps(record))
+        if time.monotonic() - last_save > 60 * args.save_minutes or progress() >= 1.0:
+            checkpoint()
+            last_save = time.monotonic()
+    bar.close()
+    checkpoint()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""The training script on a tiny config: the objective learns, checkpoints resume, export loads."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import torch
+
+from model import train
+from model.corpus import Document
+from model.api import InfillRequest
+from model.layout import Layout
+from model.loading import load_backend
+from model.tokenizer import decode_ids, load_tokenizer
+
+TINY = ["--hidden", "32", "--layers", "2", "--heads", "2", "--head-dim", "16", "--ffn", "64",
+        "--canvas", "8", "--prompt", "48", "--batch", "4", "--threads", "1"]
+
+SOURCE = '''def add(a, b):
+    """Return the sum of a and b."""
+    return a + b
+
+
+class Counter:
+    def __init__(self):
+        self.count = 0
+
+    def increment(self, step=1):
+        self.count += step
+        return self.count
+'''
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_tokenizer(train.TOKENIZER_DIR)
+
+
+def test_examples_follow_the_engine_layout(tokenizer):
+    layout = Layout(tokenizer)
+    maker = train.ExampleMaker([Document("stdlib", "x.py", SOURCE)], tokenizer, prompt_length=48, canvas_length=8)
+    rng = random.Random(0)
+    for _ in range(200):
+        example = maker.sample(rng)
+        assert len(example.prompt) <= 48
+        assert example.prompt[:2] == [layout.bos, layout.fim_prefix]
+        assert len(example.canvas) == 8
+        ids = [i for i in example.canvas if i != layout.pad]
+        assert layout.mask not in example.canvas
+        # padding only after the end of the middle
+        assert example.canvas[len(ids):] == [layout.pad] * (8 - len(ids))
+    single = train.ExampleMaker([Document("stdlib", "x.py", SOURCE)], tokenizer, 48, 64)
+    texts = {decode_ids(tokenizer, single.sample(rng).canvas).split("<eos>")[0] for _ in range(300)}
+    assert "    return a + b" in texts  # a whole line is one of the middles
+
+
+def test_a_few_steps_reduce_the_loss(tokenizer):
+    args = train.parse_args(["--out", "unused", "--max-steps", "1", *TINY])
+    model = train.build_model(tokenizer, args)
+    maker = train.ExampleMaker([Document("stdlib", "x.py", SOURCE)], tokenizer, args.prompt, args.canvas)
+    rng = random.Random(0)
+    batch = train.collate([maker.sample(rng) for _ in range(args.batch)], tokenizer.pad_token_id)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    losses = []
+    for step in range(25):
+        generator = torch.Generator().manual_seed(step % 3)
+        canvas_loss, ar_loss = train.forward_losses(model, batch, args, generator, tokenizer.mask_token_id)
+        loss = canvas_loss + args.ar_weight * ar_loss
+        assert torch.isfinite(loss)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert sum(losses[-3:]) / 3 < 0.8 * sum(losses[:3]) / 3
+
+
+def test_checkpoints_resume_and_export(tmp_path, monkeypatch, tokenizer):
+    documents = [Document("stdlib", f"m{i}.py", SOURCE.replace("a + b", f"a + b + {i}")) for i in range(5)]
+    monkeypatch.setattr(train, "train_documents", lambda: documents)
+    monkeypatch.setattr(train, "dev_documents", lambda: documents[:1])
+    out = tmp_path / "run"
+    train.main(["--out", str(out), "--max-steps", "3", "--eval-every", "2", *TINY])
+    assert torch.load(out / "ckpt.pt", weights_only=False)["step"] == 3
+    train.main(["--out", str(out), "--max-steps", "5", "--eval-every", "2", *TINY])
+    state = torch.load(out / "ckpt.pt", weights_only=False)
+    assert state["step"] == 5
+    steps = [json.loads(line)["step"] for line in (out / "log.jsonl").read_text().splitlines()]
+    assert steps == [2, 3, 4, 5]  # the resumed run continued, it did not start over
+
+    folder = tmp_path / "model"
+    train.main(["--out", str(out), "--export", str(folder)])
+    assert json.loads((folder / "sfumato.json").read_text())["canvas_noise"] == "mask"
+    backend = load_backend(str(folder), device="cpu")
+    exported = dict(backend.model.named_parameters())
+    for name, value in state["model"].items():
+        if name in exported:
+            torch.testing.assert_close(exported[name].float(), value.float(), atol=1e-2, rtol=1e-2)
+    drafts = list(backend.stream([InfillRequest(prefix="def add(a, b):\n", suffix="\n", max_new_tokens=8, seed=0)]))
+    assert drafts[-1][0].final
