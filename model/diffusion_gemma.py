@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from transformers.generation import LogitsProcessor, SuppressTokensLogitsProcessor
@@ -52,6 +52,7 @@ class Profile:
     prompt_layout: str = "chat"  # "fim" (trained by this project) or "chat" (released -it checkpoints)
     canvas_noise: str = "uniform"  # "uniform" (DiffusionGemma's) or "mask" (absorbing)
     context_tokens: int = 4096  # prompt budget; longer prefixes lose their start
+    joint_gaps: bool = False  # trained to fill several gap sentinels on one canvas
 
 
 class PinnedTokens(LogitsProcessor):
@@ -87,6 +88,19 @@ class _Row:
     max_new_tokens: int
     init_ids: list[int] | None = None  # rewrite: the current text's tokens
     strength: float = 1.0
+    sentinels: list[int] = field(default_factory=list)  # joint fill: the gap tokens it may write
+
+
+@dataclass
+class _RowState:
+    """A row's visible tokens after a pass: what a draft is made of."""
+
+    ids: list[int]
+    accepted: list[bool]
+    confidence: list[float]
+    step: int
+    passes: int
+    final: bool = False
 
 
 class DiffusionGemmaBackend:
@@ -114,15 +128,30 @@ class DiffusionGemmaBackend:
                 rows.append(self._row(request))
                 owners.append(index)
         first = requests[0]
-        for row_drafts in self._denoise(rows, first.steps, first.seed, first.sampler_bound, cancel):
+        for states in self._denoise(rows, first.steps, first.seed, first.sampler_bound, cancel):
+            drafts = [self._draft(state) for state in states]
             yield tuple(
-                _merge([row_drafts[i] for i, owner in enumerate(owners) if owner == index])
-                for index in range(len(requests))
+                _merge([drafts[i] for i, owner in enumerate(owners) if owner == index]) for index in range(len(requests))
             )
 
     def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
-        """Gaps are filled as a batch, each seeing the whole template around it with other gaps blank."""
-        return fill_gaps_separately(self, template, cancel)
+        """All gaps on one canvas when the model was trained on gap sentinels and they fit; else a batch."""
+        n_gaps = len(template.max_new_tokens)
+        budget = sum(template.max_new_tokens) + n_gaps + 1
+        if not self.profile.joint_gaps or not 2 <= n_gaps <= len(self.layout.gaps) or budget > self.canvas_length:
+            yield from fill_gaps_separately(self, template, cancel)
+            return
+        segments = [encode_text(self.tokenizer, segment) for segment in template.segments]
+        room = self.profile.context_tokens - sum(map(len, segments[1:-1])) - n_gaps - 3
+        if room < 0:
+            yield from fill_gaps_separately(self, template, cancel)
+            return
+        keep_first = min(len(segments[0]), room * 3 // 4)
+        segments[0] = segments[0][len(segments[0]) - keep_first :]
+        segments[-1] = segments[-1][: max(0, room - keep_first)]
+        row = _Row(self.layout.multi_gap_prompt(segments), self.canvas_length, sentinels=self.layout.gaps[:n_gaps])
+        for (state,) in self._denoise([row], template.steps, template.seed, None, cancel):
+            yield tuple(self._draft(part) for part in _split_gaps(state, row.sentinels))
 
     # ---- prompts ------------------------------------------------------------------------------
 
@@ -182,7 +211,9 @@ class DiffusionGemmaBackend:
         pinned = PinnedTokens(torch.zeros((B, L), dtype=torch.bool, device=device), torch.zeros((B, L), dtype=torch.long, device=device))
         logits_processor = model._prepare_logits_processor(config, None)
         logits_processor.insert(0, pinned)
-        logits_processor.insert(0, SuppressTokensLogitsProcessor(self._suppressed, device=device))
+        allowed = {token for row in rows for token in row.sentinels}
+        suppressed = [token for token in self._suppressed if token not in allowed]
+        logits_processor.insert(0, SuppressTokensLogitsProcessor(suppressed, device=device))
         stopping = model._prepare_diffusion_stopping_criteria(config)
 
         generated: list[list[int]] = [[] for _ in rows]
@@ -231,7 +262,7 @@ class DiffusionGemmaBackend:
                     if self.profile.canvas_noise == "mask":  # absorbing: accepted tokens never change again
                         pinned.ids = torch.where(accepted & ~pinned.pinned, canvas, pinned.ids)
                         pinned.pinned = accepted
-                    yield self._drafts(rows, generated, shown, accepted, self_conditioning, step, passes, finished, final=False)
+                    yield self._states(rows, generated, shown, accepted, self_conditioning, step, passes, finished)
 
                 final_canvas = torch.where(pinned.pinned, pinned.ids, argmax)
                 self._append(rows, generated, finished, final_canvas)
@@ -241,7 +272,10 @@ class DiffusionGemmaBackend:
                 cur_len += L
                 attention_mask = torch.nn.functional.pad(attention_mask, (0, L), value=True)
                 decoder_attention_mask = torch.nn.functional.pad(decoder_attention_mask, (0, L), value=True)
-        yield tuple(self._final_draft(generated[b], step, passes[b]) for b in range(B))
+        yield [
+            _RowState(drop_incomplete_tail(self._bytes, ids), [True] * len(ids), [1.0] * len(ids), step, passes[b], True)
+            for b, ids in enumerate(generated)
+        ]
 
     def _pass(self, canvas, argmax, self_conditioning, done, cur_step, sampler, logits_processor, stopping, inputs):
         """One denoising pass, in the order of the library's ``_denoising_step``.
@@ -306,9 +340,10 @@ class DiffusionGemmaBackend:
 
     # ---- drafts -------------------------------------------------------------------------------
 
-    def _drafts(self, rows, generated, shown, accepted, logits, step, passes, finished, final):
+    def _states(self, rows, generated, shown, accepted, logits, step, passes, finished) -> list[_RowState]:
+        """Each row's output so far: finished canvases, then the current canvas up to its first end."""
         confidence = torch.softmax(logits.float(), dim=-1).gather(-1, shown.unsqueeze(-1)).squeeze(-1)
-        drafts = []
+        states = []
         for b, row in enumerate(rows):
             ids, flags, scores = list(generated[b]), [True] * len(generated[b]), [1.0] * len(generated[b])
             if not finished[b]:
@@ -318,17 +353,39 @@ class DiffusionGemmaBackend:
                     ids.append(token_id)
                     flags.append(ok)
                     scores.append(score)
-            pieces = split_text(self._bytes, ids)
-            tokens = tuple(TokenState(p, s, f) for p, s, f in zip(pieces, scores, flags))
-            drafts.append(Draft(step, (Candidate("".join(pieces), tokens),), final, passes[b], len(ids)))
-        return tuple(drafts)
+            states.append(_RowState(ids, flags, scores, step, passes[b]))
+        return states
 
-    def _final_draft(self, ids: list[int], step: int, passes: int) -> Draft:
-        ids = drop_incomplete_tail(self._bytes, ids)
-        text = decode_ids(self.tokenizer, ids)
-        pieces = split_text(self._bytes, ids)
-        tokens = tuple(TokenState(p, 1.0, True) for p in pieces)
-        return Draft(step, (Candidate(text, tokens),), True, passes, len(ids))
+    def _draft(self, state: _RowState) -> Draft:
+        pieces = split_text(self._bytes, state.ids)
+        text = decode_ids(self.tokenizer, state.ids) if state.final else "".join(pieces)
+        tokens = tuple(TokenState(p, c, a) for p, c, a in zip(pieces, state.confidence, state.accepted))
+        return Draft(state.step, (Candidate(text, tokens),), state.final, state.passes, len(state.ids))
+
+
+def _split_gaps(state: _RowState, sentinels: list[int]) -> list[_RowState]:
+    """A joint canvas ``<gap_0> fill0 <gap_1> fill1 ...`` cut into one state per gap.
+
+    A gap whose sentinel the model has not written (yet) is empty; tokens before the first
+    sentinel belong to nowhere and are dropped.
+    """
+    bounds = {}
+    for position, token_id in enumerate(state.ids):
+        if token_id in sentinels and token_id not in bounds:
+            bounds[token_id] = position
+    parts = []
+    for index, sentinel in enumerate(sentinels):
+        if sentinel not in bounds:
+            parts.append(_RowState([], [], [], state.step, state.passes, state.final))
+            continue
+        start = bounds[sentinel] + 1
+        later = [bounds[s] for s in sentinels if s in bounds and bounds[s] >= start]
+        end = min(later, default=len(state.ids))
+        parts.append(
+            _RowState(state.ids[start:end], state.accepted[start:end], state.confidence[start:end],
+                      state.step, state.passes, state.final)
+        )
+    return parts
 
 
 def _merge(drafts: list[Draft]) -> Draft:

@@ -143,7 +143,7 @@ def _read_profile(folder: Path | None):
         return Profile()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        known = {key: data[key] for key in ("prompt_layout", "canvas_noise", "context_tokens") if key in data}
+        known = {key: data[key] for key in ("prompt_layout", "canvas_noise", "context_tokens", "joint_gaps") if key in data}
         return Profile(**known)
     except (OSError, ValueError, TypeError) as error:
         raise EngineError(f"{path}: unreadable ({error})") from None

@@ -169,3 +169,32 @@ def test_checkpoints_without_fim_tokens_get_a_chat_prompt(tmp_path, project_toke
         assert part in prompt
     _, last = run(backend, request)
     assert last[0].final
+
+
+def test_joint_template_fill_reads_each_gap_between_its_sentinels(monkeypatch, tmp_path, project_tokenizer):
+    from conftest import build_tiny_model
+
+    from model.layout import Layout
+
+    folder = build_tiny_model(tmp_path / "joint", project_tokenizer)
+    (folder / "sfumato.json").write_text('{"prompt_layout": "fim", "canvas_noise": "mask", "joint_gaps": true}')
+    backend = load_backend(str(folder), device="cpu")
+    gaps = Layout(backend.tokenizer).gaps
+    word = lambda text: backend.tokenizer.encode(text, add_special_tokens=False)  # noqa: E731
+    script = [gaps[0], *word("alpha"), gaps[1], *word(" beta"), backend.tokenizer.eos_token_id]
+    original = backend.model.forward
+
+    def forward(*args, **kwargs):
+        out = original(*args, **kwargs)
+        for position, token_id in enumerate(script):
+            out.logits[:, position, token_id] = 1e3
+        return out
+
+    monkeypatch.setattr(backend.model, "forward", forward)
+    drafts = list(backend.stream_template(TemplateRequest(("x = ", "\ny =", "\n"), (4, 4), seed=0)))
+    assert all(len(pair) == 2 for pair in drafts)
+    assert [d.text for d in drafts[-1]] == ["alpha", " beta"]
+
+    too_long = TemplateRequest(("x = ", "\ny =", "\n"), (10, 10), seed=0)  # 23 tokens > canvas of 16
+    last = list(backend.stream_template(too_long))[-1]
+    assert len(last) == 2 and all(d.final for d in last)
