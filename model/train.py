@@ -352,7 +352,13 @@ def export_model(model, tokenizer, out: Path, noise: str, prompt_length: int, dt
     copy.generation_config = default_generation_config(tokenizer, model.config.canvas_length)
     copy.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
-    profile = {"format": 1, "prompt_layout": "fim", "canvas_noise": noise, "context_tokens": prompt_length}
+    profile = {
+        "format": 1,
+        "prompt_layout": "fim",
+        "canvas_noise": noise,
+        "context_tokens": prompt_length,
+        "joint_gaps": KIND_WEIGHTS["gaps"] > 0,  # trained on multi-gap examples: the engine fills gaps jointly
+    }
     (out / "sfumato.json").write_text(json.dumps(profile, indent=2) + "\n")
 
 
