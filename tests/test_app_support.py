@@ -78,7 +78,9 @@ def qasync_loop(qapp):
 
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
-    return loop
+    yield loop
+    asyncio.set_event_loop(None)
+    loop.close()
 
 
 def make_engine(qasync_loop, backend, qtbot):

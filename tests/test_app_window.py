@@ -1,0 +1,182 @@
+"""The main window: start-up without torch, opening and saving files, find/replace, no-model mode."""
+
+from __future__ import annotations
+
+import codecs
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
+from PySide6.QtGui import QDropEvent, QTextCursor
+
+from test_app_support import FakeBackend, qasync_loop  # noqa: F401 - fixture
+
+from app.codeeditor import document_text
+from app.mainwindow import MainWindow
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def window(qtbot, qasync_loop, tmp_path):  # noqa: F811
+    store = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(qasync_loop, store)
+    window.show()
+    yield window
+    for document in window.documents():  # no "save changes?" prompt when the test closes it
+        if document.editor.session is not None:
+            document.editor.session.reject()
+        document.editor.document().setModified(False)
+    window.close()
+    window.deleteLater()
+
+
+def with_fake_model(window, qtbot, backend=None):
+    window.engine.start(lambda: backend or FakeBackend(), "fake")
+    qtbot.waitUntil(lambda: window.engine.info is not None, timeout=10000)
+
+
+def test_importing_the_window_does_not_import_torch():
+    code = (
+        "import sys, app.mainwindow, app.editor; "
+        "heavy = [m for m in ('torch', 'transformers') if m in sys.modules]; "
+        "print(heavy); sys.exit(1 if heavy else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_opening_a_binary_file_shows_a_message_and_opens_nothing(window, tmp_path):
+    window.new_document()
+    binary = tmp_path / "image.png"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00")
+    assert window.open_path(str(binary)) is None
+    assert window.tabs.count() == 1
+    assert window.current_document().path is None
+    assert "binary" in window.message_box.text() and "Nothing was opened" in window.message_box.text()
+
+
+def test_a_file_keeps_its_bom_and_line_endings_through_edit_and_save(window, qtbot, tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_bytes(codecs.BOM_UTF8 + b"one\r\ntwo\r\n")
+    document = window.open_path(str(path))
+    cursor = document.editor.textCursor()
+    cursor.movePosition(QTextCursor.MoveOperation.End)
+    document.editor.setTextCursor(cursor)
+    qtbot.keyClicks(document.editor, "three")
+    assert document.is_modified()
+    assert window.save()
+    assert path.read_bytes() == codecs.BOM_UTF8 + b"one\r\ntwo\r\nthree"
+    assert not document.is_modified()
+
+
+def test_saving_while_a_draft_is_shown_writes_the_users_text(window, qtbot, tmp_path):
+    backend = FakeBackend()
+    backend.hold.set()
+    with_fake_model(window, qtbot, backend)
+    path = tmp_path / "code.py"
+    path.write_text("x = 1\ny = 2\n")
+    document = window.open_path(str(path))
+    cursor = document.editor.textCursor()
+    cursor.setPosition(0)
+    document.editor.setTextCursor(cursor)
+    qtbot.keyClicks(document.editor, "# top")
+    qtbot.keyClick(document.editor, Qt.Key.Key_Return)
+    window.rewrite()  # no selection: infill at the cursor
+    session = document.editor.session
+    qtbot.waitUntil(lambda: session.has_draft, timeout=10000)
+    assert window.save()
+    assert path.read_text() == "# top\nx = 1\ny = 2\n"
+    assert session.has_draft and not document.is_modified()
+    session.reject()
+    assert document_text(document.editor.document()) == "# top\nx = 1\ny = 2\n"
+    assert not document.is_modified()
+
+
+def test_dropping_a_file_opens_it(window, tmp_path):
+    path = tmp_path / "dropped.md"
+    path.write_text("# Title\n")
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(path))])
+    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    window.dropEvent(event)
+    assert window.current_document().path == str(path)
+    assert window.current_document().language == "Markdown"
+
+
+def test_find_and_replace_all_with_a_regular_expression_is_one_undo_step(window, qtbot):
+    document = window.new_document()
+    document.editor.setPlainText("foo1 bar foo22 Foo3\n")
+    bar = window.find_bar
+    bar.open(replace=True)
+    bar.find_text.setText(r"foo(\d+)")
+    bar.regex.setChecked(True)
+    bar.case.setChecked(True)
+    bar.replace_text.setText(r"n\1")
+    bar.replace_all()
+    assert document.editor.toPlainText() == "n1 bar n22 Foo3\n"
+    document.editor.undo()
+    assert document.editor.toPlainText() == "foo1 bar foo22 Foo3\n"
+
+
+def test_whole_word_find_skips_partial_matches(window):
+    document = window.new_document()
+    document.editor.setPlainText("cat concat cat\n")
+    bar = window.find_bar
+    bar.find_text.setText("cat")
+    bar.word.setChecked(True)
+    assert bar.find()
+    assert document.editor.textCursor().selectionStart() == 0
+    assert bar.find()
+    assert document.editor.textCursor().selectionStart() == 11
+
+
+def test_without_a_model_editing_works_and_ai_actions_explain_why(window, qtbot, tmp_path):
+    window.settings.model_spec = str(tmp_path / "no-such-model")
+    window.start_engine()
+    qtbot.waitUntil(lambda: window.engine.error is not None, timeout=30000)
+    assert "No model" in window.model_label.text()
+    document = window.new_document()
+    qtbot.keyClicks(document.editor, "still typing")
+    window.rewrite()
+    assert document.editor.session is None
+    assert document_text(document.editor.document()) == "still typing"
+    assert "AI edits are off" in window.message_box.text()
+
+
+def test_ctrl_k_with_a_selection_opens_the_strength_box_and_enter_runs_it(window, qtbot):
+    with_fake_model(window, qtbot)
+    document = window.new_document()
+    editor = document.editor
+    editor.setPlainText("alpha beta gamma\n")
+    cursor = editor.textCursor()
+    cursor.setPosition(6)
+    cursor.setPosition(10, QTextCursor.MoveMode.KeepAnchor)
+    editor.setTextCursor(cursor)
+    window.activateWindow()
+    qtbot.keyClick(editor, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+    from app.inlinebox import InlineBox
+
+    box = editor.viewport().findChild(InlineBox)
+    assert box is not None and box.isVisible()
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    session = editor.session
+    qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert editor.toPlainText() == "alpha " + FakeBackend.result(0) + " gamma\n"
+
+
+def test_settings_survive_a_restart(tmp_path, qasync_loop, qtbot):  # noqa: F811
+    store = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    from app.settings import Settings
+
+    settings = Settings.load(store)
+    settings.steps = 12
+    settings.slow_motion_ms = 100
+    settings.keys["rewrite"] = "Ctrl+J"
+    settings.add_recent("/tmp/a.txt")
+    settings.save(store)
+    again = Settings.load(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    assert (again.steps, again.slow_motion_ms, again.keys["rewrite"], again.recent_files) == (12, 100, "Ctrl+J", ["/tmp/a.txt"])
