@@ -182,7 +182,7 @@ class InfillSession(QObject):
     def accept(self) -> None:
         if self.state != "ready":
             return
-        texts = self._texts()
+        texts = self.texts()
         self._take_out_draft()
         self._write(texts, as_draft=False)
         end = self._regions[-1].end.position()
@@ -256,7 +256,7 @@ class InfillSession(QObject):
             self._inside_user_edit = False
             self._modified = self.document.isModified()
             if self.state != "ended" and had_draft:
-                self._write(self._texts(), as_draft=True)
+                self._write(self.texts(), as_draft=True)
                 self._paint()
 
     # --- drawing ------------------------------------------------------------------------------
@@ -277,7 +277,7 @@ class InfillSession(QObject):
     def _candidates(self) -> list[Candidate]:
         return [draft.candidates[min(self._alternative, len(draft.candidates) - 1)] for draft in self._drafts]
 
-    def _texts(self) -> list[str]:
+    def texts(self) -> list[str]:
         return [candidate.text for candidate in self._candidates()]
 
     def _show(self, drafts: tuple[Draft, ...]) -> None:
@@ -288,7 +288,7 @@ class InfillSession(QObject):
         if self._inside_user_edit:
             return  # written back when the user's edit is done
         self._take_out_draft()
-        self._write(self._texts(), as_draft=True)
+        self._write(self.texts(), as_draft=True)
         self._paint()
 
     def _paint(self) -> None:
