@@ -65,6 +65,7 @@ class Engine(QObject):
         self.info: ModelInfo | None = None
         self.error: str | None = None
         self.slow_motion_ms = 0
+        self._generation = 0
 
     @property
     def loading(self) -> bool:
@@ -74,10 +75,11 @@ class Engine(QObject):
         """(Re)start the worker with ``load``; the previous model, if any, is dropped."""
         self.stop()
         self.info, self.error = None, None
+        generation = self._generation = self._generation + 1  # a replaced worker's news is dropped
         self._worker = InferenceWorker(
             lambda: _TemplateAwareBackend(load()),
-            on_loaded=lambda backend: self._loop.call_soon_threadsafe(self._on_loaded, backend.info),
-            on_load_error=lambda error: self._loop.call_soon_threadsafe(self._on_load_error, error),
+            on_loaded=lambda backend: self._loop.call_soon_threadsafe(self._on_loaded, generation, backend.info),
+            on_load_error=lambda error: self._loop.call_soon_threadsafe(self._on_load_error, generation, error),
         )
         self.status.emit(f"Loading model {label}…")
         self._worker.start()
@@ -87,12 +89,16 @@ class Engine(QObject):
             self._worker.stop(timeout=2.0)
             self._worker = None
 
-    def _on_loaded(self, info: ModelInfo) -> None:
+    def _on_loaded(self, generation: int, info: ModelInfo) -> None:
+        if generation != self._generation:
+            return
         self.info = info
         self.status.emit(f"Model {info.name} on {info.device}")
         self.loaded.emit(info)
 
-    def _on_load_error(self, error: BaseException) -> None:
+    def _on_load_error(self, generation: int, error: BaseException) -> None:
+        if generation != self._generation:
+            return
         self.error = str(error) or type(error).__name__
         self.status.emit(f"No model: {self.error}. Editing works; AI edits are off.")
         self.load_failed.emit(self.error)

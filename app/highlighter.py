@@ -5,7 +5,8 @@ starting state changes, so an edit costs a few lines, not the file. For pygments
 (nearly all of them; not the extended ones, whose callbacks need the whole text) the lexer's state stack is carried from line to line, so multi-line strings
 and comments come out right; other lexers see each line on its own. Documents above
 ``MAX_HIGHLIGHT_CHARS`` and lines above ``MAX_LINE_CHARS`` stay plain text: a 10 MB log opens
-instantly instead of freezing the window.
+instantly instead of freezing the window; below that limit the first lines are highlighted at
+once and the rest in small sweeps between events, so a large file opens without a freeze.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ from pygments.lexers import get_lexer_for_filename, guess_lexer
 from pygments.styles import get_style_by_name
 from pygments.token import Error, Token, _TokenType
 from pygments.util import ClassNotFound
+from PySide6.QtCore import QTimer
 from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat, QTextDocument
 
 MAX_HIGHLIGHT_CHARS = 2_000_000
 MAX_LINE_CHARS = 5_000
+FIRST_LINES = 1_000  # highlighted at once; the rest in sweeps between events
+LINES_PER_SWEEP = 300
 LIGHT_STYLE = "default"
 DARK_STYLE = "monokai"
 
@@ -97,12 +101,35 @@ class PygmentsHighlighter(QSyntaxHighlighter):
     """Highlights a QTextDocument with a pygments lexer and style."""
 
     def __init__(self, document: QTextDocument, lexer: Lexer, dark: bool):
-        super().__init__(document)
         self._lexer = lexer
         self._formats: dict[_TokenType, QTextCharFormat] = {}
         self._stacks: list[tuple[str, ...]] = [("root",)]
         self._stack_ids: dict[tuple[str, ...], int] = {("root",): 0}
-        self.set_dark(dark)
+        self._ready_until = FIRST_LINES - 1  # lines below stay plain until the sweep reaches them
+        super().__init__(document)
+        self._style = get_style_by_name(DARK_STYLE if dark else LIGHT_STYLE)
+        self._sweep = QTimer(self)
+        self._sweep.setInterval(0)
+        self._sweep.timeout.connect(self._highlight_more)
+        if document.blockCount() > FIRST_LINES:
+            self._sweep.start()
+
+    @property
+    def sweeping(self) -> bool:
+        """True while lines further down are still waiting for their colours."""
+        return self._sweep.isActive()
+
+    def _highlight_more(self) -> None:
+        """Highlight the next LINES_PER_SWEEP lines; the event loop runs between sweeps."""
+        document = self.document()
+        if document is None or self._ready_until >= document.blockCount() - 1:
+            self._sweep.stop()
+            return
+        first = self._ready_until + 1
+        self._ready_until += LINES_PER_SWEEP
+        # Lines not yet reached keep state -1, so Qt's rehighlight runs on through this chunk
+        # (each line's new state differs from -1) and stops at its end.
+        self.rehighlightBlock(document.findBlockByNumber(first))
 
     @property
     def language(self) -> str:
@@ -132,6 +159,8 @@ class PygmentsHighlighter(QSyntaxHighlighter):
         return cached
 
     def highlightBlock(self, text: str) -> None:  # noqa: N802 - Qt override
+        if self.currentBlock().blockNumber() > self._ready_until:
+            return
         if len(text) > MAX_LINE_CHARS:
             self.setCurrentBlockState(self.previousBlockState())
             return
@@ -142,6 +171,7 @@ class PygmentsHighlighter(QSyntaxHighlighter):
             self.setCurrentBlockState(self._state_id(tuple(stack)))
         else:
             tokens = list(self._lexer.get_tokens_unprocessed(text))
+            self.setCurrentBlockState(0)
         for start, token, value in tokens:
             if start >= len(text):
                 break

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from PySide6.QtCore import QSettings, QTimer
+from PySide6.QtCore import QEvent, QSettings, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from app import fileio
 from app.codeeditor import CodeEditor
-from app.document import Document
+from app.document import Document, palette_is_dark
 from app.engine import Engine, load_from_spec
 from app.findbar import FindBar
 from app.infill import InfillOptions, InfillStarter
@@ -323,6 +323,14 @@ class MainWindow(QMainWindow):
                 return
         self.engine.stop()
         event.accept()
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        """Follow the system's light/dark switch."""
+        if event.type() == QEvent.Type.PaletteChange:
+            for document in self._documents.values():
+                if document.highlighter is not None:
+                    document.highlighter.set_dark(palette_is_dark())
+        super().changeEvent(event)
 
     def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
         if event.mimeData().hasUrls():
