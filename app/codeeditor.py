@@ -199,7 +199,7 @@ class CodeEditor(QPlainTextEdit):
         if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and plain:
             self._new_line_with_indent()
         elif key == Qt.Key.Key_Tab and plain:
-            if cursor.hasSelection() and cursor.block() != self.document().findBlock(cursor.selectionEnd()):
+            if cursor.hasSelection() and self.document().findBlock(cursor.selectionStart()) != self.document().findBlock(cursor.selectionEnd()):
                 self._shift_lines(outward=False)
             elif self.indent_with_spaces:
                 column = cursor.positionInBlock()

@@ -167,9 +167,7 @@ class InfillSession(QObject):
         self._pending = None
         self.state = "ready"
         self._show(drafts)
-        count = self.alternatives
-        choice = f" · Alt+] / Alt+[ for {count} alternatives" if count > 1 else ""
-        self.progress.emit(f"{self._stats(drafts)} · done: Tab accepts, Esc rejects{choice}")
+        self.progress.emit(f"{self._stats(drafts)} · done: {self._choices()}")
 
     def fail(self, error: BaseException) -> None:
         self._end("failed", f"The model failed: {error}. Your text is unchanged.")
@@ -199,7 +197,15 @@ class InfillSession(QObject):
             return
         self._alternative = (self._alternative + step) % self.alternatives
         self._show(self._drafts)
-        self.progress.emit(f"Alternative {self._alternative + 1} of {self.alternatives}: Tab accepts, Esc rejects")
+        self.progress.emit(f"Alternative {self._alternative + 1} of {self.alternatives}: {self._choices()}")
+
+    def _choices(self) -> str:
+        """What the user can do now, in their key bindings."""
+        name = {field: getattr(self.keys, field).toString(QKeySequence.SequenceFormat.NativeText) for field in vars(self.keys)}
+        text = f"{name['accept']} accepts, {name['reject']} rejects"
+        if self.alternatives > 1:
+            text += f", {name['next_alternative']} / {name['previous_alternative']} for {self.alternatives} alternatives"
+        return text
 
     def set_underline(self, on: bool) -> None:
         self.underline_low_confidence = on
