@@ -182,6 +182,9 @@ class InfillSession(QObject):
             return
         texts = self.texts()
         self._take_out_draft()
+        if texts == self.originals:
+            self._end("accepted", "The result is the same as the original; nothing changed.")
+            return
         self._write(texts, as_draft=False)
         end = self._regions[-1].end.position()
         cursor = self.editor.textCursor()
@@ -237,9 +240,7 @@ class InfillSession(QObject):
             cursor = self.editor.textCursor()
             anchor, position = self._to_original(cursor.anchor()), self._to_original(cursor.position())
             self._end("cancelled", "Typing inside the region cancelled the rewrite.")
-            cursor.setPosition(anchor)
-            cursor.setPosition(position, QTextCursor.MoveMode.KeepAnchor)
-            self.editor.setTextCursor(cursor)
+            self._move_cursor(anchor, position)
             yield
             return
         with self.draft_taken_out():
@@ -255,14 +256,21 @@ class InfillSession(QObject):
             return
         self._inside_user_edit = True
         had_draft = self.has_draft
+        cursor = self.editor.textCursor()
+        anchor, position = self._to_original(cursor.anchor()), self._to_original(cursor.position())
         self._take_out_draft()
+        if had_draft:  # Qt's undo carries a cursor at a region's start past the original text
+            self._move_cursor(anchor, position)
         try:
             yield
         finally:
             self._inside_user_edit = False
             self._modified = self.document.isModified()
             if self.state != "ended" and had_draft:
+                cursor = self.editor.textCursor()
+                anchor, position, before = cursor.anchor(), cursor.position(), self.spans()
                 self._write(self.texts(), as_draft=True)
+                self._move_cursor(self._to_shown(before, anchor), self._to_shown(before, position))
                 self._paint()
 
     # --- drawing ------------------------------------------------------------------------------
@@ -349,12 +357,14 @@ class InfillSession(QObject):
         steps = self.document.availableUndoSteps()
         cursor = QTextCursor(self.document)
         cursor.beginEditBlock()
+        lengths = []
         for (start, end), text in reversed(list(zip(spans, texts))):
             cursor.setPosition(start)
             cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
             cursor.insertText(text)
+            lengths.insert(0, cursor.position() - start)  # Qt stores \r\n, \r and U+2029 as one line break
         cursor.endEditBlock()
-        self._place(spans, [len(text) for text in texts])
+        self._place(spans, lengths)
         if as_draft and self.document.availableUndoSteps() > steps:
             self._draft_undo_steps = self.document.availableUndoSteps()
             self._draft_revision = self.document.revision()
@@ -396,6 +406,23 @@ class InfillSession(QObject):
                 return start + shift + min(position - start, length)
             shift += length - (end - start)
         return position + shift
+
+    def _to_shown(self, before: list[tuple[int, int]], position: int) -> int:
+        """Where ``position`` in the text without the draft (regions at ``before``) is once it is shown."""
+        shift = 0
+        for (start, end), (shown_start, shown_end) in zip(before, self.spans()):
+            if position <= start:
+                break
+            if position < end:
+                return min(shown_start + position - start, shown_end)
+            shift = shown_end - end
+        return position + shift
+
+    def _move_cursor(self, anchor: int, position: int) -> None:
+        cursor = self.editor.textCursor()
+        cursor.setPosition(anchor)
+        cursor.setPosition(position, QTextCursor.MoveMode.KeepAnchor)
+        self.editor.setTextCursor(cursor)
 
     def _touched(self) -> bool:
         text = document_text(self.document)
