@@ -3,7 +3,7 @@
     python packaging/screenshots.py --model SPEC [--out resources/screenshots]
 
 Runs under a virtual X server (``Xvfb``, started here when there is no DISPLAY; install with
-``apt-get install -y xvfb libxcb-icccm4 libxcb-keysyms1``). Writes ``rewrite-start.png``,
+``apt-get install -y xvfb libxcb-icccm4 libxcb-keysyms1``). Writes ``rewrite-start.png`` (the Ctrl+K box),
 ``rewrite-mid.png``, ``rewrite-end.png`` and ``gap-fill-end.png``, and prints the time from launch
 to the window on screen and the longest the event loop was blocked while denoising.
 """
@@ -118,7 +118,11 @@ def shoot(args) -> int:
         cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
         editor.setTextCursor(cursor)
         editor.centerCursor()
+        window.rewrite()  # Ctrl+K: the strength box at the selection
         grab("rewrite-start.png")
+        from app.inlinebox import InlineBox
+
+        editor.viewport().findChild(InlineBox).close_box()
         last[0] = time.perf_counter()
         ticker.start()
         session = window.starter.rewrite(editor, strength=0.7)
