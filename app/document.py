@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from contextlib import nullcontext
 
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QPalette, QTextCursor
 from PySide6.QtWidgets import QApplication
 
 from app import fileio
@@ -26,12 +26,14 @@ class Document:
         self.format = fmt or fileio.TextFormat()
         self.highlighter = None
         self.untitled_number = 0
+        self.disk_stamp: tuple[int, int] | None = None  # (mtime_ns, size) of what was read or written
 
     @classmethod
     def open(cls, path: str, editor: CodeEditor) -> Document:
         """Read ``path`` into ``editor``; raises NotTextError / OSError and leaves ``editor`` empty."""
         text, fmt = fileio.read_text(path)
         document = cls(editor, os.path.abspath(path), fmt)
+        document.disk_stamp = _stamp(document.path)
         editor.setPlainText(text)
         editor.document().setModified(False)
         document.rehighlight()
@@ -59,8 +61,40 @@ class Document:
             self.editor.document().setModified(False)
         renamed = target != self.path
         self.path = target
+        self.disk_stamp = _stamp(target)
         if renamed:
             self.rehighlight()
 
     def is_modified(self) -> bool:
         return self.editor.is_modified()
+
+    def disk_state(self) -> str:
+        """"same", "changed" (another program wrote the file) or "deleted"."""
+        if self.path is None:
+            return "same"
+        stamp = _stamp(self.path)
+        if stamp is None:
+            return "deleted"
+        return "same" if stamp == self.disk_stamp else "changed"
+
+    def reload(self) -> None:
+        """Read the file again, as one undoable edit; raises NotTextError / OSError."""
+        text, fmt = fileio.read_text(self.path)
+        if self.editor.session is not None:
+            self.editor.session.reject()
+        cursor = QTextCursor(self.editor.document())
+        cursor.beginEditBlock()
+        cursor.select(QTextCursor.SelectionType.Document)
+        cursor.insertText(text)
+        cursor.endEditBlock()
+        self.format = fmt
+        self.disk_stamp = _stamp(self.path)
+        self.editor.document().setModified(False)
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size

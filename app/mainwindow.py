@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from PySide6.QtCore import QEvent, QSettings, QTimer
+from PySide6.QtCore import QEvent, QFileSystemWatcher, QSettings, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -49,6 +49,8 @@ class MainWindow(QMainWindow):
         self.starter = InfillStarter(self.engine, InfillOptions(), self._session_keys())
         self._documents: dict[CodeEditor, Document] = {}
         self.message_box: QMessageBox | None = None
+        self.watcher = QFileSystemWatcher(self)
+        self.watcher.fileChanged.connect(lambda path: QTimer.singleShot(200, lambda: self._check_disk(path)))
         self._untitled = 0
         self.setWindowTitle("Sfumato")
         self.resize(1100, 760)
@@ -204,6 +206,7 @@ class MainWindow(QMainWindow):
 
     def _add(self, document: Document) -> None:
         self._documents[document.editor] = document
+        self._watch(document)
         index = self.tabs.addTab(document.editor, document.name)
         self.tabs.setCurrentIndex(index)
         self._update_title(document.editor)
@@ -284,6 +287,7 @@ class MainWindow(QMainWindow):
             self._error(f"Cannot save {path or document.path}: {error.strerror or error}. The text is still here.")
             return False
         self.tabs.setTabText(self.tabs.indexOf(document.editor), document.name)
+        self._watch(document)
         self.settings.add_recent(document.path)
         self.settings.save(self.store)
         self._update_title(document.editor)
@@ -312,6 +316,9 @@ class MainWindow(QMainWindow):
     def _remove_tab(self, editor: CodeEditor) -> None:
         if editor.session is not None:
             editor.session.reject()
+        path = self._documents[editor].path
+        if path and path in self.watcher.files():
+            self.watcher.removePath(path)
         self.tabs.removeTab(self.tabs.indexOf(editor))
         del self._documents[editor]
         editor.deleteLater()
@@ -341,6 +348,52 @@ class MainWindow(QMainWindow):
             if url.isLocalFile():
                 self.open_path(url.toLocalFile())
         event.acceptProposedAction()
+
+    # --- files changed by other programs ------------------------------------------------------
+
+    def _watch(self, document: Document) -> None:
+        if document.path and document.path not in self.watcher.files() and os.path.exists(document.path):
+            self.watcher.addPath(document.path)
+
+    def _check_disk(self, path: str) -> None:
+        """Another program wrote or removed ``path``: reload it, or let the user choose."""
+        document = next((d for d in self._documents.values() if d.path == path), None)
+        if document is None:
+            return
+        self._watch(document)  # an atomic replace drops the watch; take it up again
+        state = document.disk_state()
+        if state == "same":
+            return
+        if state == "deleted":
+            document.disk_stamp = None
+            document.editor.document().setModified(True)  # closing now would lose the text
+            self.statusBar().showMessage(f"{document.name} was deleted on disk; your text is kept, Save writes it back.", 10000)
+            self._update_title(document.editor)
+            return
+        if not document.is_modified():
+            self._reload(document)
+            return
+        box = QMessageBox(QMessageBox.Icon.Question, "File changed on disk",
+                          f"{document.name} was changed by another program, and you have unsaved changes here.",
+                          QMessageBox.StandardButton.NoButton, self)
+        reload = box.addButton("Reload from disk (undo brings your text back)", QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton("Keep my text", QMessageBox.ButtonRole.RejectRole)
+        box.finished.connect(lambda _: self._reload(document) if box.clickedButton() is reload else self._keep(document))
+        self.message_box = box
+        box.open()
+
+    def _reload(self, document: Document) -> None:
+        try:
+            document.reload()
+        except (fileio.NotTextError, OSError) as error:
+            self._error(f"Cannot reload {document.name}: {error}. Your text is kept.")
+            return
+        self._update_title(document.editor)
+        self.statusBar().showMessage(f"Reloaded {document.name}: it was changed on disk.", 6000)
+
+    def _keep(self, document: Document) -> None:
+        document.disk_stamp = None  # differs from the file: the next save overwrites it knowingly
+        self.statusBar().showMessage(f"Kept your text of {document.name}; saving will replace the file on disk.", 6000)
 
     # --- small actions ------------------------------------------------------------------------
 

@@ -180,3 +180,31 @@ def test_settings_survive_a_restart(tmp_path, qasync_loop, qtbot):  # noqa: F811
     settings.save(store)
     again = Settings.load(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
     assert (again.steps, again.slow_motion_ms, again.keys["rewrite"], again.recent_files) == (12, 100, "Ctrl+J", ["/tmp/a.txt"])
+
+
+def test_a_file_changed_on_disk_reloads_when_unmodified_and_asks_when_modified(window, qtbot, tmp_path):
+    path = tmp_path / "shared.txt"
+    path.write_text("first\n")
+    document = window.open_path(str(path))
+    window.save()  # our own save is not "changed by another program"
+    qtbot.wait(400)
+    assert document_text(document.editor.document()) == "first\n"
+    path.write_text("second version\n")
+    qtbot.waitUntil(lambda: document_text(document.editor.document()) == "second version\n", timeout=10000)
+    document.editor.undo()
+    assert document_text(document.editor.document()) == "first\n"
+    path.write_text("third\n")
+    qtbot.waitUntil(lambda: window.message_box is not None and window.message_box.isVisible(), timeout=10000)
+    assert "changed by another program" in window.message_box.text()
+    assert document_text(document.editor.document()) == "first\n"
+
+
+def test_a_file_deleted_on_disk_keeps_the_text_and_counts_as_unsaved(window, qtbot, tmp_path):
+    path = tmp_path / "doomed.txt"
+    path.write_text("keep me\n")
+    document = window.open_path(str(path))
+    path.unlink()
+    qtbot.waitUntil(document.is_modified, timeout=10000)
+    assert document_text(document.editor.document()) == "keep me\n"
+    assert window.save()
+    assert path.read_text() == "keep me\n"
