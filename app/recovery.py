@@ -1,0 +1,271 @@
+"""Hot exit: unsaved documents are copied to a recovery folder, and offered back after a crash.
+
+Every running editor owns one session folder under the recovery root::
+
+    ROOT/<pid>-<random>/lock          a QLockFile: held while the editor runs, stale once it died
+    ROOT/<pid>-<random>/<n>.recovery  one unsaved document: a JSON header line, then its text
+
+The root is ``$SFUMATO_RECOVERY_DIR`` when set (tests), else ``recovery`` in the platform's
+application-data folder. Every ``SNAPSHOT_MS`` and when the application quits, each modified
+document whose text changed since the last copy is written atomically (``fileio.write_atomic``),
+and copies of documents that were saved or closed are removed. A copy holds
+``editor.saved_text()``: the user's text, never an infill draft (DESIGN.md, "Infill session").
+
+On the next start, session folders whose lock is free (their editor is gone: a crash, a kill, a
+power cut, or a quit with documents left unsaved) are offered back. Restoring opens each copy in
+a new tab, modified, with its original path and file format, and the text byte for byte as it
+was; the old folder is removed only after the restored documents have been copied again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QLockFile, QObject, QStandardPaths, QTimer
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from app import fileio
+from app.document import Document
+
+SNAPSHOT_MS = 2000
+ROOT_VARIABLE = "SFUMATO_RECOVERY_DIR"
+LOCK_NAME = "lock"
+SUFFIX = ".recovery"
+FORMAT_VERSION = 1
+
+
+def recovery_root() -> Path:
+    """Where session folders live: ``$SFUMATO_RECOVERY_DIR``, else the app-data ``recovery`` folder."""
+    override = os.environ.get(ROOT_VARIABLE)
+    if override:
+        return Path(override)
+    return Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation)) / "recovery"
+
+
+@dataclass(frozen=True)
+class RecoveredDocument:
+    """One copy read back: the text as it was and where it came from (``path`` None: untitled)."""
+
+    text: str
+    path: str | None
+    format: fileio.TextFormat
+    name: str
+
+
+def encode_copy(document: Document) -> bytes:
+    header = {
+        "version": FORMAT_VERSION,
+        "path": document.path,
+        "name": document.name,
+        "encoding": document.format.encoding,
+        "bom": document.format.bom,
+        "newline": document.format.newline,
+    }
+    # surrogatepass: a lone surrogate pasted into the editor survives the round trip too
+    return json.dumps(header).encode("utf-8") + b"\n" + document.editor.saved_text().encode("utf-8", "surrogatepass")
+
+
+def decode_copy(data: bytes) -> RecoveredDocument:
+    """A copy's bytes -> RecoveredDocument; ValueError when it is not one."""
+    head, separator, body = data.partition(b"\n")
+    if not separator:
+        raise ValueError("no header line")
+    header = json.loads(head)
+    if not isinstance(header, dict) or header.get("version") != FORMAT_VERSION:
+        raise ValueError("unknown recovery format")
+    fmt = fileio.TextFormat(header["encoding"], bool(header["bom"]), header["newline"])
+    return RecoveredDocument(body.decode("utf-8", "surrogatepass"), header["path"], fmt, header["name"])
+
+
+class SessionFolder:
+    """This process's folder of copies, locked for as long as the process lives."""
+
+    def __init__(self, root: Path):
+        self.folder = root / f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._lock = QLockFile(str(self.folder / LOCK_NAME))
+        self._lock.setStaleLockTime(0)  # stale only when the owner is gone, however long it ran
+        if not self._lock.tryLock(0):
+            raise OSError(f"cannot lock the recovery folder {self.folder}")
+
+    def write(self, name: str, data: bytes) -> None:
+        fileio.write_atomic(str(self.folder / name), data)
+
+    def remove(self, name: str) -> None:
+        (self.folder / name).unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """Release the lock; the folder goes too unless it still holds copies (a quit with unsaved work)."""
+        self._lock.unlock()
+        if not any(self.folder.glob(f"*{SUFFIX}")):
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class Orphan:
+    """A session folder whose editor is gone, locked by us while we offer it back."""
+
+    def __init__(self, folder: Path, lock: QLockFile, documents: list[RecoveredDocument]):
+        self.folder = folder
+        self.documents = documents
+        self._lock = lock
+
+    def discard(self) -> None:
+        self._lock.unlock()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def keep(self) -> None:
+        """Leave it for the next start."""
+        self._lock.unlock()
+
+
+def find_orphans(root: Path) -> list[Orphan]:
+    """Session folders under ``root`` whose owner is no longer running; empty ones are tidied away."""
+    orphans = []
+    if not root.is_dir():
+        return orphans
+    for folder in sorted(path for path in root.iterdir() if path.is_dir()):
+        lock = QLockFile(str(folder / LOCK_NAME))
+        lock.setStaleLockTime(0)
+        if not lock.tryLock(0):
+            continue  # a running editor's folder (or another start offering it right now)
+        documents = []
+        for copy in sorted(folder.glob(f"*{SUFFIX}")):
+            try:
+                documents.append(decode_copy(copy.read_bytes()))
+            except (OSError, ValueError, KeyError, UnicodeDecodeError):
+                continue  # unreadable copies stay on disk with the folder; the rest are offered
+        orphan = Orphan(folder, lock, documents)
+        if documents:
+            orphans.append(orphan)
+        elif not any(folder.glob(f"*{SUFFIX}")):
+            orphan.discard()
+        else:
+            orphan.keep()
+    return orphans
+
+
+class Recovery(QObject):
+    """Copies ``documents()`` (the window's open documents) every ``interval_ms`` and on ``close``."""
+
+    def __init__(self, documents: Callable[[], list[Document]], root: Path, interval_ms: int = SNAPSHOT_MS, parent=None):
+        super().__init__(parent)
+        self.root = root
+        self._documents = documents
+        self._folder = SessionFolder(root)
+        self._names: dict[Document, str] = {}
+        self._written: dict[Document, tuple] = {}
+        self._dirty: set[Document] = set()
+        self._count = 0
+        self.box: QMessageBox | None = None
+        self._timer = QTimer(self)
+        self._timer.setInterval(interval_ms)
+        self._timer.timeout.connect(self.snapshot)
+        self._timer.start()
+
+    @property
+    def folder(self) -> Path:
+        return self._folder.folder
+
+    def snapshot(self) -> None:
+        """Write the copies of modified documents that changed; remove those no longer needed."""
+        live = self._documents()
+        for document in live:
+            if document not in self._names:
+                self._count += 1
+                self._names[document] = f"{self._count}{SUFFIX}"
+                self._dirty.add(document)
+                document.editor.document().contentsChanged.connect(lambda d=document: self._dirty.add(d))
+            name = self._names[document]
+            if not document.is_modified():
+                if document in self._written:
+                    self._folder.remove(name)
+                    del self._written[document]
+                continue
+            stamp = (document.path, document.format)
+            if document in self._dirty or self._written.get(document) != stamp:
+                self._dirty.discard(document)
+                self._folder.write(name, encode_copy(document))
+                self._written[document] = stamp
+        for document in [d for d in self._names if d not in live]:
+            self._folder.remove(self._names.pop(document))
+            self._written.pop(document, None)
+            self._dirty.discard(document)
+
+    def close(self) -> None:
+        """On quit: a last snapshot (documents still unsaved stay recoverable), then unlock."""
+        self._timer.stop()
+        self.snapshot()
+        self._folder.close()
+
+
+def restore(window, orphan: Orphan) -> list[Document]:
+    """Open ``orphan``'s documents in ``window`` as modified tabs; a lone empty untitled tab gives way."""
+    before = window.documents()
+    restored = []
+    for copy in orphan.documents:
+        document = window.new_document()
+        document.path, document.format = copy.path, copy.format
+        document.editor.setPlainText(copy.text)
+        document.rehighlight()
+        document.editor.document().setModified(True)
+        restored.append(document)
+    if len(before) == 1 and before[0].path is None and not before[0].is_modified() and not before[0].editor.toPlainText():
+        window.close_tab(before[0].editor)
+    return restored
+
+
+def offer_restore(window, recovery: Recovery) -> None:
+    """Ask, window-modal and without blocking the event loop, whether to restore each orphan."""
+    orphans = find_orphans(recovery.root)
+    if orphans:
+        _ask(window, recovery, orphans)
+
+
+def _ask(window, recovery: Recovery, orphans: list[Orphan]) -> None:
+    orphan = orphans[0]
+    names = ", ".join(copy.name for copy in orphan.documents)
+    count = len(orphan.documents)
+    box = QMessageBox(
+        QMessageBox.Icon.Question,
+        "Restore unsaved documents?",
+        f"Sfumato did not close normally. {count} unsaved document{'s' if count > 1 else ''} can be "
+        f"restored: {names}.",
+        QMessageBox.StandardButton.NoButton,
+        window,
+    )
+    restore_button = box.addButton("Restore", QMessageBox.ButtonRole.AcceptRole)
+    discard_button = box.addButton("Discard", QMessageBox.ButtonRole.DestructiveRole)
+    box.addButton("Not Now", QMessageBox.ButtonRole.RejectRole)
+    box.setDefaultButton(restore_button)
+
+    def answered() -> None:
+        clicked = box.clickedButton()
+        if clicked is restore_button:
+            restore(window, orphan)
+            recovery.snapshot()  # copied again before the old copies go
+            orphan.discard()
+            window.statusBar().showMessage(f"Restored {names}.", 6000)
+        elif clicked is discard_button:
+            orphan.discard()
+        else:
+            orphan.keep()
+        if len(orphans) > 1:
+            _ask(window, recovery, orphans[1:])
+
+    box.finished.connect(lambda _result: answered())
+    recovery.box = box
+    box.open()
+
+
+def attach(window) -> Recovery:
+    """Hot exit for ``window``: copies every few seconds and on quit; after a crash, offer them back."""
+    recovery = Recovery(window.documents, recovery_root(), parent=window)
+    QApplication.instance().aboutToQuit.connect(recovery.close)
+    QTimer.singleShot(0, lambda: offer_restore(window, recovery))
+    return recovery
