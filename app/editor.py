@@ -14,6 +14,7 @@ def run(files: list[str], model_spec: str | None = None) -> int:
     import qasync
 
     from app.mainwindow import MainWindow, first_show, open_files
+    from app.recovery import attach
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Sfumato")
@@ -25,6 +26,7 @@ def run(files: list[str], model_spec: str | None = None) -> int:
     window = MainWindow(loop, QSettings(), model_spec)
     open_files(window, files)
     first_show(window)
+    attach(window)  # hot exit: copies of unsaved documents, offered back after a crash
     with loop:
         loop.run_until_complete(closed.wait())
     return 0
