@@ -19,6 +19,7 @@ class InfillOptions:
     max_new_tokens: int = 64  # infill at the cursor, and the cap for rewrites
     gap_tokens: int = 32  # a [MASK] without a length hint
     steps: int | None = None
+    sampler_bound: float | None = None
     alternatives: int = 1
     underline_low_confidence: bool = False
 
@@ -56,6 +57,7 @@ class InfillStarter:
             instruction=instruction or None,
             steps=self.options.steps,
             n_alternatives=self.options.alternatives,
+            sampler_bound=self.options.sampler_bound,
         )
         return self._run(editor, [(start, end)], [request])
 

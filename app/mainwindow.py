@@ -153,6 +153,7 @@ class MainWindow(QMainWindow):
         self.starter.options = InfillOptions(
             max_new_tokens=s.max_new_tokens,
             steps=s.steps or None,
+            sampler_bound=s.sampler_bound or None,
             alternatives=s.alternatives,
             underline_low_confidence=s.underline_low_confidence,
         )

@@ -227,3 +227,17 @@ def test_saved_text_never_holds_a_draft(qtbot, setup):
     assert editor.saved_text() == TEXT
     assert not editor.is_modified()
     session.reject()
+
+
+def test_the_settings_reach_the_request(qtbot, setup):
+    editor, starter, backend, _ = setup()
+    starter.options.sampler_bound = 0.8
+    starter.options.steps = 5
+    starter.options.max_new_tokens = 20
+    select(editor, 19, 31)
+    session = starter.rewrite(editor, strength=0.4, instruction="shorter")
+    wait_ready(qtbot, session)
+    request = backend.requests[0][0]
+    assert (request.sampler_bound, request.steps, request.strength, request.instruction) == (0.8, 5, 0.4, "shorter")
+    assert request.init_text == TEXT[19:31] and request.max_new_tokens <= 20
+    session.reject()

@@ -208,3 +208,19 @@ def test_a_file_deleted_on_disk_keeps_the_text_and_counts_as_unsaved(window, qtb
     assert document_text(document.editor.document()) == "keep me\n"
     assert window.save()
     assert path.read_text() == "keep me\n"
+
+
+def test_the_settings_dialog_round_trips_every_field(window, qtbot):
+    from app.settings_dialog import SettingsDialog
+
+    window.settings.sampler_bound = 0.7
+    window.settings.steps = 9
+    dialog = SettingsDialog(window.settings, window)
+    qtbot.addWidget(dialog)
+    result = dialog.result_settings()
+    assert result == window.settings
+    dialog.slow_motion_ms.setValue(300)
+    dialog.key_edits["rewrite"].setKeySequence("Ctrl+J")
+    changed = dialog.result_settings()
+    assert (changed.slow_motion_ms, changed.keys["rewrite"]) == (300, "Ctrl+J")
+    assert window.settings.slow_motion_ms == 0  # the window's settings change only on OK
