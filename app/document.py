@@ -27,6 +27,7 @@ class Document:
         self.highlighter = None
         self.untitled_number = 0
         self.disk_stamp: tuple[int, int] | None = None  # (mtime_ns, size) of what was read or written
+        self.longest_line = 0  # characters, when opened
 
     @classmethod
     def open(cls, path: str, editor: CodeEditor) -> Document:
@@ -34,6 +35,7 @@ class Document:
         text, fmt = fileio.read_text(path)
         document = cls(editor, os.path.abspath(path), fmt)
         document.disk_stamp = _stamp(document.path)
+        document.longest_line = max(map(len, text.split("\n")))
         editor.setPlainText(text)
         editor.document().setModified(False)
         document.rehighlight()

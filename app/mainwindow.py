@@ -34,6 +34,7 @@ from app.session import InfillSession, SessionKeys
 from app.settings import Settings
 from app.settings_dialog import SettingsDialog
 
+LONG_LINE = 100_000  # characters; Qt lays out a whole line at once, so longer ones get a warning
 FILE_FILTER = "All files (*);;Python (*.py);;Text (*.txt *.md)"
 
 
@@ -244,7 +245,12 @@ class MainWindow(QMainWindow):
         self._add(document)
         self.settings.add_recent(absolute)
         self.settings.save(self.store)
-        self.statusBar().showMessage(f"Opened {absolute}", 3000)
+        if document.longest_line > LONG_LINE:
+            self.statusBar().showMessage(
+                f"Opened {absolute}: it has a line of {document.longest_line:,} characters; "
+                "editing near it may be slow.", 10000)
+        else:
+            self.statusBar().showMessage(f"Opened {absolute}", 3000)
         return document
 
     def open_dialog(self) -> None:
