@@ -38,8 +38,8 @@ from app.codeeditor import CodeEditor, document_text
 from app.document import Document
 from app.infill import InfillOptions, InfillStarter
 from app.session import DEFAULT_KEYS, InfillSession
-from model.api import Candidate, Draft, TokenState
-from model.template import find_gaps
+from model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
+from model.template import find_gaps, segments_of
 
 EXAMPLES = int(os.environ.get("SFUMATO_STRESS_EXAMPLES", "1000"))
 STEPS = int(os.environ.get("SFUMATO_STRESS_STEPS", "30"))
@@ -66,6 +66,11 @@ def drafts_of(texts: list[list[str]], step: int, final: bool) -> tuple[Draft, ..
         )
         for alternatives in texts
     )
+
+
+def as_qt_stores_it(text: str) -> str:
+    """A document keeps CR LF, CR and U+2029 as one line break."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2029", "\n")
 
 
 def send_key(widget, key: Qt.Key, modifiers=Qt.KeyboardModifier.NoModifier, text: str = "") -> None:
@@ -256,7 +261,7 @@ class SessionMachine(RuleBasedStateMachine):
     # --- the worker's news --------------------------------------------------------------------
 
     def draft_text(self, region: int, alternative: int, final: bool, data) -> str:
-        filler = data.draw(st.text(alphabet="xy \n", max_size=6), label="filler")
+        filler = data.draw(st.text(alphabet="xy \n\r", max_size=6), label="filler")
         if final:
             return data.draw(st.sampled_from([f"«{self.sessions}.{region}.{alternative}»{filler}", ""]), label="result")
         return f"¤{self.step}¤{filler}"
@@ -278,7 +283,7 @@ class SessionMachine(RuleBasedStateMachine):
 
     def show(self, texts: list[list[str]]) -> None:
         for region, alternatives in zip(self.regions, texts):
-            region.shown = alternatives[min(self.alternative, len(alternatives) - 1)]
+            region.shown = as_qt_stores_it(alternatives[min(self.alternative, len(alternatives) - 1)])
         self.redo = []
         self.before_accept = None
 
@@ -455,3 +460,157 @@ def test_sessions_never_lose_or_leak_text(qapp, immediate_frames):
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
         ),
     )
+
+
+class RealModelMachine(SessionMachine):
+    """The same machine, with drafts from the tiny real DiffusionGemma instead of synthetic ones."""
+
+    backend = None  # set by the test
+    GAP_TOKENS = 3
+
+    def begin(self, spans, alternatives):
+        super().begin(spans, alternatives)
+        seed = self.sessions
+        if len(spans) == 1 and not self.gaps_in(spans):
+            (start, end), = spans
+            original = self.user[start:end]
+            request = InfillRequest(
+                prefix=self.user[:start], suffix=self.user[end:], max_new_tokens=4, init_text=original or None,
+                strength=0.8 if original else 1.0, steps=3, seed=seed, n_alternatives=alternatives,
+            )
+            self.stream = iter(self.backend.stream([request]))
+        else:
+            gaps = self.gaps()
+            template = TemplateRequest(segments_of(self.user, gaps), (self.GAP_TOKENS,) * len(gaps), steps=3, seed=seed)
+            self.stream = iter(self.backend.stream_template(template))
+
+    def gaps_in(self, spans) -> bool:
+        return [(gap.start, gap.end) for gap in self.gaps()] == list(spans) and len(spans) > 1
+
+    def next_drafts(self) -> tuple[Draft, ...]:
+        return next(self.stream)
+
+    @precondition(lambda self: self.session is not None and self.session.state == "running")
+    @rule()
+    def draft_arrives(self):
+        drafts = self.next_drafts()
+        if all(draft.final for draft in drafts):
+            self.deliver_result(drafts)
+            return
+        self.session.receive(drafts)
+        for _ in range(3):
+            QApplication.processEvents()
+        self.show([[candidate.text for candidate in draft.candidates] for draft in drafts])
+
+    @precondition(lambda self: self.session is not None and self.session.state == "running")
+    @rule()
+    def result_arrives(self):
+        last = None
+        for last in self.stream:
+            pass
+        self.deliver_result(last)
+
+    def deliver_result(self, drafts) -> None:
+        self.results = [[candidate.text for candidate in draft.candidates] for draft in drafts]
+        self.session.finish(drafts)
+        self.show(self.results)
+
+
+def test_sessions_with_the_real_tiny_model(qapp, immediate_frames, tiny_backend):
+    RealModelMachine.backend = tiny_backend
+    run_state_machine_as_test(
+        RealModelMachine,
+        settings=settings(
+            max_examples=int(os.environ.get("SFUMATO_STRESS_REAL_EXAMPLES", "15")),
+            stateful_step_count=15,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+        ),
+    )
+
+
+class Flaky:
+    """Wraps a backend; the first ``failures`` runs raise on their second pass (a crash in the worker)."""
+
+    def __init__(self, backend, failures: int = 1):
+        self.backend = backend
+        self.info = backend.info
+        self.failures = failures
+
+    def _maybe_fail(self, stream):
+        for passes, drafts in enumerate(stream):
+            if passes == 1 and self.failures:
+                self.failures -= 1
+                raise RuntimeError("the worker exploded")
+            yield drafts
+
+    def stream(self, requests, cancel=None):
+        return self._maybe_fail(self.backend.stream(requests, cancel))
+
+    def stream_template(self, template, cancel=None):
+        return self._maybe_fail(self.backend.stream_template(template, cancel))
+
+
+TEXT = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n"
+
+
+def editor_with(qtbot, text: str) -> CodeEditor:
+    editor = CodeEditor()
+    qtbot.addWidget(editor)
+    editor.setPlainText(text)
+    editor.document().setModified(False)
+    return editor
+
+
+def select_return_line(editor: CodeEditor) -> None:
+    cursor = editor.textCursor()
+    cursor.setPosition(19)
+    cursor.setPosition(31, QTextCursor.MoveMode.KeepAnchor)
+    editor.setTextCursor(cursor)
+
+
+def outcome_of(qtbot, session) -> str:
+    outcomes = []
+    session.ended.connect(lambda outcome, message: outcomes.append((outcome, message)))
+    qtbot.waitUntil(lambda: session.state in ("ready", "ended"), timeout=30000)
+    return outcomes[0][0] if outcomes else session.state
+
+
+def test_a_worker_that_raises_mid_run_leaves_the_document_and_the_next_request_works(qtbot, qasync_loop, tiny_backend):  # noqa: F811
+    engine = make_engine(qasync_loop, Flaky(tiny_backend), qtbot)
+    starter = InfillStarter(engine, InfillOptions(max_new_tokens=6, steps=3), DEFAULT_KEYS)
+    editor = editor_with(qtbot, TEXT)
+    select_return_line(editor)
+    assert outcome_of(qtbot, starter.rewrite(editor)) == "failed"
+    assert document_text(editor.document()) == TEXT
+    assert not editor.document().isUndoAvailable() and not editor.document().isModified()
+    select_return_line(editor)
+    session = starter.rewrite(editor)
+    assert outcome_of(qtbot, session) == "ready"
+    session.accept()
+    assert document_text(editor.document()) != TEXT
+    editor.undo()
+    assert document_text(editor.document()) == TEXT
+    engine.stop()
+
+
+def test_a_worker_stopped_mid_run_leaves_the_document_and_a_restarted_one_works(qtbot, qasync_loop):  # noqa: F811
+    backend = FakeBackend()
+    backend.hold.set()
+    engine = make_engine(qasync_loop, backend, qtbot)
+    starter = InfillStarter(engine, InfillOptions(), DEFAULT_KEYS)
+    editor = editor_with(qtbot, TEXT)
+    select_return_line(editor)
+    session = starter.rewrite(editor)
+    qtbot.waitUntil(lambda: session.has_draft, timeout=10000)
+    engine.stop()  # as when the model is reloaded or the app quits mid-run
+    qtbot.waitUntil(lambda: session.state == "ended", timeout=10000)
+    assert document_text(editor.document()) == TEXT and not editor.document().isUndoAvailable()
+    engine.start(lambda: FakeBackend(), "fake")
+    qtbot.waitUntil(lambda: engine.info is not None, timeout=10000)
+    select_return_line(editor)
+    session = starter.rewrite(editor)
+    assert outcome_of(qtbot, session) == "ready"
+    session.accept()
+    assert document_text(editor.document()) == TEXT[:19] + FakeBackend.result(0) + TEXT[31:]
+    engine.stop()
