@@ -43,8 +43,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.store = store
         self.settings = Settings.load(store)
-        if model_spec:
-            self.settings.model_spec = model_spec
+        self.model_override = model_spec  # `sfumato --model SPEC`: this run only, never saved
         self.engine = Engine(loop, self)
         self.engine.status.connect(self._show_model_status)
         self.starter = InfillStarter(self.engine, InfillOptions(), self._session_keys())
@@ -178,7 +177,8 @@ class MainWindow(QMainWindow):
                 editor.session.reject()
         device = None if s.device == "auto" else s.device
         self.load_progress.show()
-        self.engine.start(load_from_spec(s.model_spec, device, s.allow_downloads, s.trust_remote_code), s.model_spec)
+        spec = self.model_override or s.model_spec
+        self.engine.start(load_from_spec(spec, device, s.allow_downloads, s.trust_remote_code), spec)
 
     def _show_model_status(self, text: str) -> None:
         self.model_label.setText(text)
@@ -446,6 +446,7 @@ class MainWindow(QMainWindow):
         self._apply_settings()
         model_fields = ("model_spec", "device", "allow_downloads", "trust_remote_code")
         if any(getattr(before, name) != getattr(self.settings, name) for name in model_fields):
+            self.model_override = None  # the user chose a model: it wins over the command line
             self.start_engine()
 
     def _error(self, text: str) -> None:

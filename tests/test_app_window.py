@@ -224,3 +224,16 @@ def test_the_settings_dialog_round_trips_every_field(window, qtbot):
     changed = dialog.result_settings()
     assert (changed.slow_motion_ms, changed.keys["rewrite"]) == (300, "Ctrl+J")
     assert window.settings.slow_motion_ms == 0  # the window's settings change only on OK
+
+
+def test_a_command_line_model_is_used_for_this_run_only(qtbot, qasync_loop, tmp_path):  # noqa: F811
+    store = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(qasync_loop, store, model_spec=str(tmp_path / "missing-model"))
+    window.start_engine()
+    qtbot.waitUntil(lambda: window.engine.error is not None, timeout=30000)
+    assert "missing-model" in window.engine.error
+    window.settings.add_recent("/tmp/x")
+    window.settings.save(store)
+    assert QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat).value("model_spec") == "embedded"
+    window.close()
+    window.deleteLater()
