@@ -21,7 +21,6 @@ a leak cannot hide. ``SFUMATO_STRESS_EXAMPLES`` raises the number of examples fo
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -232,7 +231,8 @@ class SessionMachine(RuleBasedStateMachine):
 
     # --- starting sessions --------------------------------------------------------------------
 
-    def begin(self, spans: list[tuple[int, int]], alternatives: int) -> None:
+    def begin(self, spans: list[tuple[int, int]], alternatives: int, gap_fill: bool = False) -> None:
+        self.gap_fill = gap_fill
         self.before_accept = None
         self.session = InfillSession(self.editor, spans)
         self.sessions += 1
@@ -250,7 +250,7 @@ class SessionMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.session is None and bool(self.gaps()))
     @rule()
     def start_gap_fill(self):
-        self.begin([(gap.start, gap.end) for gap in self.gaps()], 1)
+        self.begin([(gap.start, gap.end) for gap in self.gaps()], 1, gap_fill=True)
 
     def gaps(self):
         try:
@@ -468,10 +468,10 @@ class RealModelMachine(SessionMachine):
     backend = None  # set by the test
     GAP_TOKENS = 3
 
-    def begin(self, spans, alternatives):
-        super().begin(spans, alternatives)
+    def begin(self, spans, alternatives, gap_fill=False):
+        super().begin(spans, alternatives, gap_fill)
         seed = self.sessions
-        if len(spans) == 1 and not self.gaps_in(spans):
+        if not gap_fill:
             (start, end), = spans
             original = self.user[start:end]
             request = InfillRequest(
@@ -483,9 +483,6 @@ class RealModelMachine(SessionMachine):
             gaps = self.gaps()
             template = TemplateRequest(segments_of(self.user, gaps), (self.GAP_TOKENS,) * len(gaps), steps=3, seed=seed)
             self.stream = iter(self.backend.stream_template(template))
-
-    def gaps_in(self, spans) -> bool:
-        return [(gap.start, gap.end) for gap in self.gaps()] == list(spans) and len(spans) > 1
 
     def next_drafts(self) -> tuple[Draft, ...]:
         return next(self.stream)

@@ -1,0 +1,209 @@
+"""Hot exit: unsaved documents are copied, never with a draft, and come back byte for byte after a crash."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QMimeData, QSettings
+
+from test_app_support import qasync_loop  # noqa: F401 - fixture
+
+from app import fileio, recovery
+from app.codeeditor import CodeEditor, document_text
+from app.document import Document
+from app.mainwindow import MainWindow
+from app.session import InfillSession
+from model.api import Candidate, Draft, TokenState
+
+REPO = Path(__file__).resolve().parent.parent
+# Tabs, a no-break space, a line separator, trailing blanks, CJK, an emoji, no final newline.
+TRICKY = "def f():\n\treturn 'café 中文 😀'  \n\n\u00a0x = 1\u2028y\n   "
+
+
+def untitled(qtbot, text: str) -> Document:
+    editor = CodeEditor()
+    qtbot.addWidget(editor)
+    mime = QMimeData()
+    mime.setText(text)
+    editor.insertFromMimeData(mime)  # typed: the document is modified
+    return Document(editor)
+
+
+def copies(folder: Path) -> list[recovery.RecoveredDocument]:
+    return [recovery.decode_copy(path.read_bytes()) for path in sorted(folder.glob("*.recovery"))]
+
+
+def test_unsaved_documents_are_copied_and_saved_ones_are_not(qtbot, tmp_path):
+    edited = untitled(qtbot, TRICKY)
+    saved_path = tmp_path / "saved.txt"
+    saved_path.write_text("on disk\n")
+    saved = Document.open(str(saved_path), CodeEditor())
+    qtbot.addWidget(saved.editor)
+    store = recovery.Recovery(lambda: [edited, saved], tmp_path / "recovery")
+    store.snapshot()
+    [copy] = copies(store.folder)
+    assert copy.text == TRICKY and copy.path is None
+    store.close()
+
+
+def test_a_copy_follows_edits_and_goes_once_the_document_is_saved_or_closed(qtbot, tmp_path):
+    document = untitled(qtbot, "first")
+    open_documents = [document]
+    store = recovery.Recovery(lambda: open_documents, tmp_path / "recovery")
+    store.snapshot()
+    document.editor.insertPlainText(" second")
+    store.snapshot()
+    assert [copy.text for copy in copies(store.folder)] == ["first second"]
+    document.save(str(tmp_path / "now-saved.txt"))
+    store.snapshot()
+    assert copies(store.folder) == []
+    document.editor.insertPlainText(" third")
+    store.snapshot()
+    assert copies(store.folder)[0].path == str(tmp_path / "now-saved.txt")
+    open_documents.clear()  # the tab was closed (its changes discarded)
+    store.snapshot()
+    assert copies(store.folder) == []
+    store.close()
+    assert not store.folder.exists()
+
+
+def test_a_copy_never_holds_a_draft(qtbot, tmp_path):
+    document = untitled(qtbot, "keep this text\n")
+    store = recovery.Recovery(lambda: [document], tmp_path / "recovery")
+    session = InfillSession(document.editor, [(5, 9)])
+    draft = "DRAFT\r\nTEXT"
+    session.finish((Draft(1, (Candidate(draft, tuple(TokenState(ch, 0.5, True) for ch in draft)),), True),))
+    assert "DRAFT" in document_text(document.editor.document())
+    store.snapshot()
+    assert [copy.text for copy in copies(store.folder)] == ["keep this text\n"]
+    session.reject()
+    store.close()
+
+
+def test_a_running_editors_folder_is_not_offered_and_a_clean_quit_leaves_nothing(qtbot, tmp_path):
+    root = tmp_path / "recovery"
+    document = untitled(qtbot, "unsaved")
+    store = recovery.Recovery(lambda: [document], root)
+    store.snapshot()
+    assert recovery.find_orphans(root) == []
+    document.editor.document().setModified(False)  # saved (or discarded) before quitting
+    store.close()
+    assert list(root.iterdir()) == []
+
+
+def test_a_quit_with_unsaved_documents_keeps_them_for_the_next_start(qtbot, tmp_path):
+    root = tmp_path / "recovery"
+    document = untitled(qtbot, TRICKY)
+    recovery.Recovery(lambda: [document], root).close()
+    [orphan] = recovery.find_orphans(root)
+    assert [copy.text for copy in orphan.documents] == [TRICKY]
+    orphan.keep()
+
+
+def test_unreadable_copies_are_left_alone(tmp_path):
+    folder = tmp_path / "recovery" / "1-dead"
+    folder.mkdir(parents=True)
+    (folder / "1.recovery").write_bytes(b"\x00garbage without a header")
+    assert recovery.find_orphans(tmp_path / "recovery") == []
+    assert (folder / "1.recovery").exists()
+
+
+CRASHING_EDITOR = """
+import sys
+from PySide6.QtCore import QMimeData, QTimer
+from app import editor, mainwindow
+
+shown = mainwindow.first_show
+
+def first_show(window):
+    shown(window)
+    def type_and_wait():
+        document = window.open_path(sys.argv[1])
+        mime = QMimeData()
+        mime.setText(sys.argv[2])
+        document.editor.selectAll()
+        document.editor.insertFromMimeData(mime)
+        print("typed", flush=True)
+    QTimer.singleShot(200, type_and_wait)
+
+mainwindow.first_show = first_show
+editor.run([], str(sys.argv[3]))
+"""
+
+
+def wait_for(condition, seconds: float = 60.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_after_kill_9_the_next_start_restores_the_text_byte_for_byte(qtbot, qasync_loop, tmp_path):  # noqa: F811
+    root = tmp_path / "recovery"
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"old line\r\nsecond\r\n")  # CRLF: the format must come back too
+    environment = dict(os.environ, SFUMATO_RECOVERY_DIR=str(root), QT_QPA_PLATFORM="offscreen",
+                       HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_DATA_HOME=str(tmp_path / "data"))
+    child = subprocess.Popen(
+        [sys.executable, "-c", CRASHING_EDITOR, str(path), TRICKY, str(tmp_path / "no-model")],
+        cwd=REPO, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert child.stdout.readline().strip() == "typed"
+
+        def copied() -> bool:
+            found = list(root.glob("*/*.recovery"))
+            return bool(found) and recovery.decode_copy(found[0].read_bytes()).text == TRICKY
+
+        assert wait_for(copied), "no recovery copy appeared"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert path.read_bytes() == b"old line\r\nsecond\r\n"  # nothing was saved: the copy is all there is
+
+    window = MainWindow(qasync_loop, QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(window)
+    window.new_document()
+    [orphan] = recovery.find_orphans(root)
+    [restored] = recovery.restore(window, orphan)
+    orphan.discard()
+    assert document_text(restored.editor.document()) == TRICKY
+    assert restored.path == str(path) and restored.format == fileio.TextFormat("utf-8", False, "\r\n")
+    assert restored.is_modified() and window.documents() == [restored]
+    assert window.save(restored)
+    assert path.read_bytes() == fileio.encode(TRICKY, restored.format)
+    assert list(root.iterdir()) == []
+
+
+@pytest.mark.parametrize("button, restored, kept", [("Restore", True, False), ("Discard", False, False), ("Not Now", False, True)])
+def test_the_offer_to_restore(qtbot, qasync_loop, tmp_path, button, restored, kept):  # noqa: F811
+    root = tmp_path / "recovery"
+    crashed = untitled(qtbot, TRICKY)
+    recovery.Recovery(lambda: [crashed], root).close()  # left behind, as by a crash
+    window = MainWindow(qasync_loop, QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(window)
+    window.new_document()
+    store = recovery.Recovery(window.documents, root, parent=window)
+    recovery.offer_restore(window, store)
+    box = store.box
+    assert box is not None and "1 unsaved document" in box.text()
+    choice = next(b for b in box.buttons() if b.text() == button)
+    choice.click()
+    texts = [document_text(d.editor.document()) for d in window.documents()]
+    assert texts == ([TRICKY] if restored else [""])
+    others = [folder for folder in root.iterdir() if folder != store.folder]
+    assert bool(others) == kept
+    if restored:  # copied again in this session's folder before the old copy went
+        assert [copy.text for copy in copies(store.folder)] == [TRICKY]
+    for document in window.documents():
+        document.editor.document().setModified(False)
+    store.close()
+    window.engine.stop()
