@@ -13,12 +13,14 @@ def run(files: list[str], model_spec: str | None = None) -> int:
     """Open a window with ``files`` (or an untitled document), run until it closes; the exit code."""
     import qasync
 
+    from app.about import app_icon
     from app.mainwindow import MainWindow, first_show, open_files
     from app.recovery import attach
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Sfumato")
     app.setOrganizationName("Sfumato")
+    app.setWindowIcon(app_icon())
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     closed = asyncio.Event()

@@ -143,6 +143,8 @@ class MainWindow(QMainWindow):
         self._action(ai, "&Previous Alternative", lambda: self._on_session(lambda s: s.cycle(-1)))
         ai.addSeparator()
         self._action(ai, "Reload &Model", self.start_engine)
+        help_menu = menus.addMenu("&Help")
+        self._action(help_menu, "&About Sfumato", self.show_about)
 
     def _session_keys(self) -> SessionKeys:
         keys = self.settings.keys
@@ -413,6 +415,11 @@ class MainWindow(QMainWindow):
         editor = self.current_editor()
         if editor is not None and editor.session is not None:
             action(editor.session)
+
+    def show_about(self) -> None:
+        from app.about import show_about
+
+        show_about(self, self.engine.info)
 
     def go_to_line(self) -> None:
         editor = self.current_editor()

@@ -237,3 +237,13 @@ def test_a_command_line_model_is_used_for_this_run_only(qtbot, qasync_loop, tmp_
     assert QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat).value("model_spec") == "embedded"
     window.close()
     window.deleteLater()
+
+
+def test_help_about_names_the_model(window, qtbot):
+    with_fake_model(window, qtbot)
+    window.show_about()
+    from PySide6.QtWidgets import QMessageBox
+
+    box = next(b for b in window.findChildren(QMessageBox) if b.windowTitle() == "About Sfumato")
+    assert "fake" in box.text()
+    box.close()
