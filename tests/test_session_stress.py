@@ -232,7 +232,6 @@ class SessionMachine(RuleBasedStateMachine):
     # --- starting sessions --------------------------------------------------------------------
 
     def begin(self, spans: list[tuple[int, int]], alternatives: int, gap_fill: bool = False) -> None:
-        self.gap_fill = gap_fill
         self.before_accept = None
         self.session = InfillSession(self.editor, spans)
         self.sessions += 1
