@@ -425,11 +425,16 @@ class InfillSession(QObject):
         self.editor.setTextCursor(cursor)
 
     def _touched(self) -> bool:
-        text = document_text(self.document)
-        return any(
-            start > end or text[start:end] != region.original
-            for region, (start, end) in zip(self._regions, self.spans())
-        )
+        """Whether an edit changed a region's original text (only the regions are read)."""
+        cursor = QTextCursor(self.document)
+        for region, (start, end) in zip(self._regions, self.spans()):
+            if start > end or end - start != len(region.original):
+                return True
+            cursor.setPosition(start)
+            cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+            if cursor.selectedText().replace("\u2029", "\n") != region.original:
+                return True
+        return False
 
     def _end(self, outcome: str, message: str) -> None:
         if self.state == "ended":
