@@ -129,6 +129,10 @@ class MainWindow(QMainWindow):
         self._action(view, "Zoom &In", lambda: self._on_editor(lambda e: e.zoom(1)), QKeySequence.StandardKey.ZoomIn)
         self._action(view, "Zoom &Out", lambda: self._on_editor(lambda e: e.zoom(-1)), QKeySequence.StandardKey.ZoomOut)
         self._action(view, "&Reset Zoom", lambda: self._on_editor(lambda e: e.zoom(0)), "Ctrl+0")
+        view.addSeparator()
+        self._action(view, "Next &Tab", lambda: self._step_tab(1), "Ctrl+PgDown")
+        self._action(view, "Pre&vious Tab", lambda: self._step_tab(-1), "Ctrl+PgUp")
+        view.addSeparator()
         self.underline_action = self._action(view, "&Underline Low-Confidence Tokens", self._toggle_underline)
         self.underline_action.setCheckable(True)
         self.slow_action = self._action(view, "&Slow Motion", self._toggle_slow_motion)
@@ -415,6 +419,10 @@ class MainWindow(QMainWindow):
         editor = self.current_editor()
         if editor is not None and editor.session is not None:
             action(editor.session)
+
+    def _step_tab(self, step: int) -> None:
+        if self.tabs.count():
+            self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
 
     def show_about(self) -> None:
         from app.about import show_about

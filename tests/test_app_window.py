@@ -247,3 +247,22 @@ def test_help_about_names_the_model(window, qtbot):
     box = next(b for b in window.findChildren(QMessageBox) if b.windowTitle() == "About Sfumato")
     assert "fake" in box.text()
     box.close()
+
+
+def test_instruction_tuned_models_get_an_instruction_field_even_without_a_selection(window, qtbot):
+    from dataclasses import replace
+
+    from app.inlinebox import InlineBox
+
+    backend = FakeBackend()
+    backend.info = replace(FakeBackend.info, instruction_tuned=True)
+    with_fake_model(window, qtbot, backend)
+    editor = window.new_document().editor
+    editor.setPlainText("x = 1\n")
+    window.rewrite()
+    box = editor.viewport().findChild(InlineBox)
+    assert box.instruction.isVisible()
+    qtbot.keyClicks(box.instruction, "add a comment")
+    qtbot.keyClick(box.instruction, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: bool(backend.requests), timeout=10000)
+    assert backend.requests[0][0].instruction == "add a comment"
