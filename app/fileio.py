@@ -3,8 +3,10 @@
 A file is decoded once on open: its encoding, byte-order mark and line ending are remembered in a
 ``TextFormat`` and used again on save, so an untouched file saves byte-identically. Files that
 are binary (NUL bytes outside UTF-16) or not valid in any encoding tried are refused with a
-``NotTextError`` rather than opened as a mangled copy. Saving is atomic: a temporary file in the
-same folder is written, flushed to disk and renamed over the target, keeping its permissions.
+``NotTextError`` rather than opened as a mangled copy; so are files the editor could not show
+without freezing (over ``MAX_FILE_BYTES``, or a line over ``MAX_LINE_CHARS``) and devices or pipes.
+Saving is atomic: a temporary file in the same folder is written, flushed to disk and renamed over
+the target (through a symbolic link), keeping its permissions; a read-only file is not replaced.
 
 Pure Python, no Qt, so it can be tested on its own.
 """
@@ -12,6 +14,7 @@ Pure Python, no Qt, so it can be tested on its own.
 from __future__ import annotations
 
 import codecs
+import errno
 import os
 import stat
 import tempfile
@@ -27,6 +30,10 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
+
+
+MAX_FILE_BYTES = 64 << 20  # the editor holds a text several times over (document, layout, undo)
+MAX_LINE_CHARS = 1 << 20  # Qt lays a line out in one piece: a longer one freezes the window for many seconds
 
 
 class NotTextError(ValueError):
@@ -107,22 +114,40 @@ def encode(text: str, fmt: TextFormat) -> bytes:
 
 
 def read_text(path: str) -> tuple[str, TextFormat]:
-    """The text of the file at ``path``; NotTextError for binary files, OSError as raised."""
+    """The text of the file at ``path``; NotTextError for binary, too large or special files, OSError as raised."""
     if os.path.isdir(path):
         raise IsADirectoryError(f"{path} is a folder")
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise NotTextError("it is not a regular file (a device, a pipe or a socket)")
+    if info.st_size > MAX_FILE_BYTES:
+        raise NotTextError(f"the file is {info.st_size / 2**20:.0f} MB; Sfumato opens files up to {MAX_FILE_BYTES >> 20} MB")
     with open(path, "rb") as handle:
-        data = handle.read()
-    return decode(data)
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise NotTextError(f"the file grew past {MAX_FILE_BYTES >> 20} MB while it was read")
+    text, fmt = decode(data)
+    longest = max(len(line) for line in text.split("\n"))
+    if longest > MAX_LINE_CHARS:
+        raise NotTextError(
+            f"it has a line of {longest:,} characters; Sfumato opens lines up to {MAX_LINE_CHARS:,} characters"
+        )
+    return text, fmt
 
 
 def write_atomic(path: str, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically: temp file in the same folder, fsync, rename.
 
-    An existing file's permission bits are kept; a new file gets the default ones.
+    An existing file's permission bits are kept; a new file gets the default ones. A symbolic
+    link is followed (the file it points to is replaced, the link stays). A read-only file is
+    refused with PermissionError even where the folder would allow replacing it.
     """
-    folder = os.path.dirname(os.path.abspath(path))
+    path = os.path.realpath(path)
+    folder = os.path.dirname(path)
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
+        if not mode & 0o222 or not os.access(path, os.W_OK):
+            raise PermissionError(errno.EACCES, "the file is read-only", path)
     except FileNotFoundError:
         umask = os.umask(0)
         os.umask(umask)
