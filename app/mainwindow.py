@@ -187,10 +187,17 @@ class MainWindow(QMainWindow):
         self.engine.start(load_from_spec(spec, device, s.allow_downloads, s.trust_remote_code), spec)
 
     def _show_model_status(self, text: str) -> None:
-        self.model_label.setText(text)
-        if not self.engine.loading:
-            self.load_progress.hide()
-        self.statusBar().showMessage(text, 8000)
+        """A short label at the right (details in its tooltip); the whole line as a message."""
+        engine = self.engine
+        if engine.info is not None:
+            self.model_label.setText(f"{engine.info.name} · {engine.info.device}")
+        elif engine.error is not None:
+            self.model_label.setText("No model")
+        else:
+            self.model_label.setText("Loading model…")
+        self.model_label.setToolTip(text)
+        self.load_progress.setVisible(engine.loading)
+        self.statusBar().showMessage(text, 10000)
 
     # --- documents ----------------------------------------------------------------------------
 
