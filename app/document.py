@@ -9,7 +9,7 @@ from PySide6.QtGui import QPalette, QTextCursor
 from PySide6.QtWidgets import QApplication
 
 from app import fileio
-from app.codeeditor import CodeEditor
+from app.codeeditor import CodeEditor, document_text
 from app.highlighter import attach_highlighter
 
 
@@ -37,6 +37,9 @@ class Document:
         document.disk_stamp = _stamp(document.path)
         document.longest_line = max(map(len, text.split("\n")))
         editor.setPlainText(text)
+        if document_text(editor.document()) != text:  # Qt makes U+2029 a line break, drops a leading U+FEFF
+            editor.clear()
+            raise fileio.NotTextError("it holds characters the editor would change on save (U+2029, or U+FEFF at the start)")
         editor.document().setModified(False)
         document.rehighlight()
         return document
