@@ -60,6 +60,7 @@ class CodeEditor(QPlainTextEdit):
     """A plain-text code editor; one per open document."""
 
     zoom_changed = Signal(int)
+    files_dropped = Signal(list)  # local paths dropped on the text: the window opens them in tabs
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -223,15 +224,22 @@ class CodeEditor(QPlainTextEdit):
 
     def dropEvent(self, event) -> None:  # noqa: N802 - Qt override
         if event.mimeData().hasUrls():
-            event.ignore()  # files dropped on the text open in tabs (the window handles them)
+            self.files_dropped.emit([url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()])
+            event.acceptProposedAction()
             return
         self._guarded(lambda: super(CodeEditor, self).dropEvent(event))
 
     def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
         if event.mimeData().hasUrls():
-            event.ignore()
+            event.acceptProposedAction()
             return
         super().dragEnterEvent(event)
+
+    def dragMoveEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+            return
+        super().dragMoveEvent(event)
 
     def contextMenuEvent(self, event) -> None:  # noqa: N802 - Qt override
         if self.session is not None:

@@ -217,6 +217,7 @@ class MainWindow(QMainWindow):
         editor.set_indentation(self.settings.indent_with_spaces, self.settings.indent_width)
         editor.document().modificationChanged.connect(lambda _=None, e=editor: self._update_title(e))
         editor.cursorPositionChanged.connect(self._update_position)
+        editor.files_dropped.connect(lambda paths: [self.open_path(path) for path in paths])
         return editor
 
     def _add(self, document: Document) -> None:

@@ -266,3 +266,16 @@ def test_instruction_tuned_models_get_an_instruction_field_even_without_a_select
     qtbot.keyClick(box.instruction, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: bool(backend.requests), timeout=10000)
     assert backend.requests[0][0].instruction == "add a comment"
+
+
+def test_dropping_a_file_on_the_text_opens_it_in_a_tab(window, tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("dropped\n")
+    editor = window.new_document().editor
+    editor.setPlainText("unchanged")
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(path))])
+    event = QDropEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    editor.dropEvent(event)
+    assert window.current_document().path == str(path)
+    assert editor.toPlainText() == "unchanged"
