@@ -27,7 +27,9 @@ class UsageError(Exception):
     """Bad arguments: exit code 2."""
 
 
-class _Parser(argparse.ArgumentParser):
+class ArgumentParser(argparse.ArgumentParser):
+    """Usage errors become ``UsageError`` (exit 2, one line) instead of argparse's own exit."""
+
     def error(self, message: str):  # argparse would print usage and exit itself
         raise UsageError(message)
 
@@ -41,20 +43,20 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> dict[str, argparse.ArgumentParser]:
-    infill = _Parser(prog="sfumato infill", description="Infill requests given as JSON Lines.")
+    infill = ArgumentParser(prog="sfumato infill", description="Infill requests given as JSON Lines.")
     infill.add_argument("--jsonl", action="store_true", required=True, help="read JSON Lines (the only format)")
     infill.add_argument("input", nargs="?", default="-", help="requests file (default: standard input)")
     infill.add_argument("--batch-size", type=int, default=8, help="requests denoised together")
     _model_options(infill)
 
-    fill = _Parser(prog="sfumato fill", description="Fill every [MASK] / [MASK:n] gap of a template.")
+    fill = ArgumentParser(prog="sfumato fill", description="Fill every [MASK] / [MASK:n] gap of a template.")
     fill.add_argument("template")
     fill.add_argument("-o", "--output", help="write here instead of standard output")
     fill.add_argument("--in-place", action="store_true", help="overwrite the template itself")
     fill.add_argument("--gap-tokens", type=int, default=32, help="length of a [MASK] without a hint")
     _model_options(fill)
 
-    editor = _Parser(prog="sfumato", description="Sfumato: an editor whose AI edits are made by diffusion.")
+    editor = ArgumentParser(prog="sfumato", description="Sfumato: an editor whose AI edits are made by diffusion.")
     editor.add_argument("files", nargs="*", help="files to open")
     editor.add_argument("--model", default=None, help="model spec for this run (default: settings)")
     editor.add_argument("--version", action="version", version=f"sfumato {VERSION}")
@@ -70,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             if command == "bench":
                 from app.bench import main as bench_main
 
-                return bench_main(rest)
+                return bench_main(rest)  # runtime failures below exit 1 like the other commands
             args = parsers[command].parse_args(rest)
             return {"infill": run_infill, "fill": run_fill}[command](args)
         args = parsers["editor"].parse_args(argv)
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(2, str(error))
     except OSError as error:
         return _fail(1, f"{error.filename}: {error.strerror}" if error.filename else str(error))
-    except (EngineError, ValueError) as error:
+    except (EngineError, ValueError, RuntimeError) as error:
         return _fail(1, str(error))
     except KeyboardInterrupt:
         return _fail(1, "interrupted")

@@ -1,0 +1,142 @@
+"""``sfumato bench``: the performance figures, as a table or one JSON object, and a PNG plot.
+
+    sfumato bench [--json] [--model SPEC] [--quick] [--plot PATH]
+
+Process-level figures (window shown, model ready, GUI stall, peak memory) come from
+``app.bench_probe`` subprocesses, medians of several runs; engine figures (prefill, pass,
+first draft, quality against speed) from ``model.benchmark`` on a loaded model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+GOALS = {
+    "tokens_per_forward": ">= 6",
+    "speedup_vs_sequential": ">= 4 at <= 2 points exact-match loss",
+    "first_draft_ms": "<= 100",
+    "window_ms": "<= 500",
+    "ui_max_stall_ms": "<= 16",
+    "rss_mb": "<= 500",
+}
+
+
+def probe(name: str, *args: str) -> tuple[float, dict]:
+    """Run one probe subprocess: (seconds since its start, what it printed)."""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    began = time.time()
+    result = subprocess.run(
+        [sys.executable, "-m", "app.bench_probe", name, *args], capture_output=True, text=True, env=env, timeout=600
+    )
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    if result.returncode != 0 or not lines:
+        tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"bench probe {name} failed: {tail}")
+    return began, json.loads(lines[-1])
+
+
+def process_figures(spec: str, runs: int) -> dict:
+    window = []
+    for _ in range(runs):
+        began, shown = probe("window")
+        if shown["torch_imported"]:
+            raise RuntimeError("the main window imported torch before showing")
+        window.append(1000 * (shown["shown_at"] - began))
+    ready = []
+    for _ in range(runs):
+        began, loaded = probe("ready", spec)
+        ready.append(1000 * (loaded["ready_at"] - began))
+    stalls = [probe("stall", spec)[1]["max_stall_ms"] for _ in range(runs)]
+    return {
+        "window_ms": round(statistics.median(window), 1),
+        "model_ready_ms": round(statistics.median(ready), 1),
+        "ui_max_stall_ms": round(statistics.median(stalls), 1),
+        "rss_mb": round(probe("rss", spec)[1]["peak_rss_mb"], 1),
+    }
+
+
+def machine() -> dict:
+    import torch
+
+    return {
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def plot(figures: dict, path: Path) -> None:
+    """Exact match against tokens per forward across sampler bounds; the one-token point marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    curve = sorted(figures["curve"], key=lambda point: point["tokens_per_forward"])
+    figure, axes = pyplot.subplots(figsize=(6, 4), dpi=120)
+    axes.plot([p["tokens_per_forward"] for p in curve], [100 * p["exact_match"] for p in curve], "o-")
+    for point in curve:
+        axes.annotate(f"bound {point['entropy_bound']:g}", (point["tokens_per_forward"], 100 * point["exact_match"]),
+                      textcoords="offset points", xytext=(4, 4), fontsize=7)
+    sequential = next(p for p in curve if p["entropy_bound"] == 0.0)
+    axes.plot([sequential["tokens_per_forward"]], [100 * sequential["exact_match"]], "s", color="crimson",
+              label="one token per pass")
+    shipped = next(p for p in curve if p["entropy_bound"] == figures["shipped_entropy_bound"])
+    axes.plot([shipped["tokens_per_forward"]], [100 * shipped["exact_match"]], "*", markersize=12, color="green",
+              label="shipped setting")
+    axes.set_xlabel("tokens per decoder pass")
+    axes.set_ylabel("single-line exact match (%)")
+    axes.set_title(f"Held-out infill, {figures['tasks']} tasks")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+
+
+def table(figures: dict) -> str:
+    rows = [("figure", "value", "goal")]
+    for key, value in figures.items():
+        if key in ("curve", "machine"):
+            continue
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}: {v}" for k, v in value.items())
+        elif isinstance(value, float):
+            value = f"{value:.3g}"
+        rows.append((key, str(value), GOALS.get(key, "report")))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) for row in rows)
+
+
+def main(argv: list[str]) -> int:
+    from app.cli import ArgumentParser
+
+    parser = ArgumentParser(prog="sfumato bench", description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.add_argument("--model", default="embedded")
+    parser.add_argument("--quick", action="store_true", help="fewer tasks and repeats (under a minute)")
+    parser.add_argument("--plot", default="bench.png", help="where to write the PNG plot")
+    args = parser.parse_args(argv)
+
+    from model.benchmark import engine_figures
+    from model.loading import load_backend
+
+    backend = load_backend(args.model)
+    figures: dict = {"model": backend.info.name, "machine": machine()}
+    figures.update(engine_figures(backend, quick=args.quick))
+    figures.update(process_figures(args.model, runs=1 if args.quick else 3))
+    plot(figures, Path(args.plot))
+    figures["plot"] = args.plot
+    print(json.dumps(figures, indent=1) if args.json else table(figures))
+    return 0

@@ -1,0 +1,134 @@
+"""Measurements that need a process of their own, run by ``sfumato bench`` as subprocesses.
+
+    python -m app.bench_probe window          print the time the main window is shown
+    python -m app.bench_probe ready SPEC      print the time the model is loaded
+    python -m app.bench_probe stall SPEC      print the largest GUI-thread stall during a rewrite
+    python -m app.bench_probe rss SPEC        print peak resident memory after 20 infills
+
+Each prints one JSON line. Times are ``time.time()`` stamps, so the parent, which noted when it
+started the process, gets process start -> event, interpreter start-up included.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+
+SAMPLE = '''def mean(values):
+    """Return the arithmetic mean of a non-empty list of numbers."""
+    total = sum(values)
+    return total / len(values)
+
+
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle]
+'''
+REWRITE = "    total = sum(values)"
+
+
+def _window(spec: str | None):
+    """A real main window on an offscreen qasync loop, with settings kept out of the user's."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    import asyncio
+
+    import qasync
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from app.mainwindow import MainWindow, first_show
+
+    app = QApplication.instance() or QApplication([])
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    store = QSettings(os.path.join(tempfile.mkdtemp(), "bench.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(loop, store, spec)
+    return app, loop, window, first_show
+
+
+def window() -> dict:
+    from PySide6.QtCore import QTimer
+
+    app, loop, main_window, _ = _window(None)
+    shown: dict = {}
+
+    def note() -> None:
+        shown.update(shown_at=time.time(), torch_imported="torch" in sys.modules)
+        app.quit()
+
+    main_window.show()
+    QTimer.singleShot(0, note)
+    app.exec()
+    return shown
+
+
+def ready(spec: str) -> dict:
+    from model.loading import load_backend
+
+    load_backend(spec)
+    return {"ready_at": time.time()}
+
+
+def stall(spec: str) -> dict:
+    """Largest gap between ticks of a 1 ms GUI-thread timer while a rewrite denoises in place."""
+    import asyncio
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtGui import QTextCursor
+
+    app, loop, main_window, first_show = _window(spec)
+    main_window.new_document()
+    first_show(main_window)
+    editor = main_window.current_editor()
+    editor.setPlainText(SAMPLE)
+
+    async def measure() -> dict:
+        while main_window.engine.info is None:
+            if main_window.engine.error:
+                raise RuntimeError(main_window.engine.error)
+            await asyncio.sleep(0.05)
+        ticks: list[float] = []
+        timer = QTimer()
+        timer.setInterval(1)
+        timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
+        cursor = editor.textCursor()
+        start = SAMPLE.index(REWRITE)
+        cursor.setPosition(start)
+        cursor.setPosition(start + len(REWRITE), QTextCursor.MoveMode.KeepAnchor)
+        editor.setTextCursor(cursor)
+        timer.start()
+        session = main_window.starter.rewrite(editor, 0.8)
+        while session.state == "running":  # until the result is shown, waiting for Tab or Esc
+            await asyncio.sleep(0.01)
+        timer.stop()
+        session.reject()
+        gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+        return {"max_stall_ms": 1000 * max(gaps), "ticks": len(ticks)}
+
+    with loop:
+        return loop.run_until_complete(measure())
+
+
+def rss(spec: str) -> dict:
+    import resource
+
+    from model.api import InfillRequest
+    from model.loading import load_backend
+
+    backend = load_backend(spec)
+    for index in range(20):
+        request = InfillRequest(prefix=SAMPLE[: 40 + 10 * index], suffix=SAMPLE[40 + 10 * index :], max_new_tokens=32, seed=index)
+        for _ in backend.stream([request]):
+            pass
+    return {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+if __name__ == "__main__":
+    probe, *rest = sys.argv[1:]
+    result = {"window": window, "ready": ready, "stall": stall, "rss": rss}[probe](*rest)
+    print(json.dumps(result), flush=True)
+    os._exit(0)  # skip Qt and worker-thread teardown: the figure is out
