@@ -302,8 +302,18 @@ class MainWindow(QMainWindow):
         try:
             document.save(path)
         except UnicodeEncodeError as error:
-            self._error(f"Cannot save in {document.format.encoding}: {error.reason}. Use Save As with another encoding.")
-            return False
+            answer = QMessageBox.question(
+                self,
+                "Encoding",
+                f"{document.name} is stored in {document.format.encoding.upper()}, which cannot hold "
+                f"{error.object[error.start:error.end]!r}. Save it as UTF-8 instead?",
+            )
+            if answer != QMessageBox.StandardButton.Yes:
+                self.statusBar().showMessage("Not saved; the text is still here.", 6000)
+                return False
+            document.format = fileio.TextFormat("utf-8", False, document.format.newline)
+            self.format_label.setText(document.format.label)
+            return self._write(document, path)
         except OSError as error:
             self._error(f"Cannot save {path or document.path}: {error.strerror or error}. The text is still here.")
             return False

@@ -279,3 +279,16 @@ def test_dropping_a_file_on_the_text_opens_it_in_a_tab(window, tmp_path):
     editor.dropEvent(event)
     assert window.current_document().path == str(path)
     assert editor.toPlainText() == "unchanged"
+
+
+def test_text_the_files_encoding_cannot_hold_is_saved_as_utf8_when_the_user_agrees(window, qtbot, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    path = tmp_path / "legacy.txt"
+    path.write_bytes("caf\xe9\r\n".encode("cp1252"))
+    document = window.open_path(str(path))
+    document.editor.moveCursor(QTextCursor.MoveOperation.End)
+    document.editor.insertPlainText("☃")
+    monkeypatch.setattr(QMessageBox, "question", lambda *args, **kwargs: QMessageBox.StandardButton.Yes)
+    assert window.save()
+    assert path.read_bytes() == "café\r\n☃".encode()
