@@ -1,0 +1,75 @@
+"""The editor animates a masked-diffusion model (a tiny random BERT) exactly as a DiffusionGemma one."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from PySide6.QtCore import QSettings
+
+from test_app_support import qasync_loop  # noqa: F401 - fixture
+from test_app_tiny_model import press_ctrl_k, select, wait_ready
+from test_masked_diffusion import build_bert
+
+from app.codeeditor import document_text
+from app.mainwindow import MainWindow
+from app.session import InfillSession
+
+TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))\n"
+
+
+@pytest.fixture(scope="module")
+def window(qapp, qasync_loop, tmp_path_factory, project_tokenizer):  # noqa: F811
+    folder = build_bert(tmp_path_factory.mktemp("bert-app"), project_tokenizer)
+    store = QSettings(str(tmp_path_factory.mktemp("settings") / "s.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(qasync_loop, store, model_spec=str(folder))
+    window.settings.device = "cpu"
+    window.settings.steps = 4
+    window._apply_settings()
+    window.show()
+    window.start_engine()
+    start = time.monotonic()
+    while window.engine.loading and time.monotonic() - start < 120:
+        qapp.processEvents()
+        time.sleep(0.01)
+    assert window.engine.info is not None and window.engine.info.backend == "masked-diffusion"
+    yield window
+    for document in window.documents():
+        document.editor.document().setModified(False)
+    window.close()
+
+
+def test_a_masked_model_rewrite_is_animated_and_rejected_byte_for_byte(qtbot, window, monkeypatch):
+    drawn = []
+    original_receive = InfillSession.receive
+
+    def receive(session, drafts):
+        drawn.append([token.accepted for token in drafts[0].tokens])
+        original_receive(session, drafts)
+
+    monkeypatch.setattr(InfillSession, "receive", receive)
+    document = window.new_document()
+    editor = document.editor
+    editor.setPlainText(TEXT)
+    start = TEXT.index("width * height")
+    select(editor, start, start + len("width * height"))
+    session = press_ctrl_k(qtbot, window, editor)
+    wait_ready(qtbot, session)
+    assert len(drawn) >= 2  # passes were drawn in place, not only the result
+    assert any(not all(flags) for flags in drawn)  # with unsettled (still masked) tokens
+    session.reject()
+    assert document_text(editor.document()) == TEXT
+    assert not editor.document().isUndoAvailable()
+
+
+def test_a_masked_model_accept_is_one_undo_step(qtbot, window):
+    document = window.new_document()
+    editor = document.editor
+    editor.setPlainText(TEXT)
+    start = TEXT.index("2, 3")
+    select(editor, start, start + 4)
+    session = press_ctrl_k(qtbot, window, editor)
+    wait_ready(qtbot, session)
+    session.accept()
+    editor.undo()
+    assert document_text(editor.document()) == TEXT
