@@ -70,6 +70,11 @@ class _Region:
     def span(self) -> tuple[int, int]:
         return self.start.position(), self.end.position()
 
+    def detach(self) -> None:
+        """Stop tracking: a document updates every cursor on it at every edit."""
+        self.start = QTextCursor()
+        self.end = QTextCursor()
+
 
 def _key_matches(event: QKeyEvent, sequence: QKeySequence) -> bool:
     pressed = QKeySequence(event.keyCombination())
@@ -446,4 +451,7 @@ class InfillSession(QObject):
             self.job.cancel()
         self.editor.session = None
         self.editor.set_layer("infill", [])
+        for region in self._regions:
+            region.detach()
+        self.setParent(None)  # an ended session is freed once nothing refers to it
         self.ended.emit(outcome, message)
