@@ -223,8 +223,11 @@ class InfillSession(QObject):
         """Session keys; True when the key was used. Undo/redo end the session first."""
         if _key_matches(event, self.keys.reject):
             self.reject()
-        elif self.state == "ready" and _key_matches(event, self.keys.accept):
-            self.accept()
+        elif _key_matches(event, self.keys.accept):  # reserved while a session runs: no stray indent
+            if self.state == "ready":
+                self.accept()
+            else:
+                self.progress.emit("Still denoising: the result can be accepted when it is done.")
         elif _key_matches(event, self.keys.next_alternative):
             self.cycle(1)
         elif _key_matches(event, self.keys.previous_alternative):

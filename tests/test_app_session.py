@@ -241,3 +241,16 @@ def test_the_settings_reach_the_request(qtbot, setup):
     assert (request.sampler_bound, request.steps, request.strength, request.instruction) == (0.8, 5, 0.4, "shorter")
     assert request.init_text == TEXT[19:31] and request.max_new_tokens <= 20
     session.reject()
+
+
+def test_tab_while_denoising_neither_accepts_nor_indents(qtbot, setup):
+    editor, starter, backend, _ = setup()
+    backend.hold.set()
+    select(editor, 19, 31)
+    session = starter.rewrite(editor)
+    qtbot.waitUntil(lambda: session.has_draft, timeout=10000)
+    shown = document_text(editor.document())
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert session.state == "running" and document_text(editor.document()) == shown
+    session.reject()
+    assert document_text(editor.document()) == TEXT
