@@ -292,3 +292,27 @@ def test_text_the_files_encoding_cannot_hold_is_saved_as_utf8_when_the_user_agre
     monkeypatch.setattr(QMessageBox, "question", lambda *args, **kwargs: QMessageBox.StandardButton.Yes)
     assert window.save()
     assert path.read_bytes() == "café\r\n☃".encode()
+
+
+def test_editing_works_while_the_model_loads_and_a_request_waits_for_it(window, qtbot):
+    import threading
+
+    release = threading.Event()
+    backend = FakeBackend()
+
+    def slow_load():
+        release.wait(10)
+        return backend
+
+    window.engine.start(slow_load, "slow")
+    assert window.model_label.text() == "Loading model…" and window.load_progress.isVisible()
+    editor = window.new_document().editor
+    qtbot.keyClicks(editor, "typing while it loads")
+    window.rewrite()  # no selection: infill at the cursor, queued until the model is ready
+    session = editor.session
+    assert session is not None and session.state == "running"
+    release.set()
+    qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
+    assert window.model_label.text() == "fake · cpu" and not window.load_progress.isVisible()
+    session.accept()
+    assert editor.toPlainText() == "typing while it loads" + FakeBackend.result(0)
