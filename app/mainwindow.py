@@ -574,8 +574,11 @@ def open_files(window: MainWindow, files: list[str]) -> None:
         window.new_document()
 
 
+ENGINE_START_DELAY_MS = 150  # let the window paint before the import of torch competes for the CPU
+
+
 def first_show(window: MainWindow) -> None:
-    """Show the window, then start loading the model once the event loop runs."""
+    """Show the window, then start loading the model once it has had time to paint."""
     window.show()
-    QTimer.singleShot(0, window.start_engine)
+    QTimer.singleShot(ENGINE_START_DELAY_MS, window.start_engine)
 
