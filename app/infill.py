@@ -12,11 +12,12 @@ from model.template import find_gaps, segments_of
 
 CONTEXT_CHARS = 6000  # text sent on each side of the region; the engine trims to the model's window
 CHARS_PER_TOKEN = 3.0
+MAX_REWRITE_TOKENS = 2048  # a rewrite's canvas follows the selection's size, up to this
 
 
 @dataclass
 class InfillOptions:
-    max_new_tokens: int = 64  # infill at the cursor, and the cap for rewrites
+    max_new_tokens: int = 64  # the cap for infill at the cursor (rewrites follow the selection)
     gap_tokens: int = 32  # a [MASK] without a length hint
     steps: int | None = None
     sampler_bound: float | None = None
@@ -24,9 +25,9 @@ class InfillOptions:
     underline_low_confidence: bool = False
 
 
-def rewrite_length(original: str, cap: int) -> int:
-    """Canvas size for rewriting ``original``: its token estimate with room to grow, capped."""
-    return max(8, min(cap, int(len(original) / CHARS_PER_TOKEN * 1.5) + 8))
+def rewrite_length(original: str) -> int:
+    """Canvas size for rewriting ``original``: its token estimate with room to grow."""
+    return min(MAX_REWRITE_TOKENS, int(len(original) / CHARS_PER_TOKEN * 1.5) + 8)
 
 
 class InfillStarter:
@@ -51,7 +52,7 @@ class InfillStarter:
         request = InfillRequest(
             prefix=text[max(0, start - CONTEXT_CHARS) : start],
             suffix=text[end : end + CONTEXT_CHARS],
-            max_new_tokens=rewrite_length(original, self.options.max_new_tokens) if original else self.options.max_new_tokens,
+            max_new_tokens=rewrite_length(original) if original else self.options.max_new_tokens,
             init_text=original or None,
             strength=strength if original else 1.0,
             instruction=instruction or None,

@@ -99,7 +99,7 @@ class SettingsDialog(QDialog):
         self.sampler_bound.setToolTip("How unsure a token may be and still be accepted in a pass: higher is faster, lower is better")
         form.addRow("Sampler bound (speed vs quality)", self.sampler_bound)
         self.max_new_tokens = _spin(1, 4096, s.max_new_tokens)
-        form.addRow("Canvas length (max new tokens)", self.max_new_tokens)
+        form.addRow("Infill length cap (max new tokens)", self.max_new_tokens)
         self.alternatives = _spin(1, 8, s.alternatives)
         form.addRow("Alternatives per run", self.alternatives)
         self.rewrite_strength = QDoubleSpinBox()

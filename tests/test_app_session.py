@@ -239,7 +239,7 @@ def test_the_settings_reach_the_request(qtbot, setup):
     wait_ready(qtbot, session)
     request = backend.requests[0][0]
     assert (request.sampler_bound, request.steps, request.strength, request.instruction) == (0.8, 5, 0.4, "shorter")
-    assert request.init_text == TEXT[19:31] and request.max_new_tokens <= 20
+    assert request.init_text == TEXT[19:31] and request.max_new_tokens >= 12 // 3
     session.reject()
 
 
@@ -254,3 +254,14 @@ def test_tab_while_denoising_neither_accepts_nor_indents(qtbot, setup):
     assert session.state == "running" and document_text(editor.document()) == shown
     session.reject()
     assert document_text(editor.document()) == TEXT
+
+
+def test_a_long_selection_gets_a_canvas_that_fits_it_whatever_the_infill_cap(qtbot, setup):
+    long_text = "x = 1\n" * 200
+    editor, starter, backend, _ = setup(text=long_text)
+    starter.options.max_new_tokens = 16
+    select(editor, 0, len(long_text))
+    session = starter.rewrite(editor)
+    wait_ready(qtbot, session)
+    assert backend.requests[0][0].max_new_tokens >= len(long_text) // 3
+    session.reject()
