@@ -128,7 +128,7 @@ class DiffusionGemmaBackend:
                 rows.append(self._row(request))
                 owners.append(index)
         first = requests[0]
-        for states in self._denoise(rows, first.steps, first.seed, first.sampler_bound, cancel):
+        for states in _in_inference_mode(self._denoise(rows, first.steps, first.seed, first.sampler_bound, cancel)):
             drafts = [self._draft(state) for state in states]
             yield tuple(
                 _merge([drafts[i] for i, owner in enumerate(owners) if owner == index]) for index in range(len(requests))
@@ -150,7 +150,7 @@ class DiffusionGemmaBackend:
         segments[0] = segments[0][len(segments[0]) - keep_first :]
         segments[-1] = segments[-1][: max(0, room - keep_first)]
         row = _Row(self.layout.multi_gap_prompt(segments), self.canvas_length, sentinels=self.layout.gaps[:n_gaps])
-        for (state,) in self._denoise([row], template.steps, template.seed, None, cancel):
+        for (state,) in _in_inference_mode(self._denoise([row], template.steps, template.seed, None, cancel)):
             yield tuple(self._draft(part) for part in _split_gaps(state, row.sentinels))
 
     # ---- prompts ------------------------------------------------------------------------------
@@ -223,55 +223,54 @@ class DiffusionGemmaBackend:
         cur_len = width
         new_ids = input_ids
         decoder_attention_mask = torch.nn.functional.pad(attention_mask, (0, L), value=True)
-        with torch.inference_mode():
-            for canvas_index in range(n_canvases):
-                encoder_position_ids = torch.arange(cur_len - new_ids.shape[1], cur_len, device=device).unsqueeze(0)
-                decoder_position_ids = torch.arange(cur_len, cur_len + L, device=device).unsqueeze(0)
-                encoder_inputs, encoder_mask = model._prepare_encoder_inputs(
-                    input_ids=new_ids, attention_mask=attention_mask, encoder_position_ids=encoder_position_ids,
-                    cache=cache, is_prefill=canvas_index == 0, canvas_length=L, batch_size=B,
-                )
-                cache = model.model.encoder(
-                    input_ids=encoder_inputs, attention_mask=encoder_mask, cache=cache, position_ids=encoder_position_ids
-                ).cache
+        for canvas_index in range(n_canvases):
+            encoder_position_ids = torch.arange(cur_len - new_ids.shape[1], cur_len, device=device).unsqueeze(0)
+            decoder_position_ids = torch.arange(cur_len, cur_len + L, device=device).unsqueeze(0)
+            encoder_inputs, encoder_mask = model._prepare_encoder_inputs(
+                input_ids=new_ids, attention_mask=attention_mask, encoder_position_ids=encoder_position_ids,
+                cache=cache, is_prefill=canvas_index == 0, canvas_length=L, batch_size=B,
+            )
+            cache = model.model.encoder(
+                input_ids=encoder_inputs, attention_mask=encoder_mask, cache=cache, position_ids=encoder_position_ids
+            ).cache
 
-                start = self._start_canvas(rows, canvas_index, sampler, pinned)
-                canvas, self_conditioning, mask_mapping, done = model._prepare_denoiser_inputs(
-                    decoder_attention_mask=decoder_attention_mask, cache=cache, sampler=sampler,
-                    diffusion_stopping_criteria=stopping, batch_size=B, device=device,
-                    model_kwargs={"decoder_input_ids": start},
-                )
-                argmax = canvas
-                # Rows that ended on an earlier canvas still ride along (the library's step cannot
-                # start with finished rows), but their passes are not counted and their output is ignored.
-                ended = torch.tensor(finished, device=device)
-                for cur_step in reversed(range(1, config.max_denoising_steps + 1)):
-                    if cancel is not None:
-                        cancel.raise_if_set()
-                    if bool((done | ended).all()):
-                        break
-                    for b in range(B):
-                        passes[b] += not bool(done[b] or ended[b])
-                    canvas, argmax, self_conditioning, done = self._pass(
-                        canvas, argmax, self_conditioning, done, cur_step, sampler, logits_processor, stopping,
-                        dict(decoder_attention_mask=mask_mapping, cache=cache, decoder_position_ids=decoder_position_ids),
-                    )
-                    step += 1
-                    accepted = sampler.accepted_token_mask | pinned.pinned
-                    shown = torch.where(accepted, canvas, argmax)
-                    if self.profile.canvas_noise == "mask":  # absorbing: accepted tokens never change again
-                        pinned.ids = torch.where(accepted & ~pinned.pinned, canvas, pinned.ids)
-                        pinned.pinned = accepted
-                    yield self._states(rows, generated, shown, accepted, self_conditioning, step, passes, finished)
-
-                final_canvas = torch.where(pinned.pinned, pinned.ids, argmax)
-                self._append(rows, generated, finished, final_canvas)
-                if all(finished) or canvas_index == n_canvases - 1:
+            start = self._start_canvas(rows, canvas_index, sampler, pinned)
+            canvas, self_conditioning, mask_mapping, done = model._prepare_denoiser_inputs(
+                decoder_attention_mask=decoder_attention_mask, cache=cache, sampler=sampler,
+                diffusion_stopping_criteria=stopping, batch_size=B, device=device,
+                model_kwargs={"decoder_input_ids": start},
+            )
+            argmax = canvas
+            # Rows that ended on an earlier canvas still ride along (the library's step cannot
+            # start with finished rows), but their passes are not counted and their output is ignored.
+            ended = torch.tensor(finished, device=device)
+            for cur_step in reversed(range(1, config.max_denoising_steps + 1)):
+                if cancel is not None:
+                    cancel.raise_if_set()
+                if bool((done | ended).all()):
                     break
-                new_ids = final_canvas
-                cur_len += L
-                attention_mask = torch.nn.functional.pad(attention_mask, (0, L), value=True)
-                decoder_attention_mask = torch.nn.functional.pad(decoder_attention_mask, (0, L), value=True)
+                for b in range(B):
+                    passes[b] += not bool(done[b] or ended[b])
+                canvas, argmax, self_conditioning, done = self._pass(
+                    canvas, argmax, self_conditioning, done, cur_step, sampler, logits_processor, stopping,
+                    dict(decoder_attention_mask=mask_mapping, cache=cache, decoder_position_ids=decoder_position_ids),
+                )
+                step += 1
+                accepted = sampler.accepted_token_mask | pinned.pinned
+                shown = torch.where(accepted, canvas, argmax)
+                if self.profile.canvas_noise == "mask":  # absorbing: accepted tokens never change again
+                    pinned.ids = torch.where(accepted & ~pinned.pinned, canvas, pinned.ids)
+                    pinned.pinned = accepted
+                yield self._states(rows, generated, shown, accepted, self_conditioning, step, passes, finished)
+
+            final_canvas = torch.where(pinned.pinned, pinned.ids, argmax)
+            self._append(rows, generated, finished, final_canvas)
+            if all(finished) or canvas_index == n_canvases - 1:
+                break
+            new_ids = final_canvas
+            cur_len += L
+            attention_mask = torch.nn.functional.pad(attention_mask, (0, L), value=True)
+            decoder_attention_mask = torch.nn.functional.pad(decoder_attention_mask, (0, L), value=True)
         yield [
             _RowState(drop_incomplete_tail(self._bytes, ids), [True] * len(ids), [1.0] * len(ids), step, passes[b], True)
             for b, ids in enumerate(generated)
@@ -361,6 +360,19 @@ class DiffusionGemmaBackend:
         text = decode_ids(self.tokenizer, state.ids) if state.final else "".join(pieces)
         tokens = tuple(TokenState(p, c, a) for p, c, a in zip(pieces, state.confidence, state.accepted))
         return Draft(state.step, (Candidate(text, tokens),), state.final, state.passes, len(state.ids))
+
+
+def _in_inference_mode(steps: Iterator):
+    """Run each step of a generator under ``torch.inference_mode``, but never hold the mode while
+    it is suspended: the mode is per thread, and a paused generator that kept it on would leak it
+    into the caller (and into other generators it interleaves with)."""
+    while True:
+        with torch.inference_mode():
+            try:
+                item = next(steps)
+            except StopIteration:
+                return
+        yield item
 
 
 def _split_gaps(state: _RowState, sentinels: list[int]) -> list[_RowState]:

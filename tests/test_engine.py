@@ -198,3 +198,14 @@ def test_joint_template_fill_reads_each_gap_between_its_sentinels(monkeypatch, t
     too_long = TemplateRequest(("x = ", "\ny =", "\n"), (10, 10), seed=0)  # 23 tokens > canvas of 16
     last = list(backend.stream_template(too_long))[-1]
     assert len(last) == 2 and all(d.final for d in last)
+
+
+def test_interleaved_and_abandoned_streams_do_not_leak_inference_mode(tiny_backend):
+    first = tiny_backend.stream([InfillRequest(prefix="a", max_new_tokens=8, seed=1)])
+    second = tiny_backend.stream([InfillRequest(prefix="b", max_new_tokens=8, seed=2)])
+    next(first)
+    next(second)
+    assert not torch.is_inference_mode_enabled()
+    first.close()  # abandoned mid-run, as a cancelled editor session does
+    assert list(second)[-1][0].final
+    assert not torch.is_inference_mode_enabled()
