@@ -9,32 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal
 
-from model.api import Backend, CancelFlag, Draft, InfillRequest, ModelInfo, TemplateRequest
+from model.api import Backend, Draft, InfillRequest, ModelInfo, TemplateRequest
 from model.worker import InferenceWorker, Job
-
-
-class _TemplateAwareBackend:
-    """Lets the worker's one-job-at-a-time queue also run template (gap-fill) jobs.
-
-    The worker hands a job's requests to ``stream``; a job whose only request is a
-    ``TemplateRequest`` goes to ``stream_template`` instead.
-    """
-
-    def __init__(self, backend: Backend):
-        self.backend = backend
-        self.info = backend.info
-
-    def stream(self, requests: Sequence[InfillRequest | TemplateRequest], cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
-        if len(requests) == 1 and isinstance(requests[0], TemplateRequest):
-            return self.backend.stream_template(requests[0], cancel)
-        return self.backend.stream(requests, cancel)
-
-    def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
-        return self.backend.stream_template(template, cancel)
 
 
 def load_from_spec(spec: str, device: str | None, allow_downloads: bool, trust_remote_code: bool) -> Callable[[], Backend]:
@@ -77,7 +57,7 @@ class Engine(QObject):
         self.info, self.error = None, None
         generation = self._generation = self._generation + 1  # a replaced worker's news is dropped
         self._worker = InferenceWorker(
-            lambda: _TemplateAwareBackend(load()),
+            load,
             on_loaded=lambda backend: self._loop.call_soon_threadsafe(self._on_loaded, generation, backend.info),
             on_load_error=lambda error: self._loop.call_soon_threadsafe(self._on_load_error, generation, error),
         )
@@ -103,8 +83,8 @@ class Engine(QObject):
         self.status.emit(f"No model: {self.error}. Editing works; AI edits are off.")
         self.load_failed.emit(self.error)
 
-    def submit(self, requests: Sequence[InfillRequest | TemplateRequest], session, owner: object) -> Job | None:
-        """Run ``requests`` for ``session`` (an InfillSession); None when there is no model."""
+    def submit(self, work: Sequence[InfillRequest] | TemplateRequest, session, owner: object) -> Job | None:
+        """Run ``work`` (requests, or a template) for ``session`` (an InfillSession); None without a model."""
         if self._worker is None or self.error is not None:
             return None
         loop = self._loop
@@ -116,7 +96,7 @@ class Engine(QObject):
                 time.sleep(slow)  # on the worker thread: slows the passes, never the window
 
         job = self._worker.submit(
-            requests,
+            work,
             on_draft,
             on_done=lambda drafts: loop.call_soon_threadsafe(session.finish, drafts),
             on_error=lambda error: loop.call_soon_threadsafe(session.fail, error),

@@ -76,13 +76,13 @@ class InfillStarter:
             max_new_tokens=tuple(gap.max_new_tokens for gap in gaps),
             steps=self.options.steps,
         )
-        return self._run(editor, [(gap.start, gap.end) for gap in gaps], [template])
+        return self._run(editor, [(gap.start, gap.end) for gap in gaps], template)
 
-    def _run(self, editor: CodeEditor, spans, requests) -> InfillSession | None:
+    def _run(self, editor: CodeEditor, spans, work) -> InfillSession | None:
         if self.engine.error is not None:
             raise ValueError(f"No model: {self.engine.error}")
         session = self._session(editor, spans)
-        if self.engine.submit(requests, session, owner=editor) is None:
+        if self.engine.submit(work, session, owner=editor) is None:
             session.fail(RuntimeError("no model is loaded"))
             return None
         return session

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from model.api import Backend, CancelFlag, Cancelled, Draft, InfillRequest
+from model.api import Backend, CancelFlag, Cancelled, Draft, InfillRequest, TemplateRequest
 
 DraftCallback = Callable[[tuple[Draft, ...]], None]
 DoneCallback = Callable[[tuple[Draft, ...]], None]
@@ -24,7 +24,7 @@ ErrorCallback = Callable[[BaseException], None]
 
 @dataclass
 class Job:
-    requests: tuple[InfillRequest, ...]
+    work: tuple[InfillRequest, ...] | TemplateRequest  # requests denoised together, or one template
     on_draft: DraftCallback
     on_done: DoneCallback
     on_error: ErrorCallback
@@ -65,14 +65,15 @@ class InferenceWorker:
 
     def submit(
         self,
-        requests: Sequence[InfillRequest],
+        work: Sequence[InfillRequest] | TemplateRequest,
         on_draft: DraftCallback,
         on_done: DoneCallback,
         on_error: ErrorCallback,
         on_cancelled: Callable[[], None] | None = None,
         owner: object = None,
     ) -> Job:
-        job = Job(tuple(requests), on_draft, on_done, on_error, on_cancelled, owner)
+        work = work if isinstance(work, TemplateRequest) else tuple(work)
+        job = Job(work, on_draft, on_done, on_error, on_cancelled, owner)
         with self._lock:
             if owner is not None:
                 previous = self._latest.get(id(owner))
@@ -113,7 +114,11 @@ class InferenceWorker:
             return
         last: tuple[Draft, ...] | None = None
         try:
-            for drafts in self.backend.stream(job.requests, job.cancel_flag):
+            if isinstance(job.work, TemplateRequest):
+                stream = self.backend.stream_template(job.work, job.cancel_flag)
+            else:
+                stream = self.backend.stream(job.work, job.cancel_flag)
+            for drafts in stream:
                 last = drafts
                 if all(draft.final for draft in drafts):
                     break

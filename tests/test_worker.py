@@ -99,3 +99,16 @@ def test_load_failure_fails_every_job_with_its_message():
     assert recorder.finished.wait(10)
     worker.stop()
     assert "not installed" in str(recorder.errors[0]) and "not installed" in str(worker.load_error)
+
+
+def test_template_jobs_go_to_stream_template(tiny_backend):
+    from model.api import TemplateRequest
+
+    worker = InferenceWorker(lambda: tiny_backend)
+    worker.start()
+    recorder = Recorder()
+    template = TemplateRequest(("a = ", "\nb = ", "\n"), (3, 3), seed=0)
+    worker.submit(template, recorder.drafts.append, recorder._done, recorder._error, recorder._cancelled)
+    assert recorder.finished.wait(60)
+    worker.stop()
+    assert len(recorder.done[0]) == 2  # one draft per gap
