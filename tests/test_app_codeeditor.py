@@ -6,7 +6,6 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 
-import app  # noqa: F401 - applies the PySide6 refcount guard
 from app.codeeditor import CodeEditor
 
 

@@ -16,7 +16,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
 
-import app  # noqa: F401 - applies the PySide6 refcount guard
 from app.codeeditor import CodeEditor, document_text
 from app.session import InfillSession
 from model.api import Candidate, Draft, TokenState
