@@ -4,7 +4,7 @@
 
 Runs under a virtual X server (``Xvfb``, started here when there is no DISPLAY; install with
 ``apt-get install -y xvfb libxcb-icccm4 libxcb-keysyms1``). Writes ``rewrite-start.png`` (the Ctrl+K box),
-``rewrite-mid.png``, ``rewrite-end.png`` and ``gap-fill-end.png``, and prints the time from launch
+``rewrite-mid.png``, ``rewrite-end.png``, ``rewrite.gif`` (one frame per pass) and ``gap-fill-end.png``, and prints the time from launch
 to the window on screen and the longest the event loop was blocked while denoising.
 """
 
@@ -54,6 +54,25 @@ def main() -> int:
     finally:
         if server is not None:
             server.terminate()
+
+
+def save_animation(frames, path: Path) -> None:
+    """Save Qt pixmaps as a looping GIF: one frame per drawn pass, the result held longest."""
+    import io
+
+    from PIL import Image
+    from PySide6.QtCore import QBuffer, QIODevice
+
+    images = []
+    for pixmap in frames:
+        buffer = QBuffer()
+        buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+        pixmap.save(buffer, "PNG")
+        image = Image.open(io.BytesIO(bytes(buffer.data()))).convert("RGB")
+        images.append(image.resize((image.width * 2 // 3, image.height * 2 // 3)))
+    durations = [900] + [350] * (len(images) - 2) + [2500]
+    images[0].save(path, save_all=True, append_images=images[1:], duration=durations[: len(images)], loop=0)
+    print(f"wrote {path} ({len(images)} frames)", flush=True)
 
 
 def shoot(args) -> int:
@@ -130,13 +149,18 @@ def shoot(args) -> int:
         passes: list[str] = []
         session.progress.connect(passes.append)
         mid_taken = False
+        frames = [editor.viewport().grab()]
         while session.state == "running":
             await asyncio.sleep(0.01)
+            if len(passes) > len(frames) - 1:  # a pass was drawn: one animation frame
+                frames.append(editor.viewport().grab())
             if len(passes) >= 3 and not mid_taken:
                 grab("rewrite-mid.png")
                 mid_taken = True
         ticker.stop()
         grab("rewrite-end.png")
+        frames.append(editor.viewport().grab())
+        save_animation(frames, out / "rewrite.gif")
         if stalls:
             print(f"largest UI stall while denoising: {max(stalls) * 1000:.0f} ms "
                   f"(event-loop gap, 5 ms timer, {len(stalls)} ticks)", flush=True)
