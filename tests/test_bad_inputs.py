@@ -1,0 +1,298 @@
+"""Bad inputs: each gets a clear message and loses nothing (the table is docs/bad-inputs.md).
+
+Inputs already covered elsewhere are only referenced in the table; these tests add the rest.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QSettings
+from PySide6.QtGui import QTextCursor
+
+from test_app_support import FakeBackend, qasync_loop  # noqa: F401 - fixture
+
+from app.cli import main
+from app.codeeditor import document_text
+from app.mainwindow import MainWindow
+from model.api import EngineError
+from model.loading import load_backend
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def window(qtbot, qasync_loop, tmp_path):  # noqa: F811
+    window = MainWindow(qasync_loop, QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    window.show()
+    yield window
+    window.watcher.blockSignals(True)  # files these tests deleted must not mark documents modified again
+    for document in window.documents():  # no "save changes?" prompt
+        if document.editor.session is not None:
+            document.editor.session.reject()
+        document.editor.document().setModified(False)
+    window.close()
+    window.engine.stop()
+    window.deleteLater()
+
+
+def with_fake_model(window, qtbot) -> FakeBackend:
+    backend = FakeBackend()
+    window.engine.start(lambda: backend, "fake")
+    qtbot.waitUntil(lambda: window.engine.info is not None, timeout=10000)
+    return backend
+
+
+# --- files that open, and save back byte for byte ---------------------------------------------
+
+OPENS = {
+    "invalid UTF-8 that is CP1252": b"caf\xe9 cr\xe8me br\xfbl\xe9e\n",
+    "UTF-16 BE without BOM": "hello\nworld\n".encode("utf-16-be"),
+    "UTF-16 LE without BOM, CJK (opens as CP1252)": "中文字符测试文本".encode("utf-16-le"),
+    "UTF-32 LE with BOM": codecs.BOM_UTF32_LE + "x = 'é'\r\n".encode("utf-32-le"),
+    "only a BOM": codecs.BOM_UTF8,
+    "no-break space, line separator, form feed": "a\u00a0b\u2028c\x0cd\n".encode(),
+    "a 100,000-character line": b"x" * 100_000 + b"\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPENS))
+def test_odd_files_open_and_save_byte_identically(window, tmp_path, name):
+    path = tmp_path / "file.txt"
+    path.write_bytes(OPENS[name])
+    document = window.open_path(str(path))
+    assert document is not None
+    assert window.save(document)
+    assert path.read_bytes() == OPENS[name]
+
+
+def test_mixed_line_endings_open_and_save_with_the_most_common_one(window, tmp_path):
+    path = tmp_path / "mixed.txt"
+    path.write_bytes(b"a\r\nb\nc\r\nd\re\r\n")
+    document = window.open_path(str(path))
+    assert document_text(document.editor.document()) == "a\nb\nc\nd\ne\n"
+    assert document.format.newline == "\r\n" and "CRLF" in window.format_label.text()
+    assert window.save(document)
+    assert path.read_bytes() == b"a\r\nb\r\nc\r\nd\r\ne\r\n"  # every line kept; the endings are made one
+
+
+# --- files that are refused, with a message, and nothing opened -------------------------------
+
+def _refused(window, path: str, *fragments: str) -> None:
+    before = window.tabs.count()
+    assert window.open_path(path) is None
+    assert window.tabs.count() == before
+    message = window.message_box.text()
+    assert message.startswith("Cannot open") and all(fragment in message for fragment in fragments), message
+
+
+REFUSED = {
+    "invalid UTF-8, undefined in CP1252": (b"\x81\x8d\x8f\x90\x9d text", "not valid text"),
+    "NUL bytes in UTF-8": (b"name = 'x'\x00\x00\n", "NUL"),
+    "a U+2029 paragraph separator": ("one\u2029two\n".encode(), "U+2029"),
+    "two BOMs (U+FEFF at the start of the text)": (codecs.BOM_UTF8 * 2 + b"text", "U+FEFF"),
+    "a single 5 MB line": (b"x = '" + b"a" * (5 << 20) + b"'\n", "a line of 5,242,886 characters"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_files_the_editor_would_mangle_are_refused(window, tmp_path, name):
+    data, fragment = REFUSED[name]
+    path = tmp_path / "bad.txt"
+    path.write_bytes(data)
+    _refused(window, str(path), fragment, "Nothing was opened")
+    assert path.read_bytes() == data
+
+
+def test_a_100_mb_file_is_refused_at_once(window, tmp_path):
+    path = tmp_path / "huge.log"
+    with open(path, "wb") as handle:
+        handle.truncate(100 << 20)  # the size is checked before a byte is read
+    _refused(window, str(path), "100 MB", "up to 64 MB")
+
+
+def test_a_folder_a_missing_file_and_a_device_are_refused(window, tmp_path):
+    _refused(window, str(tmp_path), "is a folder")
+    _refused(window, str(tmp_path / "missing.txt"), "No such file")
+    _refused(window, "/dev/zero", "not a regular file")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    _refused(window, str(fifo), "not a regular file")
+
+
+# --- saving -----------------------------------------------------------------------------------
+
+def open_and_type(window, qtbot, path: Path, typed: str = "more"):
+    document = window.open_path(str(path))
+    cursor = document.editor.textCursor()
+    cursor.movePosition(QTextCursor.MoveOperation.End)
+    document.editor.setTextCursor(cursor)
+    qtbot.keyClicks(document.editor, typed)
+    return document
+
+
+def test_a_read_only_file_is_not_replaced_and_the_text_is_kept(window, qtbot, tmp_path):
+    path = tmp_path / "locked.txt"
+    path.write_text("original\n")
+    document = open_and_type(window, qtbot, path)
+    path.chmod(0o444)
+    assert not window.save(document)
+    assert "read-only" in window.message_box.text() and "The text is still here" in window.message_box.text()
+    assert path.read_text() == "original\n"
+    assert document_text(document.editor.document()) == "original\nmore" and document.is_modified()
+
+
+def test_a_file_deleted_while_open_is_written_back_on_save(window, qtbot, tmp_path):
+    path = tmp_path / "gone.txt"
+    path.write_text("keep me\n")
+    document = open_and_type(window, qtbot, path)
+    path.unlink()
+    assert window.save(document)
+    assert path.read_text() == "keep me\nmore"
+
+
+def test_a_file_whose_folder_vanished_keeps_the_text_with_a_message(window, qtbot, tmp_path):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    path = folder / "notes.txt"
+    path.write_text("notes\n")
+    document = open_and_type(window, qtbot, path)
+    shutil.rmtree(folder)
+    assert not window.save(document)
+    assert "No such file or directory" in window.message_box.text()
+    assert document_text(document.editor.document()) == "notes\nmore" and document.is_modified()
+
+
+def test_saving_through_a_symbolic_link_updates_its_target_and_keeps_the_link(window, qtbot, tmp_path):
+    target = tmp_path / "real.txt"
+    target.write_text("real\n")
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    document = open_and_type(window, qtbot, link)
+    assert window.save(document)
+    assert link.is_symlink() and target.read_text() == "real\nmore"
+
+
+# --- templates --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "template, message",
+    [
+        ("a [MASK b MASK] c [MASK:3 d", "No [MASK] gaps"),
+        ("x = [MASK:1234567]\n", "No [MASK] gaps"),  # seven digits: not a marker, so plain text
+        ("x = [MASK:0]\n", "length 0 is outside 1..1024"),
+        ("x = [MASK:99999]\n", "length 99999 is outside 1..1024"),
+    ],
+)
+def test_templates_without_valid_gaps_explain_and_change_nothing(window, qtbot, template, message):
+    with_fake_model(window, qtbot)
+    document = window.new_document()
+    document.editor.setPlainText(template)
+    window.fill_gaps()
+    assert document.editor.session is None
+    assert message in window.statusBar().currentMessage()
+    assert document_text(document.editor.document()) == template
+
+
+def test_a_nested_marker_fills_the_inner_gap_only(window, qtbot):
+    with_fake_model(window, qtbot)
+    document = window.new_document()
+    document.editor.setPlainText("v = [MASK[MASK]]\n")
+    window.fill_gaps()
+    session = document.editor.session
+    qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
+    assert session.originals == ["[MASK]"]
+    session.accept()
+    assert document_text(document.editor.document()) == f"v = [MASK{FakeBackend.result(0)}]\n"
+
+
+# --- selections -------------------------------------------------------------------------------
+
+def test_a_100000_character_selection_rewrites_and_rejects_exactly(window, qtbot):
+    backend = with_fake_model(window, qtbot)
+    document = window.new_document()
+    text = "head\n" + "".join(f"line {i:06d} é\n" for i in range(8_000)) + "tail\n"
+    document.editor.setPlainText(text)
+    cursor = document.editor.textCursor()
+    cursor.setPosition(5)
+    cursor.setPosition(100_005, QTextCursor.MoveMode.KeepAnchor)
+    document.editor.setTextCursor(cursor)
+    window.starter.rewrite(document.editor)
+    session = document.editor.session
+    qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
+    request = backend.requests[0][0]
+    assert len(request.init_text) == 100_000 and len(request.prefix) == 5 and len(request.suffix) <= 6000
+    session.reject()
+    assert document_text(document.editor.document()) == text
+    cursor.setPosition(5)
+    cursor.setPosition(100_005, QTextCursor.MoveMode.KeepAnchor)
+    document.editor.setTextCursor(cursor)
+    session = window.starter.rewrite(document.editor)
+    qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
+    session.accept()
+    assert document_text(document.editor.document()) == text[:5] + FakeBackend.result(0) + text[100_005:]
+    document.editor.undo()
+    assert document_text(document.editor.document()) == text
+
+
+# --- model folders ----------------------------------------------------------------------------
+
+def load_error(folder: Path) -> str:
+    with pytest.raises(EngineError) as caught:
+        load_backend(str(folder), device="cpu")
+    assert "\n" not in str(caught.value)
+    return str(caught.value)
+
+
+def test_a_tokenizer_larger_than_the_model_is_refused(tmp_path, tiny_model_dir, project_tokenizer):
+    folder = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, folder)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    tokenizer.add_tokens([f"<extra_{i}>" for i in range(5000)])
+    tokenizer.save_pretrained(folder)
+    assert "tokens but the model only" in load_error(folder)
+
+
+@pytest.mark.parametrize("broken", ["empty weights", "garbage tokenizer.json"])
+def test_broken_model_files_give_one_line(tmp_path, tiny_model_dir, broken):
+    folder = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, folder)
+    if broken == "empty weights":
+        (folder / "model.safetensors").write_bytes(b"")
+    else:
+        (folder / "tokenizer.json").write_text("{ this is not a tokenizer")
+    message = load_error(folder)
+    assert str(folder) in message and "cannot load the model" in message
+
+
+# --- JSON Lines -------------------------------------------------------------------------------
+
+def test_a_huge_jsonl_line_is_answered(monkeypatch, capsys, tiny_model_dir):
+    import io
+
+    line = json.dumps({"id": "big", "prefix": "word " * 200_000, "suffix": "", "max_new_tokens": 2})
+    monkeypatch.setattr(sys, "stdin", io.StringIO(line + "\n" + json.dumps({"id": "next", "max_new_tokens": 2}) + "\n"))
+    assert main(["infill", "--jsonl", "--model", str(tiny_model_dir), "--steps", "2", "--seed", "1"]) == 0
+    records = [json.loads(out) for out in capsys.readouterr().out.splitlines()]
+    assert [record["id"] for record in records] == ["big", "next"] and all("text" in record for record in records)
+
+
+def test_jsonl_input_that_is_not_utf8_is_one_error_line(tmp_path):
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(b'{"id": 1, "prefix": "caf\xe9"}\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "app.cli", "infill", "--jsonl", str(requests), "--model", str(tmp_path / "never-loaded")],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "not valid UTF-8" in result.stderr
+
