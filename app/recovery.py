@@ -20,6 +20,7 @@ was; the old folder is removed only after the restored documents have been copie
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import uuid
@@ -32,6 +33,8 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app import fileio
 from app.document import Document
+
+log = logging.getLogger(__name__)
 
 SNAPSHOT_MS = 2000
 ROOT_VARIABLE = "SFUMATO_RECOVERY_DIR"
@@ -127,9 +130,11 @@ class Orphan:
 def find_orphans(root: Path) -> list[Orphan]:
     """Session folders under ``root`` whose owner is no longer running; empty ones are tidied away."""
     orphans = []
-    if not root.is_dir():
+    try:
+        folders = sorted(path for path in root.iterdir() if path.is_dir())
+    except OSError:  # no recovery folder yet, or one we cannot read
         return orphans
-    for folder in sorted(path for path in root.iterdir() if path.is_dir()):
+    for folder in folders:
         lock = QLockFile(str(folder / LOCK_NAME))
         lock.setStaleLockTime(0)
         if not lock.tryLock(0):
@@ -189,8 +194,12 @@ class Recovery(QObject):
                 continue
             stamp = (document.path, document.format)
             if document in self._dirty or self._written.get(document) != stamp:
+                try:
+                    self._folder.write(name, encode_copy(document))
+                except OSError as error:  # a full disk must not stop the editor; the next tick retries
+                    log.warning("cannot write the recovery copy of %s: %s", document.name, error)
+                    continue
                 self._dirty.discard(document)
-                self._folder.write(name, encode_copy(document))
                 self._written[document] = stamp
         for document in [d for d in self._names if d not in live]:
             self._folder.remove(self._names.pop(document))
@@ -263,9 +272,17 @@ def _ask(window, recovery: Recovery, orphans: list[Orphan]) -> None:
     box.open()
 
 
-def attach(window) -> Recovery:
-    """Hot exit for ``window``: copies every few seconds and on quit; after a crash, offer them back."""
-    recovery = Recovery(window.documents, recovery_root(), parent=window)
+def attach(window) -> Recovery | None:
+    """Hot exit for ``window``: copies every few seconds and on quit; after a crash, offer them back.
+
+    None, with a status-bar message, when the recovery folder cannot be made: the editor still runs.
+    """
+    root = recovery_root()
+    try:
+        recovery = Recovery(window.documents, root, parent=window)
+    except OSError as error:
+        window.statusBar().showMessage(f"No crash recovery: cannot use {root} ({error}).", 10000)
+        return None
     QApplication.instance().aboutToQuit.connect(recovery.close)
     QTimer.singleShot(0, lambda: offer_restore(window, recovery))
     return recovery

@@ -207,3 +207,32 @@ def test_the_offer_to_restore(qtbot, qasync_loop, tmp_path, button, restored, ke
         document.editor.document().setModified(False)
     store.close()
     window.engine.stop()
+
+
+def test_without_a_usable_recovery_folder_the_editor_still_starts(qtbot, qasync_loop, tmp_path, monkeypatch):  # noqa: F811
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the recovery folder should be")
+    monkeypatch.setenv(recovery.ROOT_VARIABLE, str(blocker / "recovery"))
+    window = MainWindow(qasync_loop, QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(window)
+    assert recovery.attach(window) is None
+    assert "No crash recovery" in window.statusBar().currentMessage()
+    assert recovery.find_orphans(blocker / "recovery") == []
+    window.engine.stop()
+
+
+def test_a_copy_that_cannot_be_written_is_retried_on_the_next_tick(qtbot, tmp_path, monkeypatch):
+    document = untitled(qtbot, "precious")
+    store = recovery.Recovery(lambda: [document], tmp_path / "recovery")
+    real_write = fileio.write_atomic
+
+    def disk_full(path, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(fileio, "write_atomic", disk_full)
+    store.snapshot()
+    assert copies(store.folder) == []
+    monkeypatch.setattr(fileio, "write_atomic", real_write)
+    store.snapshot()
+    assert [copy.text for copy in copies(store.folder)] == ["precious"]
+    store.close()
