@@ -299,6 +299,8 @@ class MainWindow(QMainWindow):
         return bool(path) and self._write(document, path)
 
     def _write(self, document: Document, path: str | None) -> bool:
+        if path is None and document.disk_state() == "changed" and not self._overwrite_changed(document):
+            return False
         try:
             document.save(path)
         except UnicodeEncodeError as error:
@@ -323,6 +325,21 @@ class MainWindow(QMainWindow):
         self.settings.save(self.store)
         self._update_title(document.editor)
         self.statusBar().showMessage(f"Saved {document.path}", 3000)
+        return True
+
+    def _overwrite_changed(self, document: Document) -> bool:
+        """Save found the file changed by another program (the watcher has not told us yet): ask."""
+        answer = QMessageBox.question(
+            self,
+            "File changed on disk",
+            f"{document.name} was changed by another program since it was opened or saved. "
+            "Replace it with your text?",
+            QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Cancel,
+        )
+        if answer != QMessageBox.StandardButton.Save:
+            self.statusBar().showMessage("Not saved; the file on disk and your text are both as they were.", 6000)
+            return False
         return True
 
     def close_tab(self, editor: CodeEditor | None) -> bool:

@@ -296,3 +296,20 @@ def test_jsonl_input_that_is_not_utf8_is_one_error_line(tmp_path):
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and "not valid UTF-8" in result.stderr
 
+
+
+@pytest.mark.parametrize("answer", ["Save", "Cancel"])
+def test_saving_over_a_file_another_program_changed_asks_first(window, qtbot, tmp_path, monkeypatch, answer):
+    from PySide6.QtWidgets import QMessageBox
+
+    path = tmp_path / "shared.txt"
+    path.write_text("mine\n")
+    document = open_and_type(window, qtbot, path)
+    window.watcher.blockSignals(True)  # as if the watcher had not reported the change yet
+    path.write_text("theirs, and longer\n")
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question", lambda *args, **kwargs: asked.append(args[2]) or getattr(QMessageBox.StandardButton, answer))
+    assert window.save(document) == (answer == "Save")
+    assert "changed by another program" in asked[0]
+    assert path.read_text() == ("mine\nmore" if answer == "Save" else "theirs, and longer\n")
+    assert document_text(document.editor.document()) == "mine\nmore"
