@@ -21,6 +21,7 @@ from model.api import EngineError, InfillRequest, TemplateRequest
 
 VERSION = "0.1.0"
 COMMANDS = ("infill", "fill", "bench")
+MAX_NEW_TOKENS = 4096  # per JSONL request; a larger number would keep the model busy for hours
 
 
 class UsageError(Exception):
@@ -116,6 +117,8 @@ def parse_request_line(line: str, steps: int | None, seed: int | None) -> tuple[
     for key, kind in fields.items():
         if key in data and data[key] is not None and (not isinstance(data[key], kind) or isinstance(data[key], bool)):
             raise _WithId(request_id, f"field {key!r} has the wrong type")
+    if (data.get("max_new_tokens") or 0) > MAX_NEW_TOKENS:
+        raise _WithId(request_id, f"max_new_tokens must be at most {MAX_NEW_TOKENS}")
     try:
         request = InfillRequest(
             prefix=data.get("prefix", ""),

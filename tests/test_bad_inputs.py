@@ -286,6 +286,17 @@ def test_a_huge_jsonl_line_is_answered(monkeypatch, capsys, tiny_model_dir):
     assert [record["id"] for record in records] == ["big", "next"] and all("text" in record for record in records)
 
 
+def test_a_jsonl_request_for_a_billion_tokens_gets_an_error_line_and_the_rest_run(monkeypatch, capsys, tiny_model_dir):
+    import io
+
+    lines = [json.dumps({"id": "greedy", "max_new_tokens": 10**9}), json.dumps({"id": "fine", "max_new_tokens": 2})]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(lines) + "\n"))
+    assert main(["infill", "--jsonl", "--model", str(tiny_model_dir), "--steps", "2", "--seed", "1"]) == 0
+    greedy, fine = [json.loads(out) for out in capsys.readouterr().out.splitlines()]
+    assert greedy == {"id": "greedy", "error": "max_new_tokens must be at most 4096"}
+    assert "text" in fine
+
+
 def test_jsonl_input_that_is_not_utf8_is_one_error_line(tmp_path):
     requests = tmp_path / "requests.jsonl"
     requests.write_bytes(b'{"id": 1, "prefix": "caf\xe9"}\n')
