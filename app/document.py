@@ -9,7 +9,7 @@ from PySide6.QtGui import QPalette, QTextCursor
 from PySide6.QtWidgets import QApplication
 
 from app import fileio
-from app.codeeditor import CodeEditor, document_text
+from app.codeeditor import CodeEditor
 from app.highlighter import attach_highlighter
 
 
@@ -36,10 +36,8 @@ class Document:
         document = cls(editor, os.path.abspath(path), fmt)
         document.disk_stamp = _stamp(document.path)
         document.longest_line = max(map(len, text.split("\n")))
+        _check_editable(text)
         editor.setPlainText(text)
-        if document_text(editor.document()) != text:  # Qt makes U+2029 a line break, drops a leading U+FEFF
-            editor.clear()
-            raise fileio.NotTextError("it holds characters the editor would change on save (U+2029, or U+FEFF at the start)")
         editor.document().setModified(False)
         document.rehighlight()
         return document
@@ -85,6 +83,7 @@ class Document:
     def reload(self) -> None:
         """Read the file again, as one undoable edit; raises NotTextError / OSError."""
         text, fmt = fileio.read_text(self.path)
+        _check_editable(text)
         if self.editor.session is not None:
             self.editor.session.reject()
         cursor = QTextCursor(self.editor.document())
@@ -95,6 +94,13 @@ class Document:
         self.format = fmt
         self.disk_stamp = _stamp(self.path)
         self.editor.document().setModified(False)
+
+
+def _check_editable(text: str) -> None:
+    """NotTextError for text a QTextDocument would not hold exactly, so saving would change it:
+    Qt makes U+2029 a line break and drops a U+FEFF at the start."""
+    if "\u2029" in text or text.startswith("\ufeff"):
+        raise fileio.NotTextError("it holds characters the editor would change on save (U+2029, or U+FEFF at the start)")
 
 
 def _stamp(path: str) -> tuple[int, int] | None:

@@ -324,3 +324,13 @@ def test_saving_over_a_file_another_program_changed_asks_first(window, qtbot, tm
     assert "changed by another program" in asked[0]
     assert path.read_text() == ("mine\nmore" if answer == "Save" else "theirs, and longer\n")
     assert document_text(document.editor.document()) == "mine\nmore"
+
+
+def test_reloading_a_file_that_now_holds_a_paragraph_separator_keeps_the_text(window, qtbot, tmp_path):
+    path = tmp_path / "watched.txt"
+    path.write_text("calm\n")
+    document = window.open_path(str(path))
+    path.write_text("changed\u2029by another program\n")  # the watcher reloads an unmodified document
+    qtbot.waitUntil(lambda: window.message_box is not None and "U+2029" in window.message_box.text(), timeout=10000)
+    assert "Your text is kept" in window.message_box.text()
+    assert document_text(document.editor.document()) == "calm\n"
