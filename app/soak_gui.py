@@ -1,6 +1,6 @@
 """GUI soak: many infill sessions in one editor window, each accepted or rejected at random.
 
-    python -m app.soak_gui --model FOLDER --n 200 [--seed 0]
+    python -m app.soak_gui --model FOLDER --n 200 [--seed 0] [--tokens 64]
 
 The real window, engine, worker thread and model run (offscreen unless a display is set). Every
 session is a rewrite of a random selection, an infill at a random cursor, or a gap fill of a
@@ -21,6 +21,7 @@ import random
 import sys
 import tempfile
 import time
+from dataclasses import replace
 
 TIMEOUT_S = 120.0
 SAMPLE = (
@@ -141,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="embedded", help="model spec (a folder, or embedded)")
     parser.add_argument("--n", type=int, default=200, help="sessions")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tokens", type=int, default=64, help="new tokens per infill and per gap")
     args = parser.parse_args(argv)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -157,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         window = MainWindow(loop, QSettings(os.path.join(folder, "settings.ini"), QSettings.Format.IniFormat), args.model)
         window.show()
+        window.starter.options = replace(window.starter.options, max_new_tokens=args.tokens, gap_tokens=args.tokens)
         window.start_engine()
         if not wait(lambda: window.engine.info is not None or window.engine.error is not None):
             print(json.dumps({"error": "the model did not load"}))
