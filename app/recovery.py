@@ -59,6 +59,7 @@ class RecoveredDocument:
     path: str | None
     format: fileio.TextFormat
     name: str
+    disk_stamp: tuple[int, int] | None  # the file as last read or saved: a later change is detected on save
 
 
 def encode_copy(document: Document) -> bytes:
@@ -69,6 +70,7 @@ def encode_copy(document: Document) -> bytes:
         "encoding": document.format.encoding,
         "bom": document.format.bom,
         "newline": document.format.newline,
+        "disk_stamp": document.disk_stamp,
     }
     # surrogatepass: a lone surrogate pasted into the editor survives the round trip too
     return json.dumps(header).encode("utf-8") + b"\n" + document.editor.saved_text().encode("utf-8", "surrogatepass")
@@ -83,7 +85,8 @@ def decode_copy(data: bytes) -> RecoveredDocument:
     if not isinstance(header, dict) or header.get("version") != FORMAT_VERSION:
         raise ValueError("unknown recovery format")
     fmt = fileio.TextFormat(header["encoding"], bool(header["bom"]), header["newline"])
-    return RecoveredDocument(body.decode("utf-8", "surrogatepass"), header["path"], fmt, header["name"])
+    stamp = tuple(header["disk_stamp"]) if header.get("disk_stamp") else None
+    return RecoveredDocument(body.decode("utf-8", "surrogatepass"), header["path"], fmt, header["name"], stamp)
 
 
 class SessionFolder:
@@ -219,7 +222,7 @@ def restore(window, orphan: Orphan) -> list[Document]:
     restored = []
     for copy in orphan.documents:
         document = window.new_document()
-        document.path, document.format = copy.path, copy.format
+        document.path, document.format, document.disk_stamp = copy.path, copy.format, copy.disk_stamp
         document.editor.setPlainText(copy.text)
         document.rehighlight()
         document.editor.document().setModified(True)

@@ -178,9 +178,33 @@ def test_after_kill_9_the_next_start_restores_the_text_byte_for_byte(qtbot, qasy
     assert document_text(restored.editor.document()) == TRICKY
     assert restored.path == str(path) and restored.format == fileio.TextFormat("utf-8", False, "\r\n")
     assert restored.is_modified() and window.documents() == [restored]
-    assert window.save(restored)
+    assert window.save(restored)  # the file is as the crashed editor last saw it: no question
     assert path.read_bytes() == fileio.encode(TRICKY, restored.format)
     assert list(root.iterdir()) == []
+
+
+def test_a_file_changed_after_the_crash_is_not_overwritten_without_asking(qtbot, qasync_loop, tmp_path, monkeypatch):  # noqa: F811
+    from PySide6.QtWidgets import QMessageBox
+
+    path = tmp_path / "shared.txt"
+    path.write_text("before the crash\n")
+    root = tmp_path / "recovery"
+    crashed = Document.open(str(path), CodeEditor())
+    qtbot.addWidget(crashed.editor)
+    crashed.editor.insertPlainText("unsaved ")
+    recovery.Recovery(lambda: [crashed], root).close()
+    path.write_text("written by another program after the crash\n")
+    window = MainWindow(qasync_loop, QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(window)
+    [orphan] = recovery.find_orphans(root)
+    [restored] = recovery.restore(window, orphan)
+    orphan.discard()
+    monkeypatch.setattr(QMessageBox, "question", lambda *args, **kwargs: QMessageBox.StandardButton.Cancel)
+    assert not window.save(restored)
+    assert path.read_text() == "written by another program after the crash\n"
+    assert document_text(restored.editor.document()) == "unsaved before the crash\n"
+    restored.editor.document().setModified(False)
+    window.engine.stop()
 
 
 @pytest.mark.parametrize("button, restored, kept", [("Restore", True, False), ("Discard", False, False), ("Not Now", False, True)])
