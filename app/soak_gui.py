@@ -60,9 +60,12 @@ class Soak:
 
         return document_text(self.editor.document())
 
-    def check(self, condition: bool, what: str, index: int) -> None:
-        if not condition:
-            self.breaches.append(f"session {index}: {what}")
+    def same(self, actual: str, expected: str, what: str, index: int) -> None:
+        """A breach when the texts differ, showing where they first do."""
+        if actual != expected:
+            at = next((i for i, (a, b) in enumerate(zip(actual, expected)) if a != b), min(len(actual), len(expected)))
+            around = slice(max(0, at - 20), at + 20)
+            self.breaches.append(f"session {index}: {what} (at {at}: {actual[around]!r} != {expected[around]!r})")
 
     def start(self, index: int):
         """Start one session of a random kind; the session, or None when none could start."""
@@ -100,7 +103,7 @@ class Soak:
             wait(lambda: session.has_draft or session.state != "running", 10.0)
             session.reject()
             self.counts["interrupted"] += 1
-            self.check(self.text() == before, "an interrupted session changed the text", index)
+            self.same(self.text(), before, "an interrupted session changed the text", index)
             return
         if roll < 0.3:  # type above the region while it denoises
             wait(lambda: session.has_draft or session.state != "running", 10.0)
@@ -116,23 +119,23 @@ class Soak:
             self.breaches.append(f"session {index}: no result within {TIMEOUT_S:.0f} s")
             session.reject()
             return
-        self.check(editor.saved_text() == before, "saving would see a draft", index)
+        self.same(editor.saved_text(), before, "saving would see a draft", index)
         if session.state == "ended":
             self.counts["failed"] += 1
-            self.check(self.text() == before, f"a {outcomes} session changed the text", index)
+            self.same(self.text(), before, f"a {outcomes} session changed the text", index)
             return
         if self.rng.random() < 0.5:
             session.reject()
             self.counts["rejected"] += 1
-            self.check(self.text() == before, "reject changed the text", index)
+            self.same(self.text(), before, "reject changed the text", index)
             return
         session.accept()
         self.counts["accepted"] += 1
         after = self.text()
         editor.undo()
-        self.check(self.text() == before, "undo after accept did not restore the text", index)
+        self.same(self.text(), before, "undo after accept did not restore the text", index)
         editor.redo()
-        self.check(self.text() == after, "redo after undo did not bring the result back", index)
+        self.same(self.text(), after, "redo after undo did not bring the result back", index)
         if self.rng.random() < 0.5:  # keep the document from drifting far from the sample
             editor.undo()
 
