@@ -297,6 +297,21 @@ def document_text(document) -> str:
     return document.toRawText().replace("\u2029", "\n")
 
 
+def utf16_length(text: str) -> int:
+    """``text``'s length in Qt positions: UTF-16 code units (a character beyond U+FFFF takes two)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def index_of(text: str, position: int) -> int:
+    """The index into the Python string ``text`` of the Qt ``position`` (UTF-16 code units)."""
+    return len(text.encode("utf-16-le", "surrogatepass")[: 2 * position].decode("utf-16-le", "surrogatepass"))
+
+
+def position_of(text: str, index: int) -> int:
+    """The Qt position of index ``index`` into the Python string ``text``."""
+    return utf16_length(text[:index])
+
+
 def faded(color: QColor, alpha: int) -> QColor:
     color = QColor(color)
     color.setAlpha(alpha)

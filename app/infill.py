@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.codeeditor import CodeEditor, document_text
+from app.codeeditor import CodeEditor, document_text, index_of, position_of
 from app.engine import Engine
 from app.session import InfillSession, SessionKeys
 from model.api import InfillRequest, TemplateRequest
@@ -46,8 +46,8 @@ class InfillStarter:
     def rewrite(self, editor: CodeEditor, strength: float = 1.0, instruction: str | None = None) -> InfillSession | None:
         """Rewrite the selection (or infill at the cursor when nothing is selected)."""
         cursor = editor.textCursor()
-        start, end = cursor.selectionStart(), cursor.selectionEnd()
         text = document_text(editor.document())
+        start, end = index_of(text, cursor.selectionStart()), index_of(text, cursor.selectionEnd())
         original = text[start:end]
         request = InfillRequest(
             prefix=text[max(0, start - CONTEXT_CHARS) : start],
@@ -60,7 +60,7 @@ class InfillStarter:
             n_alternatives=self.options.alternatives,
             sampler_bound=self.options.sampler_bound,
         )
-        return self._run(editor, [(start, end)], [request])
+        return self._run(editor, [(cursor.selectionStart(), cursor.selectionEnd())], [request])
 
     def fill_gaps(self, editor: CodeEditor) -> InfillSession | None:
         """Fill every [MASK] / [MASK:n] gap of the document in one run; None with a message if none."""
@@ -76,7 +76,7 @@ class InfillStarter:
             max_new_tokens=tuple(gap.max_new_tokens for gap in gaps),
             steps=self.options.steps,
         )
-        return self._run(editor, [(gap.start, gap.end) for gap in gaps], template)
+        return self._run(editor, [(position_of(text, gap.start), position_of(text, gap.end)) for gap in gaps], template)
 
     def _run(self, editor: CodeEditor, spans, work) -> InfillSession | None:
         if self.engine.error is not None:

@@ -28,7 +28,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QKeyEvent, QKeySequence, QPalette, QTextCharFormat, QTextCursor, QTextDocument
 from PySide6.QtWidgets import QTextEdit
 
-from app.codeeditor import CodeEditor, document_text, faded
+from app.codeeditor import CodeEditor, document_text, faded, index_of, utf16_length
 from model.api import Candidate, Draft
 
 log = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ class InfillSession(QObject):
         self.underline_low_confidence = underline_low_confidence
         self._total_steps = total_steps
         text = document_text(self.document)
-        self._regions = [_Region(self.document, s, e, text[s:e]) for s, e in sorted(spans)]
+        self._regions = [_Region(self.document, s, e, text[index_of(text, s) : index_of(text, e)]) for s, e in sorted(spans)]
         self._drafts: tuple[Draft, ...] | None = None  # what is shown (or will be)
         self._pending: tuple[Draft, ...] | None = None  # newest draft not yet drawn
         self._alternative = 0
@@ -149,7 +149,7 @@ class InfillSession(QObject):
         if not self.has_draft:
             return text
         for region, (start, end) in reversed(list(zip(self._regions, self.spans()))):
-            text = text[:start] + region.original + text[end:]
+            text = text[: index_of(text, start)] + region.original + text[index_of(text, end) :]
         return text
 
     def modified_without_draft(self) -> bool:
@@ -323,12 +323,12 @@ class InfillSession(QObject):
             if candidate is None:
                 selections.append(self._selection(start, end, self._format(background=faded(accent, 60))))
                 continue
-            if sum(len(token.text) for token in candidate.tokens) != end - start:
+            if sum(utf16_length(token.text) for token in candidate.tokens) != end - start:
                 selections.append(self._selection(start, end, self._format(background=faded(accent, 40))))
                 continue
             position = start
             for token in candidate.tokens:
-                stop = position + len(token.text)
+                stop = position + utf16_length(token.text)
                 if self.state == "ready" or token.accepted:
                     fmt = self._format(background=faded(accent, 34))
                     if self.state == "ready" and self.underline_low_confidence and token.confidence < LOW_CONFIDENCE:
@@ -386,7 +386,7 @@ class InfillSession(QObject):
         if self.document.availableUndoSteps() == steps and self.document.revision() == self._draft_revision:
             self.document.undo()
             self.document.clearUndoRedoStacks(QTextDocument.Stacks.RedoStack)
-            self._place(spans, [len(region.original) for region in self._regions])
+            self._place(spans, [utf16_length(region.original) for region in self._regions])
         else:  # something edited the text behind the session's back: restore the text anyway
             log.warning("the document changed outside an infill session's control; restoring the regions")
             self._write(self.originals, as_draft=False)
@@ -409,7 +409,7 @@ class InfillSession(QObject):
         for region, (start, end) in zip(self._regions, self.spans()):
             if position < start:
                 break
-            length = len(region.original) if self.has_draft else end - start
+            length = utf16_length(region.original) if self.has_draft else end - start
             if position < end:
                 return start + shift + min(position - start, length)
             shift += length - (end - start)
@@ -436,7 +436,7 @@ class InfillSession(QObject):
         """Whether an edit changed a region's original text (only the regions are read)."""
         cursor = QTextCursor(self.document)
         for region, (start, end) in zip(self._regions, self.spans()):
-            if start > end or end - start != len(region.original):
+            if start > end or end - start != utf16_length(region.original):
                 return True
             cursor.setPosition(start)
             cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)

@@ -610,3 +610,31 @@ def test_a_worker_stopped_mid_run_leaves_the_document_and_a_restarted_one_works(
     session.accept()
     assert document_text(editor.document()) == TEXT[:19] + FakeBackend.result(0) + TEXT[31:]
     engine.stop()
+
+
+def test_characters_beyond_u_ffff_before_the_region_keep_every_position_right(qtbot, qasync_loop):  # noqa: F811
+    """Qt counts UTF-16 code units, Python code points: an emoji before the region must not shift it."""
+    engine = make_engine(qasync_loop, FakeBackend(), qtbot)
+    starter = InfillStarter(engine, InfillOptions(), DEFAULT_KEYS)
+    text = "😀 𝔘 abc def\n[MASK] end 🎉\n"
+    editor = editor_with(qtbot, text)
+    start = text.index("abc") + 2  # two emoji: two more Qt positions than Python indices
+    cursor = editor.textCursor()
+    cursor.setPosition(start)
+    cursor.setPosition(start + 3, QTextCursor.MoveMode.KeepAnchor)
+    editor.setTextCursor(cursor)
+    session = starter.rewrite(editor)
+    assert session.originals == ["abc"]
+    qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
+    assert editor.saved_text() == text  # what Save and the recovery copy write while the draft is shown
+    session.accept()
+    assert document_text(editor.document()) == text.replace("abc", FakeBackend.result(0))
+    editor.undo()
+    assert document_text(editor.document()) == text
+    session = starter.fill_gaps(editor)
+    assert session.originals == ["[MASK]"]
+    qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
+    assert editor.saved_text() == text
+    session.accept()
+    assert document_text(editor.document()) == text.replace("[MASK]", FakeBackend.result(0))
+    engine.stop()
