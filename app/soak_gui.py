@@ -71,20 +71,21 @@ class Soak:
         """Start one session of a random kind; the session, or None when none could start."""
         from PySide6.QtGui import QTextCursor
 
+        from app.codeeditor import position_of
+
         editor, text = self.editor, self.text()
         kind = self.rng.choice(["rewrite", "infill", "gap"])
         cursor = editor.textCursor()
         if kind == "gap":
-            position = self.rng.randint(0, len(text))
-            cursor.setPosition(position)
+            cursor.setPosition(position_of(text, self.rng.randint(0, len(text))))
             cursor.insertText(self.rng.choice(["[MASK]", "[MASK:3]"]))
             self.counts["gap_fills"] += 1
             self.window.fill_gaps()
         else:
-            start = self.rng.randint(0, len(text))
+            start = self.rng.randint(0, len(text))  # whole characters, as a user selects
             end = min(len(text), start + (self.rng.randint(1, 40) if kind == "rewrite" else 0))
-            cursor.setPosition(start)
-            cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+            cursor.setPosition(position_of(text, start))
+            cursor.setPosition(position_of(text, end), QTextCursor.MoveMode.KeepAnchor)
             editor.setTextCursor(cursor)
             self.window.starter.rewrite(editor, strength=self.rng.uniform(0.3, 1.0))
         return editor.session
