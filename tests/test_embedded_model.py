@@ -1,0 +1,39 @@
+"""The shipped default model loads through the engine and infills held-out code sensibly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from model.api import InfillRequest
+from model.evaluate import heldout_documents, make_tasks
+from model.loading import EMBEDDED_DIR, EMBEDDED_NAME, load_backend
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return load_backend("embedded", device="cpu")
+
+
+def test_the_folder_is_complete_and_small():
+    folder = EMBEDDED_DIR / EMBEDDED_NAME
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "generation_config.json", "sfumato.json", "README.md"):
+        assert (folder / name).is_file(), name
+    assert sum(f.stat().st_size for f in folder.iterdir()) < 100 * 2**20
+    assert json.loads((folder / "sfumato.json").read_text())["prompt_layout"] == "fim"
+
+
+def test_infills_held_out_lines(backend):
+    tasks = make_tasks(heldout_documents("test"), "single", 6, seed=7)
+    requests = [InfillRequest(prefix=t.prefix, suffix=t.suffix, max_new_tokens=32, seed=0) for t in tasks]
+    final = None
+    for drafts in backend.stream(requests):
+        final = drafts
+    assert all(draft.final for draft in final)
+    texts = [draft.text for draft in final]
+    assert sum(bool(text.strip()) for text in texts) >= 5, texts
+    for draft in final:
+        pieces = [token.text for token in draft.tokens]
+        assert len(pieces) < 4 or len(set(pieces)) > 1, draft.text  # not one token over and over
+        assert draft.forward_passes >= 1
