@@ -77,7 +77,7 @@ def test_metainfo_names_the_desktop_file_binary_licence_and_current_release():
     assert root.findtext("launchable[@type='desktop-id']") == DESKTOP.name
     assert root.findtext("provides/binary") == console_script()
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-    assert root.findtext("project_license") == pyproject["project"]["license"]["text"]
+    assert root.findtext("project_license") == pyproject["project"]["license"]
     assert root.find("releases/release").get("version") == VERSION == pyproject["project"]["version"]
 
 
