@@ -76,7 +76,7 @@ def machine() -> dict:
 
 
 def plot(figures: dict, path: Path) -> None:
-    """Exact match against tokens per forward across sampler bounds; the one-token point marked."""
+    """Exact match (and similarity) against tokens per forward across sampler bounds; the one-token point marked."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -84,7 +84,10 @@ def plot(figures: dict, path: Path) -> None:
 
     curve = sorted(figures["curve"], key=lambda point: point["tokens_per_forward"])
     figure, axes = pyplot.subplots(figsize=(6, 4), dpi=120)
-    axes.plot([p["tokens_per_forward"] for p in curve], [100 * p["exact_match"] for p in curve], "o-")
+    axes.plot([p["tokens_per_forward"] for p in curve], [100 * p["exact_match"] for p in curve], "o-",
+              label="exact match")
+    axes.plot([p["tokens_per_forward"] for p in curve], [100 * p["char_similarity"] for p in curve], "o--",
+              color="grey", label="character similarity")
     for point in curve:
         axes.annotate(f"bound {point['entropy_bound']:g}", (point["tokens_per_forward"], 100 * point["exact_match"]),
                       textcoords="offset points", xytext=(4, 4), fontsize=7)
@@ -95,7 +98,7 @@ def plot(figures: dict, path: Path) -> None:
     axes.plot([shipped["tokens_per_forward"]], [100 * shipped["exact_match"]], "*", markersize=12, color="green",
               label="shipped setting")
     axes.set_xlabel("tokens per decoder pass")
-    axes.set_ylabel("single-line exact match (%)")
+    axes.set_ylabel("single-line infill (%)")
     axes.set_title(f"Held-out infill, {figures['tasks']} tasks")
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
