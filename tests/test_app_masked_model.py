@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import time
 
 import pytest
-from PySide6.QtCore import QSettings
 
-from test_app_support import qasync_loop  # noqa: F401 - fixture
+from test_app_support import qasync_loop, window_with_model  # noqa: F401 - fixture
 from test_app_tiny_model import press_ctrl_k, select, wait_ready
 from test_masked_diffusion import build_bert
 
 from app.codeeditor import document_text
-from app.mainwindow import MainWindow
 from app.session import InfillSession
 
 TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))\n"
@@ -21,18 +18,8 @@ TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))
 @pytest.fixture(scope="module")
 def window(qapp, qasync_loop, tmp_path_factory, project_tokenizer):  # noqa: F811
     folder = build_bert(tmp_path_factory.mktemp("bert-app"), project_tokenizer)
-    store = QSettings(str(tmp_path_factory.mktemp("settings") / "s.ini"), QSettings.Format.IniFormat)
-    window = MainWindow(qasync_loop, store, model_spec=str(folder))
-    window.settings.device = "cpu"
-    window.settings.steps = 4
-    window._apply_settings()
-    window.show()
-    window.start_engine()
-    start = time.monotonic()
-    while window.engine.loading and time.monotonic() - start < 120:
-        qapp.processEvents()
-        time.sleep(0.01)
-    assert window.engine.info is not None and window.engine.info.backend == "masked-diffusion"
+    window = window_with_model(qapp, qasync_loop, str(folder), tmp_path_factory.mktemp("settings"), steps=4)
+    assert window.engine.info.backend == "masked-diffusion"
     yield window
     for document in window.documents():
         document.editor.document().setModified(False)

@@ -90,3 +90,27 @@ def make_engine(qasync_loop, backend, qtbot):
     engine.start(lambda: backend, "fake")
     qtbot.waitUntil(lambda: engine.info is not None or engine.error is not None, timeout=30000)
     return engine
+
+
+def window_with_model(qapp, loop, spec: str, settings_dir, **settings):
+    """A shown main window whose engine has loaded ``spec`` (module fixtures have no qtbot)."""
+    import time
+
+    from PySide6.QtCore import QSettings
+
+    from app.mainwindow import MainWindow
+
+    store = QSettings(str(settings_dir / "s.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(loop, store, model_spec=spec)
+    window.settings.device = "cpu"
+    for name, value in settings.items():
+        setattr(window.settings, name, value)
+    window._apply_settings()
+    window.show()
+    window.start_engine()
+    start = time.monotonic()
+    while window.engine.loading and time.monotonic() - start < 120:
+        qapp.processEvents()
+        time.sleep(0.01)
+    assert window.engine.info is not None, window.engine.error
+    return window

@@ -6,17 +6,15 @@ Random weights write nonsense, so these tests assert what happens to the user's 
 
 from __future__ import annotations
 
-import time
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 
-from test_app_support import qasync_loop  # noqa: F401 - fixture
+from test_app_support import qasync_loop, window_with_model  # noqa: F401 - fixture
 
 from app.codeeditor import document_text
 from app.inlinebox import InlineBox
-from app.mainwindow import MainWindow
 from model.template import apply_fills, find_gaps
 
 TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))\n"
@@ -24,18 +22,7 @@ TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))
 
 @pytest.fixture(scope="module")
 def window(qapp, qasync_loop, tiny_model_dir, tmp_path_factory):  # noqa: F811
-    store = QSettings(str(tmp_path_factory.mktemp("settings") / "s.ini"), QSettings.Format.IniFormat)
-    window = MainWindow(qasync_loop, store, model_spec=str(tiny_model_dir))
-    window.settings.device = "cpu"
-    window.settings.max_new_tokens = 12
-    window._apply_settings()
-    window.show()
-    window.start_engine()
-    start = time.monotonic()
-    while window.engine.loading and time.monotonic() - start < 120:  # a module fixture has no qtbot
-        qapp.processEvents()
-        time.sleep(0.01)
-    assert window.engine.info is not None, window.engine.error
+    window = window_with_model(qapp, qasync_loop, str(tiny_model_dir), tmp_path_factory.mktemp("settings"), max_new_tokens=12)
     yield window
     for document in window.documents():
         if document.editor.session is not None:
