@@ -109,7 +109,7 @@ def _load_diffusion_gemma(source, folder, config, device, allow_downloads, allow
     import torch
     from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 
-    from model.diffusion_gemma import DiffusionGemmaBackend, Profile
+    from model.diffusion_gemma import DiffusionGemmaBackend
 
     dtype = torch.bfloat16 if device != "cpu" else torch.float32
     try:
