@@ -91,7 +91,7 @@ def plot(figures: dict, path: Path) -> None:
     for point in curve:
         axes.annotate(f"bound {point['entropy_bound']:g}", (point["tokens_per_forward"], 100 * point["exact_match"]),
                       textcoords="offset points", xytext=(4, 4), fontsize=7)
-    sequential = next(p for p in curve if p["entropy_bound"] == 0.0)
+    sequential = next(p for p in curve if p["entropy_bound"] == figures["sequential_entropy_bound"])
     axes.plot([sequential["tokens_per_forward"]], [100 * sequential["exact_match"]], "s", color="crimson",
               label="one token per pass")
     shipped = next(p for p in curve if p["entropy_bound"] == figures["shipped_entropy_bound"])

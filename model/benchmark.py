@@ -8,6 +8,7 @@ match it costs. Times are medians over repeats, on a warm model.
 
 from __future__ import annotations
 
+import copy
 import statistics
 import threading
 import time
@@ -15,7 +16,7 @@ import time
 import torch
 
 from model.api import InfillRequest
-from model.evaluate import ENTROPY_BOUNDS, heldout_documents, make_tasks, pass_time_ms, run, set_sampler
+from model.evaluate import ENTROPY_BOUNDS, ONE_PER_PASS, heldout_documents, make_tasks, pass_time_ms, run, set_sampler
 from model.worker import InferenceWorker
 
 
@@ -71,11 +72,12 @@ def first_draft_ms(backend, repeats: int = 5) -> float:
 def quality_and_speed(backend, n_tasks: int, sweep: bool = True, batch: int = 1, seed: int = 0) -> dict:
     """Exact match, tokens per forward and wall time at the shipped bound, sequentially, and swept."""
     config = backend.model.generation_config
+    saved = copy.deepcopy(config)
     shipped = (config.sampler_config.entropy_bound, (config.t_min, config.t_max))
     tasks = make_tasks(heldout_documents("test"), "single", n_tasks, seed)
     curve = []
     try:
-        for bound in sorted({*(ENTROPY_BOUNDS if sweep else (0.0,)), shipped[0]}):
+        for bound in sorted({*(ENTROPY_BOUNDS if sweep else (ONE_PER_PASS,)), shipped[0]}):
             set_sampler(backend, bound, shipped[1])
             result = run(backend, tasks, batch, seed)
             curve.append(
@@ -88,12 +90,13 @@ def quality_and_speed(backend, n_tasks: int, sweep: bool = True, batch: int = 1,
                 }
             )
     finally:
-        set_sampler(backend, *shipped)
+        backend.model.generation_config = saved
     at_shipped = next(point for point in curve if point["entropy_bound"] == shipped[0])
-    sequential = next(point for point in curve if point["entropy_bound"] == 0.0)
+    sequential = next(point for point in curve if point["entropy_bound"] == ONE_PER_PASS)
     return {
         "tasks": n_tasks,
         "shipped_entropy_bound": shipped[0],
+        "sequential_entropy_bound": ONE_PER_PASS,
         "tokens_per_forward": at_shipped["tokens_per_forward"],
         "exact_match": at_shipped["exact_match"],
         "exact_match_sequential": sequential["exact_match"],

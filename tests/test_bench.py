@@ -1,0 +1,23 @@
+"""The benchmark's engine figures and report on the tiny model (figures checked for shape, not speed)."""
+
+from app.bench import plot, table
+from model.benchmark import first_draft_ms, prefill_ms, quality_and_speed
+
+
+def test_quality_and_speed_compares_shipped_with_one_token_per_pass(tiny_backend, tmp_path):
+    before = tiny_backend.model.generation_config.to_dict()
+    figures = quality_and_speed(tiny_backend, n_tasks=2, sweep=False)
+    assert tiny_backend.model.generation_config.to_dict() == before  # the shipped settings are back
+    assert {"tokens_per_forward", "exact_match", "exact_match_sequential", "speedup_vs_sequential"} <= set(figures)
+    bounds = [point["entropy_bound"] for point in figures["curve"]]
+    assert figures["sequential_entropy_bound"] in bounds and figures["shipped_entropy_bound"] in bounds
+    assert figures["speedup_vs_sequential"] > 0
+    plot(figures, tmp_path / "plot.png")
+    assert (tmp_path / "plot.png").read_bytes().startswith(b"\x89PNG")
+    report = table({**figures, "prefill_ms": {"256": 1.0}})
+    assert "tokens_per_forward" in report and ">= 6" in report and "curve" not in report
+
+
+def test_latency_probes_return_times(tiny_backend):
+    assert prefill_ms(tiny_backend, 64, repeats=1) > 0
+    assert first_draft_ms(tiny_backend, repeats=1) > 0
