@@ -378,23 +378,24 @@ def _in_inference_mode(steps: Iterator):
 def _split_gaps(state: _RowState, sentinels: list[int]) -> list[_RowState]:
     """A joint canvas ``<gap_0> fill0 <gap_1> fill1 ...`` cut into one state per gap.
 
-    A gap whose sentinel the model has not written (yet) is empty; tokens before the first
-    sentinel belong to nowhere and are dropped.
+    A fill runs from its gap's first sentinel to the next sentinel of any kind; a sentinel the
+    model writes again, and tokens before the first sentinel, belong to no gap. A gap whose
+    sentinel has not been written (yet) is empty.
     """
-    bounds = {}
-    for position, token_id in enumerate(state.ids):
-        if token_id in sentinels and token_id not in bounds:
-            bounds[token_id] = position
-    parts = []
-    for index, sentinel in enumerate(sentinels):
-        if sentinel not in bounds:
-            parts.append(_RowState([], [], [], state.step, state.passes, state.final))
+    spans: dict[int, tuple[int, int]] = {}
+    current, start = None, 0
+    for position, token_id in enumerate([*state.ids, None]):
+        if token_id is not None and token_id not in sentinels:
             continue
-        start = bounds[sentinel] + 1
-        later = [bounds[s] for s in sentinels if s in bounds and bounds[s] >= start]
-        end = min(later, default=len(state.ids))
+        if current is not None:
+            spans[current] = (start, position)
+        current = token_id if token_id is not None and token_id not in spans else None
+        start = position + 1
+    parts = []
+    for sentinel in sentinels:
+        begin, end = spans.get(sentinel, (0, 0))
         parts.append(
-            _RowState(state.ids[start:end], state.accepted[start:end], state.confidence[start:end],
+            _RowState(state.ids[begin:end], state.accepted[begin:end], state.confidence[begin:end],
                       state.step, state.passes, state.final)
         )
     return parts

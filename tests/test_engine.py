@@ -209,3 +209,13 @@ def test_interleaved_and_abandoned_streams_do_not_leak_inference_mode(tiny_backe
     first.close()  # abandoned mid-run, as a cancelled editor session does
     assert list(second)[-1][0].final
     assert not torch.is_inference_mode_enabled()
+
+
+def test_joint_fill_never_puts_a_sentinel_into_a_gap():
+    from model.diffusion_gemma import _RowState, _split_gaps
+
+    g0, g1, a, b, c = 100, 101, 5, 6, 7
+    state = _RowState([a, g0, b, g0, c, g1, a], [True] * 7, [1.0] * 7, 1, 1)
+    parts = _split_gaps(state, [g0, g1])
+    assert [p.ids for p in parts] == [[b], [a]]  # the repeated <gap_0> ends gap 0; c belongs nowhere
+    assert [p.ids for p in _split_gaps(_RowState([g0, a, b], [True] * 3, [1.0] * 3, 1, 1), [g0, g1])] == [[a, b], []]
