@@ -13,9 +13,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QGuiApplication, QImage, QPainter
-from PySide6.QtSvg import QSvgRenderer
+from PySide6.QtGui import QGuiApplication
+
+from app.about import icon_pixmap
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "packaging" / "icons" / "sfumato.svg"
@@ -24,29 +24,18 @@ RUNTIME = ROOT / "resources" / "icons" / "sfumato.svg"
 SIZES = (16, 24, 32, 48, 64, 128, 256, 512)
 
 
-def render(svg: Path, size: int) -> QImage:
-    """The icon as a size x size image with a transparent background; ValueError if the SVG is bad."""
-    renderer = QSvgRenderer(str(svg))
-    if not renderer.isValid():
-        raise ValueError(f"{svg}: not a valid SVG")
-    image = QImage(size, size, QImage.Format.Format_ARGB32_Premultiplied)
-    image.fill(Qt.GlobalColor.transparent)
-    painter = QPainter(image)
-    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-    renderer.render(painter)
-    painter.end()
-    return image
-
-
 def main() -> int:
     QGuiApplication.instance() or QGuiApplication(sys.argv[:1])
+    RUNTIME.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(SOURCE, RUNTIME)  # the app's icon, which icon_pixmap draws
     for size in SIZES:
         target = THEME / f"{size}x{size}" / "apps" / "sfumato.png"
         target.parent.mkdir(parents=True, exist_ok=True)
-        if not render(SOURCE, size).save(str(target), "PNG"):
+        pixmap = icon_pixmap(size)
+        if pixmap.isNull():
+            raise ValueError(f"{SOURCE}: not a valid SVG")
+        if not pixmap.save(str(target), "PNG"):
             raise OSError(f"cannot write {target}")
-    RUNTIME.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(SOURCE, RUNTIME)
     print(f"rendered {len(SIZES)} sizes into {THEME.relative_to(ROOT)}; copied the SVG to {RUNTIME.relative_to(ROOT)}")
     return 0
 
