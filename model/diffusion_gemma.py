@@ -39,6 +39,7 @@ from model.api import (
 )
 from model.gap_fill import fill_gaps_separately
 from model.layout import Layout
+from model.prompt_cache import PromptCache
 from model.token_text import drop_incomplete_tail, split_text, token_bytes_table
 from model.tokenizer import decode_ids, encode_text
 
@@ -118,6 +119,7 @@ class DiffusionGemmaBackend:
         # control tokens never belong in the user's text
         self._suppressed = sorted(set(tokenizer.all_special_ids) - self._end_ids)
         self.device = next(model.parameters()).device
+        self.prompt_cache = PromptCache()
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -205,7 +207,11 @@ class DiffusionGemmaBackend:
             input_ids[b, width - len(row.prompt) :] = torch.tensor(row.prompt)
             attention_mask[b, width - len(row.prompt) :] = True
         n_canvases = math.ceil(max(row.max_new_tokens for row in rows) / L)
-        cache = model._prepare_cache_for_generation(config, B, width + n_canvases * L)
+        # One prompt for every row (a request and its alternatives): its start may already be encoded.
+        shared_prompt = rows[0].prompt if all(row.prompt == rows[0].prompt for row in rows) else None
+        cache, reused = self.prompt_cache.lookup(shared_prompt, B) if shared_prompt else (None, 0)
+        if cache is None:
+            cache = model._prepare_cache_for_generation(config, B, width + n_canvases * L)
 
         sampler = self._sampler(config)
         pinned = PinnedTokens(torch.zeros((B, L), dtype=torch.bool, device=device), torch.zeros((B, L), dtype=torch.long, device=device))
@@ -221,18 +227,21 @@ class DiffusionGemmaBackend:
         passes = [0] * B
         step = 0
         cur_len = width
-        new_ids = input_ids
+        new_ids = input_ids[:, reused:]
         decoder_attention_mask = torch.nn.functional.pad(attention_mask, (0, L), value=True)
         for canvas_index in range(n_canvases):
             encoder_position_ids = torch.arange(cur_len - new_ids.shape[1], cur_len, device=device).unsqueeze(0)
             decoder_position_ids = torch.arange(cur_len, cur_len + L, device=device).unsqueeze(0)
-            encoder_inputs, encoder_mask = model._prepare_encoder_inputs(
-                input_ids=new_ids, attention_mask=attention_mask, encoder_position_ids=encoder_position_ids,
-                cache=cache, is_prefill=canvas_index == 0, canvas_length=L, batch_size=B,
-            )
-            cache = model.model.encoder(
-                input_ids=encoder_inputs, attention_mask=encoder_mask, cache=cache, position_ids=encoder_position_ids
-            ).cache
+            if new_ids.shape[1]:  # nothing to encode when the whole prompt came from the prompt cache
+                encoder_inputs, encoder_mask = model._prepare_encoder_inputs(
+                    input_ids=new_ids, attention_mask=attention_mask, encoder_position_ids=encoder_position_ids,
+                    cache=cache, is_prefill=canvas_index == 0, canvas_length=L, batch_size=B,
+                )
+                cache = model.model.encoder(
+                    input_ids=encoder_inputs, attention_mask=encoder_mask, cache=cache, position_ids=encoder_position_ids
+                ).cache
+            if canvas_index == 0 and shared_prompt and reused < len(shared_prompt):
+                self.prompt_cache.store(shared_prompt, cache)
 
             start = self._start_canvas(rows, canvas_index, sampler, pinned)
             canvas, self_conditioning, mask_mapping, done = model._prepare_denoiser_inputs(
