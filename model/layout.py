@@ -38,11 +38,17 @@ class Layout:
         self.gaps = [special_id(tokenizer, token) for token in GAP_TOKENS]
 
     def fim_prompt(self, prefix: Sequence[int], suffix: Sequence[int], budget: int) -> list[int]:
-        """PSM prompt within ``budget`` tokens: the prefix loses its start, the suffix its end."""
+        """PSM prompt within ``budget`` tokens: the prefix loses its start, the suffix its end.
+
+        A prefix's start is dropped in steps of ``budget // 16`` tokens, so that typing at the
+        cursor of a long document leaves the prompt's start, and its cached encoding, unchanged.
+        """
         room = max(0, budget - 4)
         keep_suffix = min(len(suffix), max(room // 4, room - len(prefix)))
         keep_prefix = min(len(prefix), room - keep_suffix)
-        prefix = prefix[len(prefix) - keep_prefix :]
+        step = max(1, budget // 16)
+        drop = -(-(len(prefix) - keep_prefix) // step) * step
+        prefix = prefix[drop:]
         suffix = suffix[:keep_suffix]
         return [self.bos, self.fim_prefix, *prefix, self.fim_suffix, *suffix, self.fim_middle]
 

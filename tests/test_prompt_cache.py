@@ -120,3 +120,15 @@ def test_a_sliding_window_cache_within_its_window_is_cut_back_to_the_shared_star
     assert n == 20
     assert reused.layers[0].keys.shape == (2, 1, 20, 4)
     assert reused.get_seq_length() == 20
+
+
+def test_typing_at_the_cursor_of_a_long_document_keeps_the_prompt_start(backend):
+    budget = backend.profile.context_tokens
+    document = "".join(f"value_{i} = compute({i}, scale={i % 7})\n" for i in range(400))
+    assert prompt_length(backend, document) <= budget
+    before = backend._prompt(InfillRequest(prefix=document, suffix="\n"))
+    after = backend._prompt(InfillRequest(prefix=document + "result = ", suffix="\n"))
+    assert before[:budget // 2] == after[:budget // 2]
+    infill(backend, document)
+    infill(backend, document + "result = ")
+    assert backend.prompt_cache.reused_tokens >= budget // 2
