@@ -288,14 +288,14 @@ class DiffusionGemmaBackend:
     def _pass(self, canvas, argmax, self_conditioning, done, cur_step, sampler, logits_processor, stopping, inputs):
         """One denoising pass, in the order of the library's ``_denoising_step``.
 
-        The one difference: the denoiser's sample is drawn as the argmax of the logits plus
-        exponential-race noise (equivalent to sampling the softmax) instead of ``torch.multinomial``
-        over the full vocabulary, which measured ~11 of ~38 ms per pass on this CPU.
+        The one difference: the denoiser's sample is drawn by inverting the softmax's cumulative
+        distribution at one uniform number per position (the same distribution) instead of
+        ``torch.multinomial`` over the full vocabulary. Measured on this CPU for 32 x 8192 logits:
+        multinomial ~11 ms, an exponential-race argmax 5.6 ms, the inverse CDF 0.25 ms.
         """
         logits = self.model(decoder_input_ids=canvas, self_conditioning_logits=self_conditioning, **inputs).logits
         logits = logits_processor(None, logits, cur_step=cur_step)  # (B, L, V)
-        race = torch.empty_like(logits).exponential_().log_()
-        denoised = (logits - race).argmax(dim=-1)
+        denoised = sample_tokens(logits)
         new_argmax = logits.argmax(dim=-1)
         accepted = sampler.accept_canvas(canvas, denoised, logits, cur_step)
         new_canvas = sampler.renoise_canvas(accepted, cur_step)
@@ -369,6 +369,13 @@ class DiffusionGemmaBackend:
         text = decode_ids(self.tokenizer, state.ids) if state.final else "".join(pieces)
         tokens = tuple(TokenState(p, c, a) for p, c, a in zip(pieces, state.confidence, state.accepted))
         return Draft(state.step, (Candidate(text, tokens),), state.final, state.passes, len(state.ids))
+
+
+def sample_tokens(logits: torch.Tensor) -> torch.LongTensor:
+    """One token per position (..., V) -> (...), drawn from softmax(logits) by inverse CDF."""
+    cdf = torch.softmax(logits.float(), dim=-1).cumsum(dim=-1)
+    uniform = torch.rand(cdf.shape[:-1], device=cdf.device).clamp_min(1e-7).unsqueeze(-1) * cdf[..., -1:]
+    return torch.searchsorted(cdf, uniform).squeeze(-1).clamp_max(cdf.shape[-1] - 1)
 
 
 def _in_inference_mode(steps: Iterator):

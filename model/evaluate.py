@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import json
 import random
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,11 +54,13 @@ class Task:
     suffix: str
 
 
-def heldout_documents(part: str) -> list[Document]:
-    return [doc for doc in iter_documents("heldout") if heldout_part(doc.name) == part]
+@functools.cache
+def heldout_documents(part: str) -> tuple[Document, ...]:
+    """The held-out part's documents (reading the corpus takes seconds: read once per process)."""
+    return tuple(doc for doc in iter_documents("heldout") if heldout_part(doc.name) == part)
 
 
-def make_tasks(documents: list[Document], kind: str, n: int, seed: int) -> list[Task]:
+def make_tasks(documents: Sequence[Document], kind: str, n: int, seed: int) -> list[Task]:
     """``n`` tasks of ``kind``, drawn with a fixed seed: documents uniformly, then a line in it."""
     rng = random.Random(f"{seed}:{kind}")
     tasks: list[Task] = []

@@ -20,4 +20,6 @@ def test_quality_and_speed_compares_shipped_with_one_token_per_pass(tiny_backend
 
 def test_latency_probes_return_times(tiny_backend):
     assert prefill_ms(tiny_backend, 64, repeats=1) > 0
-    assert first_draft_ms(tiny_backend, repeats=1) > 0
+    first_draft = first_draft_ms(tiny_backend, repeats=1)
+    assert first_draft["cold"] > 0 and first_draft["repeat"] > 0
+    assert tiny_backend.prompt_cache.reused_tokens > 0  # the repeated request's prompt came from the cache
