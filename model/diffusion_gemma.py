@@ -119,6 +119,7 @@ class DiffusionGemmaBackend:
         # control tokens never belong in the user's text
         self._suppressed = sorted(set(tokenizer.all_special_ids) - self._end_ids)
         self.device = next(model.parameters()).device
+        self._end_tensor = torch.tensor(sorted(self._end_ids), device=self.device)
         self.prompt_cache = PromptCache()
 
     # ---- public API -------------------------------------------------------------------------
@@ -256,20 +257,24 @@ class DiffusionGemmaBackend:
             for cur_step in reversed(range(1, config.max_denoising_steps + 1)):
                 if cancel is not None:
                     cancel.raise_if_set()
-                if bool((done | ended).all()):
+                idle = done | ended
+                if bool(idle.all()):
                     break
                 for b in range(B):
-                    passes[b] += not bool(done[b] or ended[b])
+                    passes[b] += not bool(idle[b])
                 canvas, argmax, self_conditioning, done = self._pass(
                     canvas, argmax, self_conditioning, done, cur_step, sampler, logits_processor, stopping,
                     dict(decoder_attention_mask=mask_mapping, cache=cache, decoder_position_ids=decoder_position_ids),
                 )
                 step += 1
-                accepted = sampler.accepted_token_mask | pinned.pinned
+                # A row that had stopped keeps its state: the sampler's fresh acceptance over its frozen
+                # canvas would otherwise pin (or show) the noise still standing in it.
+                accepted = (sampler.accepted_token_mask & ~idle.unsqueeze(1)) | pinned.pinned
                 shown = torch.where(accepted, canvas, argmax)
                 if self.profile.canvas_noise == "mask":  # absorbing: accepted tokens never change again
                     pinned.ids = torch.where(accepted & ~pinned.pinned, canvas, pinned.ids)
                     pinned.pinned = accepted
+                    done = done | self._settled(accepted, pinned.ids)
                 yield self._states(rows, generated, shown, accepted, self_conditioning, step, passes, finished)
 
             final_canvas = torch.where(pinned.pinned, pinned.ids, argmax)
@@ -306,6 +311,15 @@ class DiffusionGemmaBackend:
                 logits = torch.where(done[:, None, None], self_conditioning, logits)
             done = done | stopping(new_argmax, logits)
         return new_canvas, new_argmax, logits.to(self.model.model.decoder.embed_tokens.weight.dtype), done
+
+    def _settled(self, accepted: torch.BoolTensor, ids: torch.LongTensor) -> torch.BoolTensor:
+        """(B,) rows whose text can no longer change: with absorbing noise, every position up to the
+        first accepted end token (or the whole canvas) is accepted. Another pass would only confirm it."""
+        is_end = accepted & torch.isin(ids, self._end_tensor)
+        L = ids.shape[1]
+        first_end = torch.where(is_end.any(dim=1), is_end.int().argmax(dim=1), L)
+        before_end = torch.arange(L, device=ids.device).unsqueeze(0) < first_end.unsqueeze(1)
+        return (accepted | ~before_end).all(dim=1)
 
     def _sampler(self, config) -> EntropyBoundSampler:
         if self.profile.canvas_noise == "mask":

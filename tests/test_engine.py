@@ -234,3 +234,29 @@ def test_sampled_tokens_follow_the_softmax_and_never_take_a_suppressed_token():
     pinned = torch.full((2, 3, 5), -1e4)
     pinned[..., 4] = 1e4
     assert sample_tokens(pinned).eq(4).all()
+
+
+def test_a_row_that_stops_before_the_others_keeps_its_text_and_never_takes_mask_tokens(monkeypatch, tiny_backend):
+    import torch
+
+    class StopFirstRow:
+        def __call__(self, argmax_canvas, logits, **kwargs):
+            return torch.arange(argmax_canvas.shape[0]) == 0
+
+        def reset(self):
+            pass
+
+    monkeypatch.setattr(tiny_backend.model, "_prepare_diffusion_stopping_criteria", lambda config: StopFirstRow())
+    requests = [InfillRequest(prefix=f"value_{i} = ", max_new_tokens=12, seed=1, sampler_bound=1e-6) for i in range(3)]
+    mask = tiny_backend.tokenizer.mask_token
+    drafts = list(tiny_backend.stream(requests))
+    assert len(drafts) > 2  # the other rows went on after the first stopped
+    assert all(mask not in draft.text for step in drafts for draft in step)
+    assert drafts[-1][0].text == drafts[0][0].text  # the stopped row's text is what it was when it stopped
+
+
+def test_a_settled_canvas_takes_no_confirming_pass(monkeypatch, tiny_backend):
+    steer(monkeypatch, tiny_backend, boost_from=3)  # positions 3.. are a sure EOS; 0-2 stay uncertain
+    _, last = run(tiny_backend, InfillRequest(prefix="x = ", max_new_tokens=12, seed=2, sampler_bound=100.0))
+    assert last[0].forward_passes == 1  # everything accepted in one pass: nothing left to confirm
+    assert len(last[0].candidates[0].tokens) == 3
