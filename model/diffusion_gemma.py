@@ -304,11 +304,11 @@ class DiffusionGemmaBackend:
         new_argmax = logits.argmax(dim=-1)
         accepted = sampler.accept_canvas(canvas, denoised, logits, cur_step)
         new_canvas = sampler.renoise_canvas(accepted, cur_step)
+        if done.any():  # rows that already stopped keep their state
+            new_argmax = torch.where(done[:, None], argmax, new_argmax)
+            new_canvas = torch.where(done[:, None], canvas, new_canvas)
+            logits = torch.where(done[:, None, None], self_conditioning, logits)
         if stopping is not None:
-            if done.any():  # rows that already stopped keep their state
-                new_argmax = torch.where(done[:, None], argmax, new_argmax)
-                new_canvas = torch.where(done[:, None], canvas, new_canvas)
-                logits = torch.where(done[:, None, None], self_conditioning, logits)
             done = done | stopping(new_argmax, logits)
         return new_canvas, new_argmax, logits.to(self.model.model.decoder.embed_tokens.weight.dtype), done
 

@@ -81,13 +81,19 @@ def make_tasks(documents: Sequence[Document], kind: str, n: int, seed: int) -> l
     return tasks
 
 
-def set_sampler(backend, entropy_bound: float, temperature: tuple[float, float]) -> None:
+def set_sampler(backend, entropy_bound: float, temperature: tuple[float, float], stop: tuple) -> None:
     """Point the engine's generation config at one sampler setting. With a step per canvas position,
-    the absorbing-mask sampler (at least one token accepted per pass) always completes a canvas."""
+    the absorbing-mask sampler (at least one token accepted per pass) always completes a canvas.
+
+    ``stop`` is the shipped early stop (stability and confidence thresholds). The one-token-per-pass
+    baseline (``ONE_PER_PASS``) runs without it, since it would settle the rest of the canvas in
+    one last pass: there every token of the middle costs a pass, as in autoregressive decoding.
+    """
     config = backend.model.generation_config
     config.sampler_config.entropy_bound = entropy_bound
     config.t_min, config.t_max = temperature
     config.max_denoising_steps = backend.model.config.canvas_length
+    config.stability_threshold, config.confidence_threshold = (None, None) if entropy_bound == ONE_PER_PASS else stop
 
 
 def run(backend, tasks: list[Task], batch: int, seed: int) -> dict:
@@ -173,6 +179,7 @@ def main(argv=None) -> None:
     config = backend.model.generation_config
     C = backend.model.config.canvas_length
     shipped = {"entropy_bound": config.sampler_config.entropy_bound, "temperature": (config.t_min, config.t_max)}
+    stop = (config.stability_threshold, config.confidence_threshold)
     documents = heldout_documents(args.part)
     report: dict = {"model": str(args.model), "part": args.part, "documents": len(documents),
                     "parameters": backend.info.parameters, "canvas_length": C}
@@ -181,7 +188,7 @@ def main(argv=None) -> None:
     sweep = []
     for temperature in (TEMPERATURES if args.tune else (shipped["temperature"],)) if args.sweep else ():
         for bound in ENTROPY_BOUNDS:
-            set_sampler(backend, bound, temperature)
+            set_sampler(backend, bound, temperature, stop)
             result = run(backend, sweep_tasks, args.batch, args.seed)
             sweep.append({"entropy_bound": bound, "temperature": temperature, **summary(result)})
             print(json.dumps(sweep[-1]), flush=True)
@@ -191,11 +198,11 @@ def main(argv=None) -> None:
         # Best dev quality, counting exact match first and similarity to break ties.
         best = max(sweep, key=lambda r: (round(r["exact_match"], 3), r["char_similarity"], r["tokens_per_pass"]))
         shipped = {"entropy_bound": best["entropy_bound"], "temperature": best["temperature"]}
-        set_sampler(backend, **shipped)
+        set_sampler(backend, **shipped, stop=stop)
         backend.model.generation_config.save_pretrained(args.model)
         report["tuned"] = shipped
 
-    set_sampler(backend, **shipped)
+    set_sampler(backend, **shipped, stop=stop)
     report["shipped_sampler"] = shipped
     for kind, n in (("single", args.single), ("multi", args.multi)):
         if n:

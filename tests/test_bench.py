@@ -12,6 +12,8 @@ def test_quality_and_speed_compares_shipped_with_one_token_per_pass(tiny_backend
     bounds = [point["entropy_bound"] for point in figures["curve"]]
     assert figures["sequential_entropy_bound"] in bounds and figures["shipped_entropy_bound"] in bounds
     assert figures["speedup_vs_sequential"] > 0
+    sequential = next(p for p in figures["curve"] if p["entropy_bound"] == figures["sequential_entropy_bound"])
+    assert 0 < sequential["tokens_per_forward"] <= 1.0  # the baseline pays a pass for every token
     plot(figures, tmp_path / "plot.png")
     assert (tmp_path / "plot.png").read_bytes().startswith(b"\x89PNG")
     report = table({**figures, "prefill_ms": {"256": 1.0}})
