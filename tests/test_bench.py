@@ -25,3 +25,16 @@ def test_latency_probes_return_times(tiny_backend):
     first_draft = first_draft_ms(tiny_backend, repeats=1)
     assert first_draft["cold"] > 0 and first_draft["repeat"] > 0
     assert tiny_backend.prompt_cache.reused_tokens > 0  # the repeated request's prompt came from the cache
+
+
+def test_tuning_takes_the_fastest_sampler_within_a_point_of_the_best_quality():
+    from model.evaluate import choose_sampler
+
+    sweep = [
+        {"entropy_bound": 0.1, "exact_match": 0.30, "char_similarity": 0.80, "tokens_per_pass": 1.5},
+        {"entropy_bound": 1.0, "exact_match": 0.295, "char_similarity": 0.795, "tokens_per_pass": 4.0},
+        {"entropy_bound": 3.0, "exact_match": 0.25, "char_similarity": 0.78, "tokens_per_pass": 7.0},
+    ]
+    assert choose_sampler(sweep)["entropy_bound"] == 1.0
+    sweep[1]["char_similarity"] = 0.70  # as exact, but its misses are further off: not good enough
+    assert choose_sampler(sweep)["entropy_bound"] == 0.1
