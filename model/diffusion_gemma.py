@@ -174,7 +174,10 @@ class DiffusionGemmaBackend:
     def _chat_prompt(self, request: InfillRequest, budget: int) -> list[int]:
         """For instruction-tuned checkpoints: describe the region and ask for its new text only."""
         chars = budget * 3  # rough characters per token, refined by the final token cut below
-        prefix, suffix = request.prefix[-chars // 2 :], request.suffix[: chars // 4]
+        # The prefix loses its start in steps, so typing at the cursor keeps the cached prompt start.
+        step = max(1, chars // 32)
+        drop = -(-max(0, len(request.prefix) - chars // 2) // step) * step
+        prefix, suffix = request.prefix[drop:], request.suffix[: chars // 4]
         parts = [
             "You are editing a document. Write only the text that belongs in the region marked <REGION>, "
             "with no explanation and no code fences.",

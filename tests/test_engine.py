@@ -170,6 +170,11 @@ def test_checkpoints_without_fim_tokens_get_a_chat_prompt(tmp_path, project_toke
     _, last = run(backend, request)
     assert last[0].final
 
+    document = "".join(f"total_{i} = measure({i})\n" for i in range(2000))
+    before = backend._prompt(InfillRequest(prefix=document, suffix="\n"))
+    after = backend._prompt(InfillRequest(prefix=document + "result = ", suffix="\n"))
+    assert before[: len(before) // 2] == after[: len(before) // 2]  # typing keeps the prompt's start
+
 
 def test_joint_template_fill_reads_each_gap_between_its_sentinels(monkeypatch, tmp_path, project_tokenizer):
     from conftest import build_tiny_model
