@@ -342,7 +342,7 @@ def default_generation_config(tokenizer, canvas_length: int, max_new_tokens: int
     )
 
 
-def export_model(model, tokenizer, out: Path, noise: str, prompt_length: int, dtype: str):
+def export_model(model, tokenizer, out: Path, noise: str, prompt_length: int, dtype: str, joint_gaps: bool = True):
     """Write a Hugging Face model folder the engine loads: weights, config, tokenizer, sfumato.json."""
     out.mkdir(parents=True, exist_ok=True)
     torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
@@ -357,7 +357,8 @@ def export_model(model, tokenizer, out: Path, noise: str, prompt_length: int, dt
         "prompt_layout": "fim",
         "canvas_noise": noise,
         "context_tokens": prompt_length,
-        "joint_gaps": KIND_WEIGHTS["gaps"] > 0,  # trained on multi-gap examples: the engine fills gaps jointly
+        # trained on multi-gap examples: the engine may fill a template's gaps jointly on one canvas
+        "joint_gaps": joint_gaps and KIND_WEIGHTS["gaps"] > 0,
     }
     (out / "sfumato.json").write_text(json.dumps(profile, indent=2) + "\n")
 
@@ -391,6 +392,8 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=2, help="CPU threads (torch.set_num_threads)")
     p.add_argument("--export", metavar="DIR", help="export the checkpoint in --out as a model folder and exit")
     p.add_argument("--export-dtype", choices=["fp32", "bf16", "fp16"], default="fp16")
+    p.add_argument("--no-joint-gaps", dest="joint_gaps", action="store_false",
+                   help="export a model whose template gaps the engine fills one by one (when joint filling measured worse)")
     args = p.parse_args(argv)
     if not args.export and not args.max_steps and not args.budget_minutes:
         p.error("give --max-steps or --budget-minutes")
@@ -419,7 +422,7 @@ def main(argv=None) -> None:
     if args.export:
         if state is None:
             raise SystemExit(f"{ckpt_path}: no checkpoint to export")
-        export_model(model, tokenizer, Path(args.export), args.noise, args.prompt, args.export_dtype)
+        export_model(model, tokenizer, Path(args.export), args.noise, args.prompt, args.export_dtype, args.joint_gaps)
         print(f"exported {ckpt_path} (step {state['step']}) to {args.export}")
         return
 

@@ -99,3 +99,6 @@ def test_checkpoints_resume_and_export(tmp_path, monkeypatch, tokenizer):
             torch.testing.assert_close(exported[name].float(), value.float(), atol=1e-2, rtol=1e-2)
     drafts = list(backend.stream([InfillRequest(prefix="def add(a, b):\n", suffix="\n", max_new_tokens=8, seed=0)]))
     assert drafts[-1][0].final
+    assert json.loads((folder / "sfumato.json").read_text())["joint_gaps"] is True
+    train.main(["--out", str(out), "--export", str(folder), "--no-joint-gaps"])
+    assert json.loads((folder / "sfumato.json").read_text())["joint_gaps"] is False
