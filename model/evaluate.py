@@ -41,7 +41,9 @@ from model.loading import load_backend
 
 ONE_PER_PASS = 1e-6  # the smallest bound (the config must be > 0): one token accepted per pass
 ENTROPY_BOUNDS = (ONE_PER_PASS, 0.1, 0.3, 1.0, 3.0, 10.0)
-QUALITY_SLACK = (0.01, 0.01)  # (exact match, similarity) a faster setting may give up when tuning
+# (exact match, similarity) a faster setting may give up when tuning: per-task similarities spread
+# ~0.22 (dev), so 0.03 is ~1.4 standard errors of a 100-task mean, below what such a sweep resolves.
+QUALITY_SLACK = (0.01, 0.03)
 TEMPERATURES = ((0.05, 0.2), (0.4, 0.8))  # (t_min, t_max): the linear schedule's end and start; the library's is the second
 CONTEXT_CHARS = 4000  # per side; the engine trims the prompt to the model's context budget
 MAX_NEW_TOKENS = {"single": 48, "multi": 160}
@@ -158,7 +160,7 @@ def pass_time_ms(backend, prompt_tokens: int = 512, repeats: int = 20) -> float:
 
 def choose_sampler(sweep: list[dict]) -> dict:
     """The fastest setting (most tokens per pass) whose dev quality is within ``QUALITY_SLACK`` of the
-    best: exact match at most 1 point lower and character similarity at most 0.01 lower."""
+    best: exact match at most 1 point lower and character similarity at most 0.03 lower."""
     top_exact = max(r["exact_match"] for r in sweep)
     top_similarity = max(r["char_similarity"] for r in sweep)
     good = [r for r in sweep if r["exact_match"] >= top_exact - QUALITY_SLACK[0]
