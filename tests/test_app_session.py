@@ -42,6 +42,15 @@ def wait_ready(qtbot, session):
     qtbot.waitUntil(lambda: session.state in ("ready", "ended"), timeout=10000)
 
 
+def start_held_rewrite(qtbot, editor, starter, backend):
+    """Rewrite characters 19-31 with the backend held after its first draft: the session stays running."""
+    backend.hold.set()
+    select(editor, 19, 31)
+    session = starter.rewrite(editor)
+    qtbot.waitUntil(lambda: session.has_draft, timeout=10000)
+    return session
+
+
 def test_reject_restores_the_document_byte_for_byte(qtbot, setup):
     editor, starter, _, _ = setup()
     select(editor, 19, 31)
@@ -77,10 +86,7 @@ def test_accept_is_one_undo_step_and_ctrl_z_restores(qtbot, setup):
 
 def test_typing_before_the_region_while_it_denoises_lands_the_result_in_place(qtbot, setup):
     editor, starter, backend, _ = setup()
-    backend.hold.set()
-    select(editor, 19, 31)
-    session = starter.rewrite(editor)
-    qtbot.waitUntil(lambda: session.has_draft, timeout=10000)
+    session = start_held_rewrite(qtbot, editor, starter, backend)
     cursor = editor.textCursor()
     cursor.setPosition(0)
     editor.setTextCursor(cursor)
@@ -121,10 +127,7 @@ def test_typing_after_the_region_keeps_the_draft_out_of_the_undo_history(qtbot, 
 
 def test_typing_inside_the_region_cancels_cleanly(qtbot, setup):
     editor, starter, backend, _ = setup()
-    backend.hold.set()
-    select(editor, 19, 31)
-    session = starter.rewrite(editor)
-    qtbot.waitUntil(lambda: session.has_draft, timeout=10000)
+    session = start_held_rewrite(qtbot, editor, starter, backend)
     outcomes = []
     session.ended.connect(lambda outcome, message: outcomes.append(outcome))
     start, end = session.spans()[0]
@@ -219,10 +222,7 @@ def test_infill_at_the_cursor_inserts_at_the_cursor(qtbot, setup):
 
 def test_saved_text_never_holds_a_draft(qtbot, setup):
     editor, starter, backend, _ = setup()
-    backend.hold.set()
-    select(editor, 19, 31)
-    session = starter.rewrite(editor)
-    qtbot.waitUntil(lambda: session.has_draft, timeout=10000)
+    session = start_held_rewrite(qtbot, editor, starter, backend)
     assert document_text(editor.document()) != TEXT
     assert editor.saved_text() == TEXT
     assert not editor.is_modified()
@@ -245,10 +245,7 @@ def test_the_settings_reach_the_request(qtbot, setup):
 
 def test_tab_while_denoising_neither_accepts_nor_indents(qtbot, setup):
     editor, starter, backend, _ = setup()
-    backend.hold.set()
-    select(editor, 19, 31)
-    session = starter.rewrite(editor)
-    qtbot.waitUntil(lambda: session.has_draft, timeout=10000)
+    session = start_held_rewrite(qtbot, editor, starter, backend)
     shown = document_text(editor.document())
     qtbot.keyClick(editor, Qt.Key.Key_Tab)
     assert session.state == "running" and document_text(editor.document()) == shown

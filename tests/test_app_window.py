@@ -95,13 +95,18 @@ def test_saving_while_a_draft_is_shown_writes_the_users_text(window, qtbot, tmp_
     assert not document.is_modified()
 
 
+def drop_file(target, path):
+    """Drop the file ``path`` on ``target`` as a file manager does (the event does not own its mime data,
+    so both live here until the drop is handled)."""
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(path))])
+    target.dropEvent(QDropEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier))
+
+
 def test_dropping_a_file_opens_it(window, tmp_path):
     path = tmp_path / "dropped.md"
     path.write_text("# Title\n")
-    mime = QMimeData()
-    mime.setUrls([QUrl.fromLocalFile(str(path))])
-    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
-    window.dropEvent(event)
+    drop_file(window, path)
     assert window.current_document().path == str(path)
     assert window.current_document().language == "Markdown"
 
@@ -273,10 +278,7 @@ def test_dropping_a_file_on_the_text_opens_it_in_a_tab(window, tmp_path):
     path.write_text("dropped\n")
     editor = window.new_document().editor
     editor.setPlainText("unchanged")
-    mime = QMimeData()
-    mime.setUrls([QUrl.fromLocalFile(str(path))])
-    event = QDropEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
-    editor.dropEvent(event)
+    drop_file(editor, path)
     assert window.current_document().path == str(path)
     assert editor.toPlainText() == "unchanged"
 
