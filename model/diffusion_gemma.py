@@ -270,9 +270,7 @@ class DiffusionGemmaBackend:
                     dict(decoder_attention_mask=mask_mapping, cache=cache, decoder_position_ids=decoder_position_ids),
                 )
                 step += 1
-                # A row that had stopped keeps its state: the sampler's fresh acceptance over its frozen
-                # canvas would otherwise pin (or show) the noise still standing in it.
-                accepted = (sampler.accepted_token_mask & ~idle.unsqueeze(1)) | pinned.pinned
+                accepted = sampler.accepted_token_mask | pinned.pinned
                 shown = torch.where(accepted, canvas, argmax)
                 if self.profile.canvas_noise == "mask":  # absorbing: accepted tokens never change again
                     pinned.ids = torch.where(accepted & ~pinned.pinned, canvas, pinned.ids)
@@ -311,6 +309,8 @@ class DiffusionGemmaBackend:
             new_argmax = torch.where(done[:, None], argmax, new_argmax)
             new_canvas = torch.where(done[:, None], canvas, new_canvas)
             logits = torch.where(done[:, None, None], self_conditioning, logits)
+            # and accept nothing new: the noise still standing in a frozen canvas must not be pinned
+            sampler.accepted_token_mask = sampler.accepted_token_mask & ~done[:, None]
         if stopping is not None:
             done = done | stopping(new_argmax, logits)
         return new_canvas, new_argmax, logits.to(self.model.model.decoder.embed_tokens.weight.dtype), done
