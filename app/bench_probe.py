@@ -114,17 +114,16 @@ def stall(spec: str) -> dict:
 
 
 def rss(spec: str) -> dict:
-    import resource
-
     from model.api import InfillRequest
     from model.loading import load_backend
+    from model.soak import peak_resident_mb
 
     backend = load_backend(spec)
     for index in range(20):
         request = InfillRequest(prefix=SAMPLE[: 40 + 10 * index], suffix=SAMPLE[40 + 10 * index :], max_new_tokens=32, seed=index)
         for _ in backend.stream([request]):
             pass
-    return {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {"peak_rss_mb": peak_resident_mb()}
 
 
 if __name__ == "__main__":

@@ -32,6 +32,23 @@ def resident_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def peak_resident_mb() -> float:
+    """This process's peak resident set size in MiB.
+
+    On Linux this is ``VmHWM``, the high-water mark of the process's own memory map. ``ru_maxrss``
+    would not do for a child process: it survives fork and exec, so a child reports its parent's
+    peak when that was higher.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def random_request(rng: random.Random, index: int) -> InfillRequest:
     words = ["def", "return", "value", "self", "import", "for", "in", "if", "else", "print", "中文", "😀", "\t", "\r\n"]
     prefix = " ".join(rng.choice(words) for _ in range(rng.randint(0, 200)))

@@ -38,3 +38,22 @@ def test_tuning_takes_the_fastest_sampler_within_a_point_of_the_best_quality():
     assert choose_sampler(sweep)["entropy_bound"] == 1.0
     sweep[1]["char_similarity"] = 0.70  # as exact, but its misses are further off: not good enough
     assert choose_sampler(sweep)["entropy_bound"] == 0.1
+
+
+def test_a_probe_reports_its_own_peak_memory_not_its_parents():
+    """``ru_maxrss`` survives fork and exec: a probe started by a bench that has grown would report
+    the bench's peak. ``peak_resident_mb`` reads the child's own high-water mark."""
+    import subprocess
+    import sys
+
+    from model.soak import peak_resident_mb
+
+    ballast = bytearray(600 * 2**20)
+    ballast[:: 4096] = b"\x01" * len(ballast[:: 4096])  # touch every page: the parent's peak grows by 600 MiB
+    parent_peak = peak_resident_mb()
+    child = subprocess.run(
+        [sys.executable, "-c", "from model.soak import peak_resident_mb; print(peak_resident_mb())"],
+        capture_output=True, text=True, check=True,
+    )
+    del ballast
+    assert float(child.stdout) < parent_peak - 500
