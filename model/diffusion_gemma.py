@@ -161,9 +161,10 @@ class DiffusionGemmaBackend:
     def _row(self, request: InfillRequest) -> _Row:
         init_ids = encode_text(self.tokenizer, request.init_text) if request.is_rewrite else None
         max_new = max(request.max_new_tokens, len(init_ids) + 1) if init_ids is not None else request.max_new_tokens
-        return _Row(self._prompt(request), max_new, init_ids, request.strength)
+        return _Row(self.prompt_ids(request), max_new, init_ids, request.strength)
 
-    def _prompt(self, request: InfillRequest) -> list[int]:
+    def prompt_ids(self, request: InfillRequest) -> list[int]:
+        """The prompt the engine encodes for ``request``, within the model's context budget."""
         budget = self.profile.context_tokens
         if self.layout is not None:
             prefix = encode_text(self.tokenizer, request.prefix)

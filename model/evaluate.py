@@ -38,6 +38,7 @@ import torch
 from model.api import InfillRequest
 from model.corpus import Document, heldout_part, iter_documents
 from model.loading import load_backend
+from model.tokenizer import encode_text
 
 ONE_PER_PASS = 1e-6  # the smallest bound (the config must be > 0): one token accepted per pass
 ENTROPY_BOUNDS = (ONE_PER_PASS, 0.1, 0.3, 1.0, 3.0, 10.0)
@@ -139,6 +140,42 @@ def run(backend, tasks: list[Task], batch: int, seed: int) -> dict:
 
 
 @torch.inference_mode()
+def teacher_forced(backend, tasks: list[Task]) -> dict:
+    """Left-to-right teacher forcing on each task's first canvas (the middle, then EOS).
+
+    Position i is predicted with the reference tokens before it revealed and the rest of the canvas
+    masked, without self-conditioning. ``greedy_exact_match`` is the share of tasks whose every token
+    is the model's top choice at its step: the exact match greedy left-to-right decoding would get
+    (a middle longer than one canvas counts as a miss). These figures move long before sampled
+    exact match does, so they compare weak models; ``nll`` is the reference's mean nats per token.
+    """
+    model, layout, C = backend.model, backend.layout, backend.model.config.canvas_length
+    tokenizer, device = backend.tokenizer, backend.device
+    correct = tokens = exact = 0
+    nll = 0.0
+    for task in tasks:
+        prompt = backend.prompt_ids(InfillRequest(prefix=task.prefix, suffix=task.suffix))
+        middle = encode_text(tokenizer, task.middle)
+        target = torch.tensor(layout.canvas_target(middle, C), device=device)
+        L = min(len(middle) + 1, C)
+        revealed = torch.arange(C, device=device)[None, :] < torch.arange(L, device=device)[:, None]  # row i: < i
+        canvas = torch.where(revealed, target, layout.mask)  # (L, C)
+        P = len(prompt)
+        encoded = model.model.encoder(input_ids=torch.tensor([prompt] * L, device=device),
+                                      position_ids=torch.arange(P, device=device)[None, :])
+        logits = model(cache=encoded.cache, decoder_input_ids=canvas,
+                       decoder_position_ids=torch.arange(P, P + C, device=device)[None, :]).logits
+        step_logits = logits[torch.arange(L), torch.arange(L)].float()  # (L, V): row i predicts position i
+        hits = step_logits.argmax(-1) == target[:L]
+        correct += int(hits.sum())
+        tokens += L
+        exact += bool(hits.all()) and len(middle) < C
+        nll -= float(step_logits.log_softmax(-1)[torch.arange(L), target[:L]].sum())
+    return {"n": len(tasks), "token_accuracy": correct / tokens, "greedy_exact_match": exact / len(tasks),
+            "nll": nll / tokens}
+
+
+@torch.inference_mode()
 def pass_time_ms(backend, prompt_tokens: int = 512, repeats: int = 20) -> float:
     """Median wall time of one decoder pass (batch 1, full canvas) after a ``prompt_tokens`` prefill."""
     model = backend.model
@@ -222,6 +259,9 @@ def main(argv=None) -> None:
             result = run(backend, make_tasks(documents, kind, n, args.seed), args.batch, args.seed)
             report[kind] = result
             print(kind, json.dumps(summary(result)), flush=True)
+    if args.single and backend.layout is not None:
+        report["teacher_forced"] = teacher_forced(backend, make_tasks(documents, "single", args.single, args.seed))
+        print("teacher_forced", json.dumps(report["teacher_forced"]), flush=True)
     if sweep:
         report["one_token_per_pass"] = next(
             r for r in sweep if r["entropy_bound"] == ONE_PER_PASS and r["temperature"] == shipped["temperature"]

@@ -164,15 +164,15 @@ def test_checkpoints_without_fim_tokens_get_a_chat_prompt(tmp_path, project_toke
         prefix="def area(r):\n", suffix="\n\nprint(area(2))", init_text="    return 3.14 * r * r",
         instruction="use math.pi", max_new_tokens=8, seed=0,
     )
-    prompt = backend.tokenizer.decode(backend._prompt(request))
+    prompt = backend.tokenizer.decode(backend.prompt_ids(request))
     for part in ("def area(r):\n", "print(area(2))", "return 3.14 * r * r", "use math.pi", "<start>model\n"):
         assert part in prompt
     _, last = run(backend, request)
     assert last[0].final
 
     document = "".join(f"total_{i} = measure({i})\n" for i in range(2000))
-    before = backend._prompt(InfillRequest(prefix=document, suffix="\n"))
-    after = backend._prompt(InfillRequest(prefix=document + "result = ", suffix="\n"))
+    before = backend.prompt_ids(InfillRequest(prefix=document, suffix="\n"))
+    after = backend.prompt_ids(InfillRequest(prefix=document + "result = ", suffix="\n"))
     assert before[: len(before) // 2] == after[: len(before) // 2]  # typing keeps the prompt's start
 
 

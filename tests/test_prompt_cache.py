@@ -42,7 +42,7 @@ def infill(backend, prefix: str, n_alternatives: int = 1, seed: int = 3) -> str:
 
 
 def prompt_length(backend, prefix: str) -> int:
-    return len(backend._prompt(InfillRequest(prefix=prefix, suffix="\n")))
+    return len(backend.prompt_ids(InfillRequest(prefix=prefix, suffix="\n")))
 
 
 def test_the_same_request_again_encodes_no_prompt_token_and_gives_the_same_text(backend):
@@ -126,8 +126,8 @@ def test_typing_at_the_cursor_of_a_long_document_keeps_the_prompt_start(backend)
     budget = backend.profile.context_tokens
     document = "".join(f"value_{i} = compute({i}, scale={i % 7})\n" for i in range(400))
     assert prompt_length(backend, document) <= budget
-    before = backend._prompt(InfillRequest(prefix=document, suffix="\n"))
-    after = backend._prompt(InfillRequest(prefix=document + "result = ", suffix="\n"))
+    before = backend.prompt_ids(InfillRequest(prefix=document, suffix="\n"))
+    after = backend.prompt_ids(InfillRequest(prefix=document + "result = ", suffix="\n"))
     assert before[:budget // 2] == after[:budget // 2]
     infill(backend, document)
     infill(backend, document + "result = ")
