@@ -1,13 +1,13 @@
 """Train the embedded DiffusionGemma on fill-in-the-middle examples from the local corpus.
 
     python -m model.train --out checkpoints/small                      # CPU, fp32
-    python -m model.train --out checkpoints/small --device cuda --dtype bf16
+    python -m model.train --out checkpoints/small --device cuda --dtype bf16 --workers 14
     python -m model.train --out checkpoints/small --export resources/models/sfumato-small
 
 One training step (shapes for batch B, prompt width P, canvas length C, vocabulary V):
 
-1. Examples are cut from train-split documents at character positions and laid out exactly as the
-   engine lays out a request (``model.layout``): prefix, suffix and middle are tokenised separately,
+1. Examples are cut from train-split documents at character positions (``model.examples``; in
+   ``--workers`` processes on a GPU) and laid out exactly as the engine lays out a request (``model.layout``): prefix, suffix and middle are tokenised separately,
    as the editor tokenises them, so the model never relies on a token that straddles the cursor.
    prompt ``<bos><fim_prefix>prefix<fim_suffix>suffix<fim_middle>`` (left-padded to P),
    canvas ``middle <eos> <pad>...`` (C). Middles longer than a canvas are trained block by block:
@@ -31,13 +31,11 @@ every ``--save-minutes``; running the same command again resumes from the last o
 from __future__ import annotations
 
 import argparse
-import bisect
 import json
 import math
 import os
 import random
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -49,152 +47,12 @@ from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
     EntropyBoundSamplerConfig,
 )
 
+from model import examples
 from model.architecture import small_config
-from model.corpus import Document, heldout_part, iter_documents
-from model.layout import Layout
-from model.tokenizer import encode_text, load_tokenizer
+from model.examples import ExampleMaker, batch_stream, collate
+from model.tokenizer import load_tokenizer
 
 TOKENIZER_DIR = Path(__file__).resolve().parent.parent / "resources" / "tokenizer"
-
-# Share of each example kind in a batch. "line": one whole line (or its tail from a cursor inside
-# it); "block": 2-8 whole lines; "span": a random character span; "empty": nothing to insert;
-# "continue": plain continuation, no suffix; "gaps": 2-4 gaps filled jointly with gap sentinels.
-KIND_WEIGHTS = {"line": 0.38, "block": 0.2, "span": 0.14, "empty": 0.04, "continue": 0.16, "gaps": 0.08}
-# Documents are drawn in proportion to their length times their source's weight: the standard
-# library and the Python documentation are smaller but cleaner than third-party sources.
-SOURCE_WEIGHTS = {"stdlib": 3.0, "python-docs": 2.0, "site-packages": 1.0}
-
-
-@dataclass
-class Example:
-    prompt: list[int]
-    canvas: list[int]
-
-
-class ExampleMaker:
-    """Draws training examples from documents, laid out with ``model.layout``."""
-
-    def __init__(self, documents: list[Document], tokenizer, prompt_length: int, canvas_length: int):
-        self.documents = documents
-        self.tokenizer = tokenizer
-        self.layout = Layout(tokenizer)
-        self.prompt_length = prompt_length
-        self.canvas_length = canvas_length
-        weights = [len(doc.text) * SOURCE_WEIGHTS.get(doc.source, 1.0) for doc in documents]
-        self.cumulative = list(_cumsum(weights))
-        self.kinds = list(KIND_WEIGHTS)
-        self.kind_weights = list(KIND_WEIGHTS.values())
-        self.context_chars = prompt_length * 6  # more than a prompt holds; fim_prompt trims tokens
-
-    def sample(self, rng: random.Random) -> Example:
-        kind = rng.choices(self.kinds, self.kind_weights)[0]
-        doc = self.documents[bisect.bisect_right(self.cumulative, rng.random() * self.cumulative[-1])]
-        if kind == "gaps":
-            example = self._gaps(doc.text, rng)
-            if example is not None:
-                return example
-            kind = "line"
-        start, end = self._middle_span(kind, doc.text, rng)
-        text = doc.text
-        prefix = text[max(0, start - self.context_chars) : start]
-        suffix = "" if kind == "continue" else text[end : end + self.context_chars]
-        return self._fim(prefix, text[start:end], suffix, rng)
-
-    def _middle_span(self, kind: str, text: str, rng: random.Random) -> tuple[int, int]:
-        """Character span [start, end) of the middle for a single-gap example of ``kind``."""
-        pos = rng.randrange(len(text))
-        if kind in ("line", "block"):
-            lines = 1 if kind == "line" else rng.randint(2, 8)
-            start = text.rfind("\n", 0, pos) + 1
-            end = start
-            for _ in range(lines):
-                nl = text.find("\n", end)
-                end = len(text) if nl < 0 else nl
-                if nl < 0 or len(text) == end + 1:
-                    break
-                if _ != lines - 1:
-                    end += 1
-            if kind == "line" and rng.random() < 0.4 and end > start:
-                start = rng.randrange(start, end)  # cursor inside the line: complete its tail
-            return start, end
-        if kind == "span":
-            return pos, min(len(text), pos + int(math.exp(rng.uniform(0, math.log(300)))))
-        if kind == "empty":
-            return pos, pos
-        return pos, min(len(text), pos + rng.randint(20, 1200))  # continue
-
-    def _fim(self, prefix: str, middle: str, suffix: str, rng: random.Random) -> Example:
-        prefix_ids, middle_ids, suffix_ids = (encode_text(self.tokenizer, s) for s in (prefix, middle, suffix))
-        return self._blocks(middle_ids, rng, lambda budget: self.layout.fim_prompt(prefix_ids, suffix_ids, budget))
-
-    def _blocks(self, middle_ids: list[int], rng: random.Random, prompt_for) -> Example:
-        """One canvas of ``middle_ids`` (closed by EOS): a random block, earlier blocks in the prompt."""
-        C = self.canvas_length
-        n_blocks = len(middle_ids) // C + 1
-        max_block = min(n_blocks - 1, (self.prompt_length // 2) // C)
-        block = rng.randint(0, max_block)
-        done = middle_ids[: block * C]
-        prompt = prompt_for(self.prompt_length - len(done)) + done
-        return Example(prompt, self.layout.canvas_target(middle_ids[block * C :], C))
-
-    def _gaps(self, text: str, rng: random.Random) -> Example | None:
-        """Joint fill of 2-4 gaps (single lines or short spans) in a window of the document."""
-        n_gaps = rng.randint(2, 4)
-        lo = rng.randrange(len(text))
-        window = text[lo : lo + self.prompt_length * 3]
-        cuts: list[tuple[int, int]] = []
-        for _ in range(n_gaps):
-            pos = rng.randrange(len(window)) if window else 0
-            if rng.random() < 0.6:
-                start = window.rfind("\n", 0, pos) + 1
-                nl = window.find("\n", pos)
-                end = len(window) if nl < 0 else nl
-            else:
-                start, end = pos, min(len(window), pos + rng.randint(1, 40))
-            cuts.append((start, end))
-        cuts.sort()
-        if any(b[0] <= a[1] for a, b in zip(cuts, cuts[1:])):
-            return None  # overlapping or touching gaps: draw another kind
-        segments, fills, last = [], [], 0
-        for start, end in cuts:
-            segments.append(window[last:start])
-            fills.append(window[start:end])
-            last = end
-        segments.append(window[last:])
-        seg_ids = [encode_text(self.tokenizer, s) for s in segments]
-        middle: list[int] = []
-        for gap, fill in zip(self.layout.gaps, fills):
-            middle += [gap, *encode_text(self.tokenizer, fill)]
-        if len(middle) + 1 > self.canvas_length:
-            return None
-        # The window is sized in characters: trim the first segment's start and the last's end to fit.
-        room = self.prompt_length - (sum(map(len, seg_ids[1:-1])) + n_gaps + 3)
-        if room < 8:
-            return None
-        keep_last = min(len(seg_ids[-1]), room // 2)
-        seg_ids[0] = seg_ids[0][max(0, len(seg_ids[0]) - (room - keep_last)) :]
-        seg_ids[-1] = seg_ids[-1][:keep_last]
-        prompt = self.layout.multi_gap_prompt(seg_ids)
-        return Example(prompt, self.layout.canvas_target(middle, self.canvas_length))
-
-
-def _cumsum(values):
-    total = 0.0
-    for value in values:
-        total += value
-        yield total
-
-
-def collate(examples: list[Example], pad: int) -> dict[str, torch.Tensor]:
-    """Left-pad prompts to one width (as the engine does), stack canvases."""
-    width = max(len(e.prompt) for e in examples)
-    input_ids = torch.full((len(examples), width), pad, dtype=torch.long)
-    attention_mask = torch.zeros((len(examples), width), dtype=torch.bool)
-    for row, example in enumerate(examples):
-        input_ids[row, width - len(example.prompt) :] = torch.tensor(example.prompt)
-        attention_mask[row, width - len(example.prompt) :] = True
-    canvas = torch.tensor([e.canvas for e in examples], dtype=torch.long)
-    return {"input_ids": input_ids, "attention_mask": attention_mask, "canvas": canvas}
 
 
 def corrupt(canvas: torch.Tensor, noise: str, mask_id: int, vocab_size: int, generator: torch.Generator):
@@ -291,17 +149,9 @@ def build_model(tokenizer, args) -> DiffusionGemmaForBlockDiffusion:
     return DiffusionGemmaForBlockDiffusion(config)
 
 
-def train_documents() -> list[Document]:
-    return [doc for doc in iter_documents("train") if len(doc.text) > 50]
-
-
-def dev_documents() -> list[Document]:
-    return [doc for doc in iter_documents("heldout") if heldout_part(doc.name) == "dev" and len(doc.text) > 50]
-
-
 def dev_batches(tokenizer, args, n_batches: int = 4) -> list[dict[str, torch.Tensor]]:
     """Fixed batches from the held-out dev part: the validation loss compares runs step for step."""
-    maker = ExampleMaker(dev_documents(), tokenizer, args.prompt, args.canvas)
+    maker = ExampleMaker(examples.dev_documents(), tokenizer, args.prompt, args.canvas)
     rng = random.Random(1234)
     return [collate([maker.sample(rng) for _ in range(args.batch)], tokenizer.pad_token_id) for _ in range(n_batches)]
 
@@ -342,15 +192,18 @@ def default_generation_config(tokenizer, canvas_length: int, max_new_tokens: int
     )
 
 
-def export_model(model, tokenizer, out: Path, noise: str, prompt_length: int, dtype: str, joint_gaps: bool = True):
-    """Write a Hugging Face model folder the engine loads: weights, config, tokenizer, sfumato.json."""
+def export_model(model, tokenizer, out: Path, noise: str, prompt_length: int, dtype: str, joint_gaps: bool = True,
+                 max_shard_mb: int = 0):
+    """Write a Hugging Face model folder the engine loads: weights (in shards of at most
+    ``max_shard_mb`` when given), config, tokenizer, sfumato.json."""
     out.mkdir(parents=True, exist_ok=True)
     torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     copy = DiffusionGemmaForBlockDiffusion(model.config)
     copy.load_state_dict(model.state_dict())
     copy.to(torch_dtype)
     copy.generation_config = default_generation_config(tokenizer, model.config.canvas_length)
-    copy.save_pretrained(out, safe_serialization=True)
+    shards = {"max_shard_size": f"{max_shard_mb}MB"} if max_shard_mb else {}
+    copy.save_pretrained(out, safe_serialization=True, **shards)
     tokenizer.save_pretrained(out)
     profile = {
         "format": 1,
@@ -358,7 +211,7 @@ def export_model(model, tokenizer, out: Path, noise: str, prompt_length: int, dt
         "canvas_noise": noise,
         "context_tokens": prompt_length,
         # trained on multi-gap examples: the engine may fill a template's gaps jointly on one canvas
-        "joint_gaps": joint_gaps and KIND_WEIGHTS["gaps"] > 0,
+        "joint_gaps": joint_gaps and examples.KIND_WEIGHTS["gaps"] > 0,
     }
     (out / "sfumato.json").write_text(json.dumps(profile, indent=2) + "\n")
 
@@ -390,8 +243,11 @@ def parse_args(argv=None):
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--threads", type=int, default=2, help="CPU threads (torch.set_num_threads)")
+    p.add_argument("--workers", type=int, default=0,
+                   help="processes making examples (0: in the training process, exact resume; a GPU needs several)")
     p.add_argument("--export", metavar="DIR", help="export the checkpoint in --out as a model folder and exit")
     p.add_argument("--export-dtype", choices=["fp32", "bf16", "fp16"], default="fp16")
+    p.add_argument("--max-shard-mb", type=int, default=0, help="export weights in shards of at most this size")
     p.add_argument("--no-joint-gaps", dest="joint_gaps", action="store_false",
                    help="export a model whose template gaps the engine fills one by one (when joint filling measured worse)")
     args = p.parse_args(argv)
@@ -422,7 +278,8 @@ def main(argv=None) -> None:
     if args.export:
         if state is None:
             raise SystemExit(f"{ckpt_path}: no checkpoint to export")
-        export_model(model, tokenizer, Path(args.export), args.noise, args.prompt, args.export_dtype, args.joint_gaps)
+        export_model(model, tokenizer, Path(args.export), args.noise, args.prompt, args.export_dtype, args.joint_gaps,
+                     args.max_shard_mb)
         print(f"exported {ckpt_path} (step {state['step']}) to {args.export}")
         return
 
@@ -446,7 +303,8 @@ def main(argv=None) -> None:
 
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params / 1e6:.2f}M parameters; resuming at step {step}" if step else f"model: {n_params / 1e6:.2f}M parameters")
-    maker = ExampleMaker(train_documents(), tokenizer, args.prompt, args.canvas)
+    maker = ExampleMaker(examples.train_documents(), tokenizer, args.prompt, args.canvas)
+    stream = batch_stream(maker, args.batch, tokenizer.pad_token_id, rng, args.workers, seed=f"{args.seed}:{step}")
     dev = dev_batches(tokenizer, args)
     log = (out / "log.jsonl").open("a")
 
@@ -476,7 +334,7 @@ def main(argv=None) -> None:
         lr = learning_rate(progress(), args) * min(1.0, (step + 1) / args.warmup)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        batch = collate([maker.sample(rng) for _ in range(args.batch)], tokenizer.pad_token_id)
+        batch = next(stream)
         canvas_loss, ar_loss = forward_losses(model, batch, args, generator, mask_id)
         loss = canvas_loss + args.ar_weight * ar_loss
         optimizer.zero_grad(set_to_none=True)

@@ -8,7 +8,7 @@ import random
 import pytest
 import torch
 
-from model import train
+from model import examples, train
 from model.corpus import Document
 from model.api import InfillRequest
 from model.layout import Layout
@@ -40,7 +40,7 @@ def tokenizer():
 
 def test_examples_follow_the_engine_layout(tokenizer):
     layout = Layout(tokenizer)
-    maker = train.ExampleMaker([Document("stdlib", "x.py", SOURCE)], tokenizer, prompt_length=48, canvas_length=8)
+    maker = examples.ExampleMaker([Document("stdlib", "x.py", SOURCE)], tokenizer, prompt_length=48, canvas_length=8)
     rng = random.Random(0)
     for _ in range(200):
         example = maker.sample(rng)
@@ -51,7 +51,7 @@ def test_examples_follow_the_engine_layout(tokenizer):
         assert layout.mask not in example.canvas
         # padding only after the end of the middle
         assert example.canvas[len(ids):] == [layout.pad] * (8 - len(ids))
-    single = train.ExampleMaker([Document("stdlib", "x.py", SOURCE)], tokenizer, 48, 64)
+    single = examples.ExampleMaker([Document("stdlib", "x.py", SOURCE)], tokenizer, 48, 64)
     texts = {decode_ids(tokenizer, single.sample(rng).canvas).split("<eos>")[0] for _ in range(300)}
     assert "    return a + b" in texts  # a whole line is one of the middles
 
@@ -59,9 +59,9 @@ def test_examples_follow_the_engine_layout(tokenizer):
 def test_a_few_steps_reduce_the_loss(tokenizer):
     args = train.parse_args(["--out", "unused", "--max-steps", "1", *TINY])
     model = train.build_model(tokenizer, args)
-    maker = train.ExampleMaker([Document("stdlib", "x.py", SOURCE)], tokenizer, args.prompt, args.canvas)
+    maker = examples.ExampleMaker([Document("stdlib", "x.py", SOURCE)], tokenizer, args.prompt, args.canvas)
     rng = random.Random(0)
-    batch = train.collate([maker.sample(rng) for _ in range(args.batch)], tokenizer.pad_token_id)
+    batch = examples.collate([maker.sample(rng) for _ in range(args.batch)], tokenizer.pad_token_id)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     losses = []
     for step in range(25):
@@ -78,8 +78,8 @@ def test_a_few_steps_reduce_the_loss(tokenizer):
 
 def test_checkpoints_resume_and_export(tmp_path, monkeypatch, tokenizer):
     documents = [Document("stdlib", f"m{i}.py", SOURCE.replace("a + b", f"a + b + {i}")) for i in range(5)]
-    monkeypatch.setattr(train, "train_documents", lambda: documents)
-    monkeypatch.setattr(train, "dev_documents", lambda: documents[:1])
+    monkeypatch.setattr(examples, "train_documents", lambda: documents)
+    monkeypatch.setattr(examples, "dev_documents", lambda: documents[:1])
     out = tmp_path / "run"
     train.main(["--out", str(out), "--max-steps", "3", "--eval-every", "2", *TINY])
     assert torch.load(out / "ckpt.pt", weights_only=False)["step"] == 3
@@ -102,3 +102,26 @@ def test_checkpoints_resume_and_export(tmp_path, monkeypatch, tokenizer):
     assert json.loads((folder / "sfumato.json").read_text())["joint_gaps"] is True
     train.main(["--out", str(out), "--export", str(folder), "--no-joint-gaps"])
     assert json.loads((folder / "sfumato.json").read_text())["joint_gaps"] is False
+
+
+def test_worker_processes_make_the_batches_and_shards_export(tmp_path, monkeypatch, tokenizer):
+    """The GPU path: examples made in worker processes, each with a stream of its own, and a model
+    exported in shards (the device returns files of at most 16 MiB)."""
+    documents = [Document("stdlib", f"m{i}.py", SOURCE.replace("a + b", f"a + b + {i}")) for i in range(5)]
+    maker = examples.ExampleMaker(documents, tokenizer, 48, 8)
+    stream = examples.batch_stream(maker, 4, tokenizer.pad_token_id, random.Random(0), workers=2, seed="0:0")
+    batches = [next(stream) for _ in range(4)]
+    assert all(b["canvas"].shape == (4, 8) and b["input_ids"].shape[0] == 4 for b in batches)
+    assert not torch.equal(batches[0]["canvas"], batches[1]["canvas"])  # two workers, two streams
+
+    monkeypatch.setattr(examples, "train_documents", lambda: documents)
+    monkeypatch.setattr(examples, "dev_documents", lambda: documents[:1])
+    out = tmp_path / "run"
+    train.main(["--out", str(out), "--max-steps", "2", "--eval-every", "2", "--workers", "1", *TINY])
+    assert torch.load(out / "ckpt.pt", weights_only=False)["step"] == 2
+    folder = tmp_path / "model"
+    train.main(["--out", str(out), "--export", str(folder), "--export-dtype", "fp32", "--max-shard-mb", "1"])
+    assert len(list(folder.glob("model-*.safetensors"))) > 1
+    backend = load_backend(str(folder), device="cpu")
+    drafts = list(backend.stream([InfillRequest(prefix="def add(a, b):\n", suffix="\n", max_new_tokens=8, seed=0)]))
+    assert drafts[-1][0].final
