@@ -35,6 +35,7 @@ import json
 import math
 import os
 import random
+import re
 import time
 from pathlib import Path
 
@@ -132,6 +133,40 @@ def learning_rate(progress: float, args) -> float:
     """Linear warmup over ``--warmup`` steps is applied by the caller; cosine to 10% over progress."""
     progress = min(1.0, max(0.0, progress))
     return args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+_LAYER_KEY = re.compile(r"^(model\.(?:encoder\.language_model|decoder)\.layers\.)(\d+)(\..+)$")
+
+
+def deepened(source: dict, args) -> dict[str, torch.Tensor]:
+    """Weights for a deeper model that computes what ``source`` (an earlier run's checkpoint) did.
+
+    New layer j copies source layer ``j * n_source // n_new``. A source layer's second copy starts
+    gated shut: its post-attention and post-feed-forward norm weights are zero, so it adds nothing
+    to the residual stream, yet their gradients are not zero, so training opens it.
+    """
+    saved = source["args"]
+    for key in ("hidden", "heads", "head_dim", "ffn", "canvas", "noise"):
+        if saved[key] != getattr(args, key):
+            raise SystemExit(f"--init-from: the source run has --{key.replace('_', '-')} {saved[key]}; only --layers may differ")
+    n_source, n_new = saved["layers"], args.layers
+    if n_new < n_source:
+        raise SystemExit(f"--init-from: the source has {n_source} layers; a run may only add layers")
+    copies = [j * n_source // n_new for j in range(n_new)]
+    weights = {}
+    for name, value in source["model"].items():
+        match = _LAYER_KEY.match(name)
+        if not match:
+            weights[name] = value
+            continue
+        head, index, tail = match.group(1), int(match.group(2)), match.group(3)
+        for j, copied in enumerate(copies):
+            if copied != index:
+                continue
+            shut = j > 0 and copies[j - 1] == index
+            gate = tail in (".post_attention_layernorm.weight", ".post_feedforward_layernorm.weight")
+            weights[f"{head}{j}{tail}"] = torch.zeros_like(value) if shut and gate else value.clone()
+    return weights
 
 
 def build_model(tokenizer, args) -> DiffusionGemmaForBlockDiffusion:
@@ -240,6 +275,8 @@ def parse_args(argv=None):
     p.add_argument("--save-minutes", type=float, default=5.0)
     p.add_argument("--eval-every", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--init-from", metavar="CKPT",
+                   help="start a new run from an earlier run's ckpt.pt; --layers may add layers (see deepened)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--threads", type=int, default=2, help="CPU threads (torch.set_num_threads)")
@@ -274,6 +311,8 @@ def main(argv=None) -> None:
     model = build_model(tokenizer, args)
     if state is not None:
         model.load_state_dict(state["model"])
+    elif args.init_from:
+        model.load_state_dict(deepened(torch.load(args.init_from, weights_only=False), args))
 
     if args.export:
         if state is None:

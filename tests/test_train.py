@@ -125,3 +125,28 @@ def test_worker_processes_make_the_batches_and_shards_export(tmp_path, monkeypat
     backend = load_backend(str(folder), device="cpu")
     drafts = list(backend.stream([InfillRequest(prefix="def add(a, b):\n", suffix="\n", max_new_tokens=8, seed=0)]))
     assert drafts[-1][0].final
+
+
+def test_a_deeper_run_starts_from_an_earlier_one_computing_the_same(tmp_path, monkeypatch, tokenizer):
+    documents = [Document("stdlib", f"m{i}.py", SOURCE.replace("a + b", f"a + b + {i}")) for i in range(5)]
+    monkeypatch.setattr(examples, "train_documents", lambda: documents)
+    monkeypatch.setattr(examples, "dev_documents", lambda: documents[:1])
+    train.main(["--out", str(tmp_path / "shallow"), "--max-steps", "2", *TINY])
+    source = torch.load(tmp_path / "shallow" / "ckpt.pt", weights_only=False)
+    deep_tiny = [*TINY[:2], "--layers", "3", *TINY[4:]]
+    assert TINY[2:4] == ["--layers", "2"]
+    args = train.parse_args(["--out", "unused", "--max-steps", "1", "--self-cond", "0", *deep_tiny])
+    shallow_args = train.parse_args(["--out", "unused", "--max-steps", "1", "--self-cond", "0", *TINY])
+    shallow, deep = train.build_model(tokenizer, shallow_args), train.build_model(tokenizer, args)
+    shallow.load_state_dict(source["model"])
+    deep.load_state_dict(train.deepened(source, args))
+    maker = examples.ExampleMaker(documents, tokenizer, args.prompt, args.canvas)
+    batch = examples.collate([maker.sample(random.Random(3)) for _ in range(4)], tokenizer.pad_token_id)
+    losses = [train.forward_losses(m, batch, args, torch.Generator().manual_seed(5), tokenizer.mask_token_id) for m in (shallow, deep)]
+    torch.testing.assert_close(losses[0], losses[1])  # the added layer starts as the identity
+    sum(losses[1]).backward()
+    gate = deep.model.decoder.layers[1].post_attention_layernorm.weight  # layers 0 and 1 both copy layer 0
+    assert torch.all(gate == 0) and gate.grad.abs().sum() > 0  # shut, but training can open it
+
+    with pytest.raises(SystemExit):
+        train.deepened(source, train.parse_args(["--out", "unused", "--max-steps", "1", *deep_tiny[:-2], "--hidden", "48"]))
