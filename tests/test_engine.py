@@ -229,29 +229,65 @@ def test_joint_fill_never_puts_a_sentinel_into_a_gap():
 def test_sampled_tokens_follow_the_softmax_and_never_take_a_suppressed_token():
     import torch
 
-    from model.diffusion_gemma import sample_tokens
+    from model.diffusion_gemma import distribution, sample_tokens
 
     torch.manual_seed(0)
     logits = torch.tensor([0.0, 1.0, 2.0, float("-inf"), -1.0]).expand(4, 5000, 5)
-    counts = torch.bincount(sample_tokens(logits).flatten(), minlength=5).double() / logits[..., 0].numel()
+    counts = torch.bincount(sample_tokens(distribution(logits)[0]).flatten(), minlength=5).double() / logits[..., 0].numel()
     torch.testing.assert_close(counts, torch.softmax(logits[0, 0].double(), dim=-1), atol=0.01, rtol=0)
     assert counts[3] == 0
     pinned = torch.full((2, 3, 5), -1e4)
     pinned[..., 4] = 1e4
-    assert sample_tokens(pinned).eq(4).all()
+    assert sample_tokens(distribution(pinned)[0]).eq(4).all()
+
+
+def test_entropy_acceptance_and_early_stop_from_one_distribution_match_the_librarys():
+    """The engine computes the distribution once a pass; the library's sampler and stop each
+    recompute it. Same inputs, same entropies, accepted positions and stop decisions."""
+    import torch
+    from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
+        EntropyBoundSampler,
+        EntropyBoundSamplerConfig,
+        StableAndConfidentStoppingCriteria,
+    )
+
+    from model.diffusion_gemma import StableAndConfident, accept_lowest_entropy, distribution
+
+    torch.manual_seed(0)
+    B, L, V = 3, 16, 50
+    ours = StableAndConfident(2, 1.5)
+    theirs = StableAndConfidentStoppingCriteria(stability_threshold=2, confidence_threshold=1.5)
+    argmax = torch.randint(V, (B, L))
+    for step in range(6):
+        logits = torch.randn(B, L, V) * (1 + step)  # sharper each pass, so rows become confident
+        logits[..., 7] = float("-inf")  # a suppressed token
+        probs, entropy = distribution(logits)
+        torch.testing.assert_close(entropy, torch.distributions.Categorical(logits=logits).entropy())
+        torch.testing.assert_close(probs, torch.softmax(logits, dim=-1))
+        current, denoised = torch.randint(V, (B, L)), torch.randint(V, (B, L))
+        for bound in (1e-6, 0.5, 3.0, 100.0):
+            library = EntropyBoundSampler(EntropyBoundSamplerConfig(entropy_bound=bound), L, V, 10)
+            engine = EntropyBoundSampler(EntropyBoundSamplerConfig(entropy_bound=bound), L, V, 10)
+            expected = library.accept_canvas(current, denoised, logits, 5)
+            assert torch.equal(accept_lowest_entropy(engine, current, denoised, entropy), expected)
+            assert torch.equal(engine.accepted_token_mask, library.accepted_token_mask)
+        if step % 2 == 0:
+            argmax = argmax.clone()
+            argmax[step % B, step] += 1  # one row's argmax changes: it is not stable for a while
+        assert torch.equal(ours(argmax, entropy), theirs(argmax, logits))
 
 
 def test_a_row_that_stops_before_the_others_keeps_its_text_and_never_takes_mask_tokens(monkeypatch, tiny_backend):
     import torch
 
     class StopFirstRow:
-        def __call__(self, argmax_canvas, logits, **kwargs):
+        def __call__(self, argmax_canvas, entropy):
             return torch.arange(argmax_canvas.shape[0]) == 0
 
         def reset(self):
             pass
 
-    monkeypatch.setattr(tiny_backend.model, "_prepare_diffusion_stopping_criteria", lambda config: StopFirstRow())
+    monkeypatch.setattr(tiny_backend, "_stopping", lambda config: StopFirstRow())
     requests = [InfillRequest(prefix=f"value_{i} = ", max_new_tokens=12, seed=1, sampler_bound=1e-6) for i in range(3)]
     mask = tiny_backend.tokenizer.mask_token
     drafts = list(tiny_backend.stream(requests))
