@@ -9,7 +9,10 @@ content under different paths) are kept once, in whichever split their first pat
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata
+import re
 import sysconfig
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,12 +20,10 @@ from pathlib import Path
 
 HELD_OUT_PERCENT = 2
 MAX_FILE_BYTES = 400_000
-# Installed packages under copyleft licences (GPL, LGPL, MPL) are left out, so the shipped
-# weights derive only from permissively licensed text (see the model card's data section).
-COPYLEFT_PACKAGES = {
-    "PyInstaller", "_pyinstaller_hooks_contrib", "PySide6", "shiboken6", "hypothesis", "_hypothesis_ftz_detector.py",
-    "_hypothesis_globals.py", "_hypothesis_pytestplugin.py", "tqdm",
-}
+# Installed packages whose licence metadata names a copyleft (GPL, LGPL, AGPL, MPL) or proprietary
+# licence are left out, so the weights derive only from permissively licensed text (see the model
+# card's data section). Read from the metadata, so the rule holds on any machine the corpus is built.
+RESTRICTED_LICENCE = re.compile(r"\b(A?L?GPL|MPL|Mozilla Public|Proprietary|NVIDIA)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -56,12 +57,28 @@ def source_roots() -> list[tuple[str, Path, str]]:
     return roots
 
 
+@functools.cache
+def restricted_packages() -> frozenset[str]:
+    """Top-level names (folders and modules) in site-packages of distributions with a restricted licence."""
+    names = set()
+    for dist in importlib.metadata.distributions():
+        meta = dist.metadata
+        licence = " ".join([
+            meta.get("License-Expression") or "", (meta.get("License") or "")[:200],
+            *(c for c in meta.get_all("Classifier") or [] if c.startswith("License")),
+        ])
+        if RESTRICTED_LICENCE.search(licence):
+            names.update(f.parts[0] for f in dist.files or () if f.parts[0] not in ("..", "__pycache__")
+                         and not f.parts[0].endswith((".dist-info", ".egg-info")))
+    return frozenset(names)
+
+
 def _skip(source: str, rel: str) -> bool:
     parts = rel.split("/")
     if source == "stdlib":
         return "site-packages" in parts or "test" in parts or "tests" in parts or "idle_test" in parts
     if source == "site-packages":
-        return parts[0] in COPYLEFT_PACKAGES
+        return parts[0] in restricted_packages()
     return False
 
 

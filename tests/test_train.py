@@ -150,3 +150,11 @@ def test_a_deeper_run_starts_from_an_earlier_one_computing_the_same(tmp_path, mo
 
     with pytest.raises(SystemExit):
         train.deepened(source, train.parse_args(["--out", "unused", "--max-steps", "1", *deep_tiny[:-2], "--hidden", "48"]))
+
+
+def test_the_corpus_leaves_out_packages_whose_licence_metadata_is_copyleft():
+    from model.corpus import restricted_packages
+
+    restricted = restricted_packages()
+    assert {"PySide6", "shiboken6", "tqdm", "hypothesis"} <= restricted  # LGPL/GPL, MPL, MPL
+    assert not {"numpy", "transformers", "torch", "pygments"} & restricted  # BSD, Apache, BSD, BSD
