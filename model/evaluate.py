@@ -5,7 +5,7 @@
 
 Tasks are cut from held-out documents (``model.corpus``: never trained on), halved by name into a
 ``dev`` part, used to choose sampler settings (``--tune`` writes generation_config.json into the
-model folder: the fastest setting within a point of the best quality, ``choose_sampler``) and
+model folder: the fastest setting within 2 points of the best exact match, ``choose_sampler``) and
 compare runs, and a ``test`` part that gives the reported figures.
 
 * single-line: the middle is one whole non-blank line (with its indentation, without its newline);
@@ -42,9 +42,11 @@ from model.tokenizer import encode_text
 
 ONE_PER_PASS = 1e-6  # the smallest bound (the config must be > 0): one token accepted per pass
 ENTROPY_BOUNDS = (ONE_PER_PASS, 0.1, 0.3, 1.0, 3.0, 10.0)
-# (exact match, similarity) a faster setting may give up when tuning: per-task similarities spread
-# ~0.22 (dev), so 0.03 is ~1.4 standard errors of a 100-task mean, below what such a sweep resolves.
-QUALITY_SLACK = (0.01, 0.03)
+# (exact match, similarity) a faster setting may give up when tuning. Exact match: the 2 points the
+# speed goal allows (``sfumato bench``); at 3-5% on 100 tasks one standard error is ~2 points too.
+# Similarity: per-task similarities spread ~0.22 (dev), so 0.03 is ~1.4 standard errors of a
+# 100-task mean, below what such a sweep resolves.
+QUALITY_SLACK = (0.02, 0.03)
 TEMPERATURES = ((0.05, 0.2), (0.4, 0.8))  # (t_min, t_max): the linear schedule's end and start; the library's is the second
 CONTEXT_CHARS = 4000  # per side; the engine trims the prompt to the model's context budget
 MAX_NEW_TOKENS = {"single": 48, "multi": 160}
@@ -197,11 +199,12 @@ def pass_time_ms(backend, prompt_tokens: int = 512, repeats: int = 20) -> float:
 
 def choose_sampler(sweep: list[dict]) -> dict:
     """The fastest setting (most tokens per pass) whose dev quality is within ``QUALITY_SLACK`` of the
-    best: exact match at most 1 point lower and character similarity at most 0.03 lower."""
+    best: exact match at most 2 points lower and character similarity at most 0.03 lower."""
     top_exact = max(r["exact_match"] for r in sweep)
     top_similarity = max(r["char_similarity"] for r in sweep)
-    good = [r for r in sweep if r["exact_match"] >= top_exact - QUALITY_SLACK[0]
-            and r["char_similarity"] >= top_similarity - QUALITY_SLACK[1]]
+    tolerance = 1e-9  # 0.05 - 0.02 is 0.030000000000000002 in floating point: 3 of 100 must count
+    good = [r for r in sweep if top_exact - r["exact_match"] <= QUALITY_SLACK[0] + tolerance
+            and top_similarity - r["char_similarity"] <= QUALITY_SLACK[1] + tolerance]
     return max(good, key=lambda r: (r["tokens_per_pass"], r["exact_match"], r["char_similarity"]))
 
 
