@@ -135,6 +135,19 @@ def learning_rate(progress: float, args) -> float:
     return args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
+def run_weights(path: Path) -> dict:
+    """An earlier run's weights and shape ({"args", "model"}): its ``ckpt.pt``, or a model folder it
+    exported (the shipped model, when the checkpoint is gone)."""
+    if not path.is_dir():
+        return torch.load(path, weights_only=False)
+    model = DiffusionGemmaForBlockDiffusion.from_pretrained(path, dtype=torch.float32)
+    text = model.config.text_config
+    shape = {"hidden": text.hidden_size, "layers": text.num_hidden_layers, "heads": text.num_attention_heads,
+             "head_dim": text.head_dim, "ffn": text.intermediate_size, "canvas": model.config.canvas_length,
+             "noise": json.loads((path / "sfumato.json").read_text())["canvas_noise"]}
+    return {"args": shape, "model": model.state_dict()}
+
+
 _LAYER_KEY = re.compile(r"^(model\.(?:encoder\.language_model|decoder)\.layers\.)(\d+)(\..+)$")
 
 
@@ -276,7 +289,7 @@ def parse_args(argv=None):
     p.add_argument("--eval-every", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--init-from", metavar="CKPT",
-                   help="start a new run from an earlier run's ckpt.pt; --layers may add layers (see deepened)")
+                   help="start a new run from an earlier run's ckpt.pt or exported model folder; --layers may add layers (see deepened)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--threads", type=int, default=2, help="CPU threads (torch.set_num_threads)")
@@ -312,7 +325,7 @@ def main(argv=None) -> None:
     if state is not None:
         model.load_state_dict(state["model"])
     elif args.init_from:
-        model.load_state_dict(deepened(torch.load(args.init_from, weights_only=False), args))
+        model.load_state_dict(deepened(run_weights(Path(args.init_from)), args))
 
     if args.export:
         if state is None:

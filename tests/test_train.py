@@ -151,6 +151,13 @@ def test_a_deeper_run_starts_from_an_earlier_one_computing_the_same(tmp_path, mo
     with pytest.raises(SystemExit):
         train.deepened(source, train.parse_args(["--out", "unused", "--max-steps", "1", *deep_tiny[:-2], "--hidden", "48"]))
 
+    # from the exported folder instead of the checkpoint (the shipped model, when checkpoints are gone)
+    train.main(["--out", str(tmp_path / "shallow"), "--export", str(tmp_path / "exported"), "--export-dtype", "fp32"])
+    again = train.build_model(tokenizer, args)
+    again.load_state_dict(train.deepened(train.run_weights(tmp_path / "exported"), args))
+    again_loss = train.forward_losses(again, batch, args, torch.Generator().manual_seed(5), tokenizer.mask_token_id)
+    torch.testing.assert_close(again_loss, losses[0])
+
 
 def test_the_corpus_leaves_out_packages_whose_licence_metadata_is_copyleft():
     from model.corpus import restricted_packages
