@@ -240,18 +240,15 @@ def default_generation_config(tokenizer, canvas_length: int, max_new_tokens: int
     )
 
 
-def export_model(model, tokenizer, out: Path, noise: str, prompt_length: int, dtype: str, joint_gaps: bool = True,
-                 max_shard_mb: int = 0):
-    """Write a Hugging Face model folder the engine loads: weights (in shards of at most
-    ``max_shard_mb`` when given), config, tokenizer, sfumato.json."""
+def export_model(model, tokenizer, out: Path, noise: str, prompt_length: int, dtype: str, joint_gaps: bool = True):
+    """Write a Hugging Face model folder the engine loads: weights, config, tokenizer, sfumato.json."""
     out.mkdir(parents=True, exist_ok=True)
     torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     copy = DiffusionGemmaForBlockDiffusion(model.config)
     copy.load_state_dict(model.state_dict())
     copy.to(torch_dtype)
     copy.generation_config = default_generation_config(tokenizer, model.config.canvas_length)
-    shards = {"max_shard_size": f"{max_shard_mb}MB"} if max_shard_mb else {}
-    copy.save_pretrained(out, safe_serialization=True, **shards)
+    copy.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     profile = {
         "format": 1,
@@ -297,7 +294,6 @@ def parse_args(argv=None):
                    help="processes making examples (0: in the training process, exact resume; a GPU needs several)")
     p.add_argument("--export", metavar="DIR", help="export the checkpoint in --out as a model folder and exit")
     p.add_argument("--export-dtype", choices=["fp32", "bf16", "fp16"], default="fp16")
-    p.add_argument("--max-shard-mb", type=int, default=0, help="export weights in shards of at most this size")
     p.add_argument("--no-joint-gaps", dest="joint_gaps", action="store_false",
                    help="export a model whose template gaps the engine fills one by one (when joint filling measured worse)")
     args = p.parse_args(argv)
@@ -330,8 +326,7 @@ def main(argv=None) -> None:
     if args.export:
         if state is None:
             raise SystemExit(f"{ckpt_path}: no checkpoint to export")
-        export_model(model, tokenizer, Path(args.export), args.noise, args.prompt, args.export_dtype, args.joint_gaps,
-                     args.max_shard_mb)
+        export_model(model, tokenizer, Path(args.export), args.noise, args.prompt, args.export_dtype, args.joint_gaps)
         print(f"exported {ckpt_path} (step {state['step']}) to {args.export}")
         return
 
