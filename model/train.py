@@ -7,8 +7,9 @@
 One training step (shapes for batch B, prompt width P, canvas length C, vocabulary V):
 
 1. Examples are cut from train-split documents at character positions (``model.examples``; in
-   ``--workers`` processes on a GPU) and laid out exactly as the engine lays out a request (``model.layout``): prefix, suffix and middle are tokenised separately,
-   as the editor tokenises them, so the model never relies on a token that straddles the cursor.
+   ``--workers`` processes on a GPU) and laid out exactly as the engine lays out a request
+   (``model.layout``): prefix, suffix and middle are tokenised separately, as the editor
+   tokenises them, so the model never relies on a token that straddles the cursor.
    prompt ``<bos><fim_prefix>prefix<fim_suffix>suffix<fim_middle>`` (left-padded to P),
    canvas ``middle <eos> <pad>...`` (C). Middles longer than a canvas are trained block by block:
    the earlier blocks are appended to the prompt, as DiffusionGemma's outer loop does at inference.
