@@ -16,7 +16,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?the device tool sets OUT, the folder whose files come back}"
-DEVICE=${DEVICE:-cuda} DTYPE=${DTYPE:-bf16} MINUTES=${MINUTES:-7} WORKERS=${WORKERS:-14} BATCH=${BATCH:-256}
+# 6 training minutes: reading the device's large site-packages (twice: train and dev split), the
+# dev evaluations and the export also take time, and one command may run 10 minutes at most.
+DEVICE=${DEVICE:-cuda} DTYPE=${DTYPE:-bf16} MINUTES=${MINUTES:-6} WORKERS=${WORKERS:-14} BATCH=${BATCH:-256}
 PYTHON=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 if [ -d .whl ]; then
