@@ -52,6 +52,10 @@ class ExampleMaker:
         self.kind_weights = list(KIND_WEIGHTS.values())
         self.context_chars = prompt_length * 6  # more than a prompt holds; fim_prompt trims tokens
 
+    def batch(self, rng: random.Random, size: int) -> dict[str, torch.Tensor]:
+        """``size`` examples, collated as the model takes them."""
+        return collate([self.sample(rng) for _ in range(size)], self.tokenizer.pad_token_id)
+
     def sample(self, rng: random.Random) -> Example:
         kind = rng.choices(self.kinds, self.kind_weights)[0]
         doc = self.documents[bisect.bisect_right(self.cumulative, rng.random() * self.cumulative[-1])]
@@ -174,24 +178,24 @@ def dev_documents() -> list[Document]:
 class _WorkerBatches(torch.utils.data.IterableDataset):
     """Endless collated batches, made inside a DataLoader worker with that worker's own RNG."""
 
-    def __init__(self, maker: ExampleMaker, batch_size: int, pad: int, seed: str):
-        self.maker, self.batch_size, self.pad, self.seed = maker, batch_size, pad, seed
+    def __init__(self, maker: ExampleMaker, batch_size: int, seed: str):
+        self.maker, self.batch_size, self.seed = maker, batch_size, seed
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         worker = torch.utils.data.get_worker_info()
         rng = random.Random(f"{self.seed}:{worker.id if worker else 0}")
         while True:
-            yield collate([self.maker.sample(rng) for _ in range(self.batch_size)], self.pad)
+            yield self.maker.batch(rng, self.batch_size)
 
 
-def batch_stream(maker: ExampleMaker, batch_size: int, pad: int, rng: random.Random, workers: int,
+def batch_stream(maker: ExampleMaker, batch_size: int, rng: random.Random, workers: int,
                  seed: str) -> Iterator[dict[str, torch.Tensor]]:
     """Collated batches for ever: from ``rng`` in this process, or from ``workers`` processes."""
     if workers == 0:
         while True:
-            yield collate([maker.sample(rng) for _ in range(batch_size)], pad)
+            yield maker.batch(rng, batch_size)
     loader = torch.utils.data.DataLoader(
-        _WorkerBatches(maker, batch_size, pad, seed), batch_size=None, num_workers=workers, prefetch_factor=8,
+        _WorkerBatches(maker, batch_size, seed), batch_size=None, num_workers=workers, prefetch_factor=8,
         persistent_workers=True,
     )
     yield from loader

@@ -51,7 +51,7 @@ from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
 
 from model import examples
 from model.architecture import small_config
-from model.examples import ExampleMaker, batch_stream, collate
+from model.examples import ExampleMaker, batch_stream
 from model.tokenizer import load_tokenizer
 
 TOKENIZER_DIR = Path(__file__).resolve().parent.parent / "resources" / "tokenizer"
@@ -202,7 +202,7 @@ def dev_batches(tokenizer, args, n_batches: int = 4) -> list[dict[str, torch.Ten
     """Fixed batches from the held-out dev part: the validation loss compares runs step for step."""
     maker = ExampleMaker(examples.dev_documents(), tokenizer, args.prompt, args.canvas)
     rng = random.Random(1234)
-    return [collate([maker.sample(rng) for _ in range(args.batch)], tokenizer.pad_token_id) for _ in range(n_batches)]
+    return [maker.batch(rng, args.batch) for _ in range(n_batches)]
 
 
 @torch.no_grad()
@@ -352,7 +352,7 @@ def main(argv=None) -> None:
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params / 1e6:.2f}M parameters; resuming at step {step}" if step else f"model: {n_params / 1e6:.2f}M parameters")
     maker = ExampleMaker(examples.train_documents(), tokenizer, args.prompt, args.canvas)
-    stream = batch_stream(maker, args.batch, tokenizer.pad_token_id, rng, args.workers, seed=f"{args.seed}:{step}")
+    stream = batch_stream(maker, args.batch, rng, args.workers, seed=f"{args.seed}:{step}")
     dev = dev_batches(tokenizer, args)
     log = (out / "log.jsonl").open("a")
 

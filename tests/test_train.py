@@ -61,7 +61,7 @@ def test_a_few_steps_reduce_the_loss(tokenizer):
     model = train.build_model(tokenizer, args)
     maker = examples.ExampleMaker([Document("stdlib", "x.py", SOURCE)], tokenizer, args.prompt, args.canvas)
     rng = random.Random(0)
-    batch = examples.collate([maker.sample(rng) for _ in range(args.batch)], tokenizer.pad_token_id)
+    batch = maker.batch(rng, args.batch)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     losses = []
     for step in range(25):
@@ -108,7 +108,7 @@ def test_worker_processes_make_the_batches(tmp_path, monkeypatch, tokenizer):
     """The GPU path: examples made in worker processes, each with a stream of its own."""
     documents = [Document("stdlib", f"m{i}.py", SOURCE.replace("a + b", f"a + b + {i}")) for i in range(5)]
     maker = examples.ExampleMaker(documents, tokenizer, 48, 8)
-    stream = examples.batch_stream(maker, 4, tokenizer.pad_token_id, random.Random(0), workers=2, seed="0:0")
+    stream = examples.batch_stream(maker, 4, random.Random(0), workers=2, seed="0:0")
     batches = [next(stream) for _ in range(4)]
     assert all(b["canvas"].shape == (4, 8) and b["input_ids"].shape[0] == 4 for b in batches)
     assert not torch.equal(batches[0]["canvas"], batches[1]["canvas"])  # two workers, two streams
@@ -134,7 +134,7 @@ def test_a_deeper_run_starts_from_an_earlier_one_computing_the_same(tmp_path, mo
     shallow.load_state_dict(source["model"])
     deep.load_state_dict(train.deepened(source, args))
     maker = examples.ExampleMaker(documents, tokenizer, args.prompt, args.canvas)
-    batch = examples.collate([maker.sample(random.Random(3)) for _ in range(4)], tokenizer.pad_token_id)
+    batch = maker.batch(random.Random(3), 4)
     losses = [train.forward_losses(m, batch, args, torch.Generator().manual_seed(5), tokenizer.mask_token_id) for m in (shallow, deep)]
     torch.testing.assert_close(losses[0], losses[1])  # the added layer starts as the identity
     sum(losses[1]).backward()
