@@ -266,7 +266,7 @@ class DiffusionGemmaBackend:
                     break
                 for b in range(B):
                     passes[b] += not bool(idle[b])
-                canvas, argmax, self_conditioning, done = self._pass(
+                canvas, argmax, self_conditioning, probs, done = self._pass(
                     canvas, argmax, self_conditioning, done, cur_step, sampler, logits_processor, stopping,
                     dict(decoder_attention_mask=mask_mapping, cache=cache, decoder_position_ids=decoder_position_ids),
                 )
@@ -277,7 +277,7 @@ class DiffusionGemmaBackend:
                     pinned.ids = torch.where(accepted & ~pinned.pinned, canvas, pinned.ids)
                     pinned.pinned = accepted
                     done = done | self._settled(accepted, pinned.ids)
-                yield self._states(rows, generated, shown, accepted, self_conditioning, step, passes, finished)
+                yield self._states(rows, generated, shown, accepted, probs, step, passes, finished)
 
             final_canvas = torch.where(pinned.pinned, pinned.ids, argmax)
             self._append(rows, generated, finished, final_canvas)
@@ -299,8 +299,11 @@ class DiffusionGemmaBackend:
         * the denoiser's sample is drawn by inverting the softmax's cumulative distribution at one
           uniform number per position instead of ``torch.multinomial`` over the full vocabulary
           (32 x 8192 logits on this CPU: multinomial ~11 ms, the inverse CDF 0.25 ms);
-        * the distribution and its entropies are computed once and shared by sampling, acceptance
-          and the early stop; the library's sampler and stop each build a ``Categorical`` (~1 ms each).
+        * the distribution and its entropies are computed once and shared by sampling, acceptance,
+          the early stop and the drafts' confidences; the library's sampler and stop each build a
+          ``Categorical`` (~1 ms each).
+
+        Returns (canvas, argmax, self-conditioning logits, probabilities, done).
         """
         logits = self.model(decoder_input_ids=canvas, self_conditioning_logits=self_conditioning, **inputs).logits
         logits = logits_processor(None, logits, cur_step=cur_step)  # (B, L, V)
@@ -313,11 +316,12 @@ class DiffusionGemmaBackend:
             new_argmax = torch.where(done[:, None], argmax, new_argmax)
             new_canvas = torch.where(done[:, None], canvas, new_canvas)
             logits = torch.where(done[:, None, None], self_conditioning, logits)
+            probs = torch.where(done[:, None, None], torch.softmax(self_conditioning.float(), dim=-1), probs)
             # and accept nothing new: the noise still standing in a frozen canvas must not be pinned
             sampler.accepted_token_mask = sampler.accepted_token_mask & ~done[:, None]
         if stopping is not None:
             done = done | stopping(new_argmax, entropy)
-        return new_canvas, new_argmax, logits.to(self.model.model.decoder.embed_tokens.weight.dtype), done
+        return new_canvas, new_argmax, logits.to(self.model.model.decoder.embed_tokens.weight.dtype), probs, done
 
     def _settled(self, accepted: torch.BoolTensor, ids: torch.LongTensor) -> torch.BoolTensor:
         """(B,) rows whose text can no longer change: with absorbing noise, every position up to the
@@ -374,9 +378,9 @@ class DiffusionGemmaBackend:
 
     # ---- drafts -------------------------------------------------------------------------------
 
-    def _states(self, rows, generated, shown, accepted, logits, step, passes, finished) -> list[_RowState]:
+    def _states(self, rows, generated, shown, accepted, probs, step, passes, finished) -> list[_RowState]:
         """Each row's output so far: finished canvases, then the current canvas up to its first end."""
-        confidence = torch.softmax(logits.float(), dim=-1).gather(-1, shown.unsqueeze(-1)).squeeze(-1)
+        confidence = probs.gather(-1, shown.unsqueeze(-1)).squeeze(-1)
         states = []
         for b, row in enumerate(rows):
             ids, flags, scores = list(generated[b]), [True] * len(generated[b]), [1.0] * len(generated[b])
