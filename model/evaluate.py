@@ -257,13 +257,13 @@ def main(argv=None) -> None:
 
     set_sampler(backend, **shipped, stop=stop)
     report["shipped_sampler"] = shipped
-    for kind, n in (("single", args.single), ("multi", args.multi)):
-        if n:
-            result = run(backend, make_tasks(documents, kind, n, args.seed), args.batch, args.seed)
-            report[kind] = result
-            print(kind, json.dumps(summary(result)), flush=True)
-    if args.single and backend.layout is not None:
-        report["teacher_forced"] = teacher_forced(backend, make_tasks(documents, "single", args.single, args.seed))
+    tasks = {kind: make_tasks(documents, kind, n, args.seed) for kind, n in (("single", args.single), ("multi", args.multi)) if n}
+    for kind, kind_tasks in tasks.items():
+        result = run(backend, kind_tasks, args.batch, args.seed)
+        report[kind] = result
+        print(kind, json.dumps(summary(result)), flush=True)
+    if "single" in tasks and backend.layout is not None:
+        report["teacher_forced"] = teacher_forced(backend, tasks["single"])
         print("teacher_forced", json.dumps(report["teacher_forced"]), flush=True)
     if sweep:
         report["one_token_per_pass"] = next(
