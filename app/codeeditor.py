@@ -7,6 +7,7 @@ user's own edits in the undo history) and the session sees the keys first (Tab, 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import TYPE_CHECKING
@@ -295,6 +296,14 @@ class CodeEditor(QPlainTextEdit):
 def document_text(document) -> str:
     """The document's exact text with \\n line breaks (toPlainText would turn U+00A0 into spaces)."""
     return document.toRawText().replace("\u2029", "\n")
+
+
+_BLOCK_BREAKS = re.compile("\r\n|[\r\u2029\ufdd0\ufdd1]")  # Qt's paragraph and frame marks
+
+
+def as_stored(text: str) -> str:
+    """``text`` as a document keeps it: CR LF, CR, U+2029 and Qt's frame marks are each one \\n."""
+    return _BLOCK_BREAKS.sub("\n", text)
 
 
 def utf16_length(text: str) -> int:

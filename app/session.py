@@ -28,7 +28,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QKeyEvent, QKeySequence, QPalette, QTextCharFormat, QTextCursor, QTextDocument
 from PySide6.QtWidgets import QTextEdit
 
-from app.codeeditor import CodeEditor, document_text, faded, index_of, utf16_length
+from app.codeeditor import CodeEditor, as_stored, document_text, faded, index_of, utf16_length
 from model.api import Candidate, Draft
 
 log = logging.getLogger(__name__)
@@ -300,7 +300,8 @@ class InfillSession(QObject):
         return [draft.candidates[min(self._alternative, len(draft.candidates) - 1)] for draft in self._drafts]
 
     def texts(self) -> list[str]:
-        return [candidate.text for candidate in self._candidates()]
+        """The chosen candidates as they land in the document (its line breaks are all \\n)."""
+        return [as_stored(candidate.text) for candidate in self._candidates()]
 
     def _show(self, drafts: tuple[Draft, ...]) -> None:
         if len(drafts) != len(self._regions):
@@ -323,12 +324,12 @@ class InfillSession(QObject):
             if candidate is None:
                 selections.append(self._selection(start, end, self._format(background=faded(accent, 60))))
                 continue
-            if sum(utf16_length(token.text) for token in candidate.tokens) != end - start:
+            if sum(utf16_length(as_stored(token.text)) for token in candidate.tokens) != end - start:
                 selections.append(self._selection(start, end, self._format(background=faded(accent, 40))))
                 continue
             position = start
             for token in candidate.tokens:
-                stop = position + utf16_length(token.text)
+                stop = position + utf16_length(as_stored(token.text))
                 if self.state == "ready" or token.accepted:
                     fmt = self._format(background=faded(accent, 34))
                     if self.state == "ready" and self.underline_low_confidence and token.confidence < LOW_CONFIDENCE:
@@ -370,7 +371,7 @@ class InfillSession(QObject):
             cursor.setPosition(start)
             cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
             cursor.insertText(text)
-            lengths.insert(0, cursor.position() - start)  # Qt stores \r\n, \r and U+2029 as one line break
+            lengths.insert(0, cursor.position() - start)
         cursor.endEditBlock()
         self._place(spans, lengths)
         if as_draft and self.document.availableUndoSteps() > steps:

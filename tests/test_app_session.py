@@ -84,6 +84,29 @@ def test_accept_is_one_undo_step_and_ctrl_z_restores(qtbot, setup):
     assert document_text(editor.document()) == expected
 
 
+def test_a_result_with_cr_line_breaks_is_reported_as_it_lands(qtbot, setup, monkeypatch):
+    """A model may write CR LF or CR; the document keeps \\n, and the session says what it kept."""
+    monkeypatch.setattr(FakeBackend, "result", staticmethod(lambda index, alternative=0: "one\r\ntwo\rthree"))
+    editor, starter, _, _ = setup()
+    select(editor, 19, 31)
+    session = starter.rewrite(editor, strength=0.7)
+    wait_ready(qtbot, session)
+    assert session.texts() == ["one\ntwo\nthree"]
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert document_text(editor.document()) == TEXT[:19] + "one\ntwo\nthree" + TEXT[31:]
+
+
+def test_a_result_equal_to_the_original_but_for_its_line_breaks_changes_nothing(qtbot, setup, monkeypatch):
+    monkeypatch.setattr(FakeBackend, "result", staticmethod(lambda index, alternative=0: "return a + b\r\n"))
+    editor, starter, _, _ = setup()
+    select(editor, 19, 32)
+    session = starter.rewrite(editor, strength=0.7)
+    wait_ready(qtbot, session)
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert document_text(editor.document()) == TEXT
+    assert not editor.document().isModified()
+
+
 def test_typing_before_the_region_while_it_denoises_lands_the_result_in_place(qtbot, setup):
     editor, starter, backend, _ = setup()
     session = start_held_rewrite(qtbot, editor, starter, backend)
