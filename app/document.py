@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QApplication
 
 from app import fileio
 from app.codeeditor import CodeEditor
+from app.comments import line_comment_marker
 from app.highlighter import attach_highlighter
 
 
@@ -46,6 +47,7 @@ class Document:
         if self.highlighter is not None:
             self.highlighter.setDocument(None)
         self.highlighter = attach_highlighter(self.editor.document(), self.path, palette_is_dark())
+        self.editor.comment_marker = line_comment_marker(self.highlighter.aliases) if self.highlighter is not None else None
 
     @property
     def name(self) -> str:

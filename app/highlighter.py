@@ -135,6 +135,11 @@ class PygmentsHighlighter(QSyntaxHighlighter):
     def language(self) -> str:
         return self._lexer.name
 
+    @property
+    def aliases(self) -> list[str]:
+        """The language's pygments short names (``python``, ``py``, ...)."""
+        return list(self._lexer.aliases)
+
     def set_dark(self, dark: bool) -> None:
         self._style = get_style_by_name(DARK_STYLE if dark else LIGHT_STYLE)
         self._formats.clear()

@@ -120,6 +120,11 @@ class MainWindow(QMainWindow):
         self._action(edit, "&Copy", lambda: self._on_editor(CodeEditor.copy))
         self._action(edit, "&Paste", lambda: self._on_editor(CodeEditor.paste))
         edit.addSeparator()
+        self._action(edit, "Toggle &Comment", self.toggle_comment, "Ctrl+/")
+        self._action(edit, "&Duplicate Lines", lambda: self._on_editor(CodeEditor.duplicate_lines), "Ctrl+Shift+D")
+        self._action(edit, "Move Lines &Up", lambda: self._on_editor(lambda e: e.move_lines(down=False)), "Alt+Up")
+        self._action(edit, "Move Lines Do&wn", lambda: self._on_editor(lambda e: e.move_lines(down=True)), "Alt+Down")
+        edit.addSeparator()
         self._action(edit, "&Find…", lambda: self.find_bar.open(replace=False), QKeySequence.StandardKey.Find)
         self._action(edit, "&Replace…", lambda: self.find_bar.open(replace=True), QKeySequence.StandardKey.Replace)
         self._action(edit, "Find &Next", lambda: self.find_bar.find(False), QKeySequence.StandardKey.FindNext)
@@ -454,6 +459,11 @@ class MainWindow(QMainWindow):
         editor = self.current_editor()
         if editor is not None and editor.session is not None:
             action(editor.session)
+
+    def toggle_comment(self) -> None:
+        document = self.current_document()
+        if document is not None and not document.editor.toggle_comment():
+            self.statusBar().showMessage(f"{document.language} has no line comments.", 4000)
 
     def _step_tab(self, step: int) -> None:
         if self.tabs.count():

@@ -63,3 +63,78 @@ def test_go_to_line_moves_the_cursor(editor):
     assert editor.textCursor().blockNumber() == 2
     editor.go_to_line(99)
     assert editor.textCursor().blockNumber() == editor.blockCount() - 1
+
+
+def select(editor, start, end):
+    cursor = editor.textCursor()
+    cursor.setPosition(start)
+    cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+    editor.setTextCursor(cursor)
+
+
+def test_toggle_comment_comments_at_the_block_indent_and_back_in_one_undo_step_each(editor):
+    text = "def f():\n    if x:\n\n        y()\n    return 1\n"
+    editor.setPlainText(text)
+    editor.comment_marker = ("#", "")
+    select(editor, 9, 40)  # from "    if x:" into "    return 1"
+    assert editor.toggle_comment()
+    assert editor.toPlainText() == "def f():\n    # if x:\n\n    #     y()\n    # return 1\n"
+    assert editor.textCursor().selectedText() == "    # if x:\u2029\u2029    #     y()\u2029    # return 1"
+    editor.toggle_comment()
+    assert editor.toPlainText() == text
+    editor.undo()
+    assert editor.toPlainText() == "def f():\n    # if x:\n\n    #     y()\n    # return 1\n"
+    editor.undo()
+    assert editor.toPlainText() == text
+
+
+def test_toggle_comment_comments_a_partly_commented_block_and_keeps_the_cursor_on_its_text(editor):
+    editor.setPlainText("// a\nb\n")
+    editor.comment_marker = ("//", "")
+    select(editor, 3, 6)
+    editor.toggle_comment()
+    assert editor.toPlainText() == "// // a\n// b\n"
+    editor.setPlainText("x = 1")
+    cursor = editor.textCursor()
+    cursor.setPosition(2)
+    editor.setTextCursor(cursor)
+    editor.comment_marker = ("#", "")
+    editor.toggle_comment()
+    assert editor.toPlainText() == "# x = 1" and editor.textCursor().position() == 4
+
+
+def test_toggle_comment_without_a_marker_changes_nothing(editor):
+    editor.setPlainText("plain words")
+    assert not editor.toggle_comment()
+    assert editor.toPlainText() == "plain words" and not editor.document().isUndoAvailable()
+
+
+def test_duplicate_lines_copies_them_below_and_selects_the_copy(editor):
+    editor.setPlainText("one\ntwo\nthree")
+    select(editor, 1, 5)
+    editor.duplicate_lines()
+    assert editor.toPlainText() == "one\ntwo\none\ntwo\nthree"
+    assert editor.textCursor().selectedText() == "ne\u2029t"
+    select(editor, 20, 20)  # the last line, which has no line break
+    editor.duplicate_lines()
+    assert editor.toPlainText() == "one\ntwo\none\ntwo\nthree\nthree"
+    editor.undo()
+    editor.undo()
+    assert editor.toPlainText() == "one\ntwo\nthree"
+
+
+def test_move_lines_swaps_with_the_neighbour_and_stops_at_the_ends(editor):
+    editor.setPlainText("a\nbb\ncc\nd")
+    select(editor, 3, 6)  # "b" of "bb" to "c" of "cc"
+    editor.move_lines(down=True)
+    assert editor.toPlainText() == "a\nd\nbb\ncc"
+    assert editor.textCursor().selectedText() == "b\u2029c"
+    editor.move_lines(down=True)  # already the last lines
+    assert editor.toPlainText() == "a\nd\nbb\ncc"
+    editor.move_lines(down=False)
+    editor.move_lines(down=False)
+    editor.move_lines(down=False)
+    assert editor.toPlainText() == "bb\ncc\na\nd"
+    assert editor.textCursor().selectedText() == "b\u2029c"
+    editor.undo()
+    assert editor.toPlainText() == "a\nbb\ncc\nd"

@@ -318,3 +318,18 @@ def test_editing_works_while_the_model_loads_and_a_request_waits_for_it(window, 
     assert window.model_label.text() == "fake · cpu" and not window.load_progress.isVisible()
     session.accept()
     assert editor.toPlainText() == "typing while it loads" + FakeBackend.result(0)
+
+
+def test_ctrl_slash_comments_the_line_in_the_files_language(qtbot, window, tmp_path):
+    python, sql, html, notes = (tmp_path / name for name in ("a.py", "b.sql", "c.html", "d.txt"))
+    python.write_text("x = 1\n")
+    sql.write_text("select 1;\n")
+    html.write_text("<p>hi</p>\n")
+    notes.write_text("words\n")
+    for path, commented in ((python, "# x = 1\n"), (sql, "-- select 1;\n"), (html, "<!-- <p>hi</p> -->\n"), (notes, "words\n")):
+        document = window.open_path(str(path))
+        document.editor.setFocus()
+        qtbot.waitUntil(document.editor.hasFocus)
+        qtbot.keyClick(document.editor, Qt.Key.Key_Slash, Qt.KeyboardModifier.ControlModifier)
+        assert document_text(document.editor.document()) == commented
+    assert "no line comments" in window.statusBar().currentMessage()
