@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.codeeditor import CodeEditor, document_text, index_of, position_of
+from PySide6.QtGui import QTextCursor
+
+from app.codeeditor import CodeEditor, document_text, index_of, position_of, utf16_length
 from app.engine import Engine
 from app.session import InfillSession, SessionKeys
 from model.api import InfillRequest, TemplateRequest
@@ -60,7 +62,20 @@ class InfillStarter:
             n_alternatives=self.options.alternatives,
             sampler_bound=self.options.sampler_bound,
         )
-        return self._run(editor, [(cursor.selectionStart(), cursor.selectionEnd())], [request])
+        session = self._run(editor, [(cursor.selectionStart(), cursor.selectionEnd())], [request])
+        if session is not None:
+            session.repeat = lambda: self._rewrite_again(editor, session, strength, instruction)
+        return session
+
+    def _rewrite_again(self, editor: CodeEditor, session: InfillSession, strength: float, instruction: str | None):
+        """Put the original back and rewrite it again with the same settings (a new random draw)."""
+        start = session.spans()[0][0]
+        session.reject()
+        cursor = editor.textCursor()
+        cursor.setPosition(start)
+        cursor.setPosition(start + utf16_length(session.originals[0]), QTextCursor.MoveMode.KeepAnchor)
+        editor.setTextCursor(cursor)
+        return self.rewrite(editor, strength, instruction)
 
     def fill_gaps(self, editor: CodeEditor) -> InfillSession | None:
         """Fill every [MASK] / [MASK:n] gap of the document in one run; None with a message if none."""
@@ -76,7 +91,14 @@ class InfillStarter:
             max_new_tokens=tuple(gap.max_new_tokens for gap in gaps),
             steps=self.options.steps,
         )
-        return self._run(editor, [(position_of(text, gap.start), position_of(text, gap.end)) for gap in gaps], template)
+        session = self._run(editor, [(position_of(text, gap.start), position_of(text, gap.end)) for gap in gaps], template)
+        if session is not None:
+            session.repeat = lambda: self._fill_gaps_again(editor, session)
+        return session
+
+    def _fill_gaps_again(self, editor: CodeEditor, session: InfillSession):
+        session.reject()
+        return self.fill_gaps(editor)
 
     def _run(self, editor: CodeEditor, spans, work) -> InfillSession | None:
         if self.engine.error is not None:

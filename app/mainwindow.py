@@ -10,7 +10,7 @@ import asyncio
 import os
 
 from PySide6.QtCore import QEvent, QFileSystemWatcher, QSettings, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QTextCursor
 from PySide6.QtWidgets import (
     QFileDialog,
     QInputDialog,
@@ -30,6 +30,7 @@ from app.engine import Engine, load_from_spec
 from app.findbar import FindBar
 from app.infill import InfillOptions, InfillStarter
 from app.inlinebox import InlineBox
+from app.reopen import OpenFile, recall, remember
 from app.session import InfillSession, SessionKeys
 from app.settings import Settings
 from app.settings_dialog import SettingsDialog
@@ -150,6 +151,7 @@ class MainWindow(QMainWindow):
         self.reject_action = self._action(ai, "Re&ject", lambda: self._on_session(InfillSession.reject))
         self._action(ai, "&Next Alternative", lambda: self._on_session(lambda s: s.cycle(1)))
         self._action(ai, "&Previous Alternative", lambda: self._on_session(lambda s: s.cycle(-1)))
+        self._action(ai, "&Try Again", self.try_again, "Alt+R")
         ai.addSeparator()
         self._action(ai, "Reload &Model", self.start_engine)
         help_menu = menus.addMenu("&Help")
@@ -377,12 +379,49 @@ class MainWindow(QMainWindow):
         editor.deleteLater()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+        open_now = self.open_files_now()
         for document in self.documents():
             if not self.close_tab(document.editor):
                 event.ignore()
                 return
+        remember(self.store, open_now if self.settings.reopen_files else [])
         self.engine.stop()
         event.accept()
+
+    # --- the files of the last session --------------------------------------------------------
+
+    def open_files_now(self) -> list[OpenFile]:
+        """The tabs that have a file, in tab order, with their selections and scroll positions."""
+        files = []
+        for index in range(self.tabs.count()):
+            editor = self.tabs.widget(index)
+            document = self._documents[editor]
+            if document.path is not None:
+                cursor = editor.textCursor()
+                files.append(OpenFile(document.path, cursor.anchor(), cursor.position(),
+                                      editor.firstVisibleBlock().blockNumber(), editor is self.current_editor()))
+        return files
+
+    def reopen_last_files(self) -> None:
+        """Open the files remembered at the last close (those still there), cursors where they were."""
+        current = None
+        for item in recall(self.store):
+            if not os.path.isfile(item.path):
+                continue
+            document = self.open_path(item.path)
+            if document is None:
+                continue
+            editor = document.editor
+            end = editor.document().characterCount() - 1
+            cursor = editor.textCursor()
+            cursor.setPosition(min(item.anchor, end))
+            cursor.setPosition(min(item.position, end), QTextCursor.MoveMode.KeepAnchor)
+            editor.setTextCursor(cursor)
+            QTimer.singleShot(0, lambda e=editor, line=item.first_line: e.verticalScrollBar().setValue(line))
+            if item.current:
+                current = editor
+        if current is not None:
+            self.tabs.setCurrentWidget(current)
 
     def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
         """Follow the system's light/dark switch."""
@@ -565,6 +604,14 @@ class MainWindow(QMainWindow):
         if editor is not None and self._model_ready():
             self._start(editor, lambda: self.starter.fill_gaps(editor))
 
+    def try_again(self) -> None:
+        """Put the original back and run the same request again: a new draw, the same settings."""
+        editor = self.current_editor()
+        if editor is None or editor.session is None or editor.session.repeat is None:
+            self.statusBar().showMessage("Nothing to try again: Ctrl+K starts a rewrite.", 4000)
+        elif self._model_ready():
+            self._start(editor, editor.session.repeat)
+
     def _model_ready(self) -> bool:
         if self.engine.error is not None:
             self._error(f"AI edits are off: {self.engine.error}. Choose a model in Settings.")
@@ -594,9 +641,11 @@ class MainWindow(QMainWindow):
 
 
 def open_files(window: MainWindow, files: list[str]) -> None:
-    """Open ``files`` in ``window``; an empty list gives one untitled document."""
+    """Open ``files`` in ``window``; with none, the last session's files (setting) or an untitled document."""
     for path in files:
         window.open_path(path)
+    if not files and window.settings.reopen_files:
+        window.reopen_last_files()
     if not window.documents():
         window.new_document()
 

@@ -217,10 +217,13 @@ class Recovery(QObject):
 
 
 def restore(window, orphan: Orphan) -> list[Document]:
-    """Open ``orphan``'s documents in ``window`` as modified tabs; a lone empty untitled tab gives way."""
+    """Open ``orphan``'s documents in ``window`` as modified tabs; a lone empty untitled tab gives way,
+    and so does an unmodified tab of the same file (reopened from the last session, say)."""
     before = window.documents()
     restored = []
     for copy in orphan.documents:
+        for stale in [d for d in window.documents() if copy.path is not None and d.path == copy.path and not d.is_modified()]:
+            window.close_tab(stale.editor)
         document = window.new_document()
         document.path, document.format, document.disk_stamp = copy.path, copy.format, copy.disk_stamp
         document.editor.setPlainText(copy.text)

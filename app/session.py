@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -107,6 +107,7 @@ class InfillSession(QObject):
         self.document = editor.document()
         self.state = "running"
         self.job = None  # the worker's Job, cancelled when the session ends early
+        self.repeat: Callable[[], InfillSession | None] | None = None  # "Try Again": set by the starter
         self.keys = keys
         self.underline_low_confidence = underline_low_confidence
         self._total_steps = total_steps

@@ -196,6 +196,21 @@ def test_gap_fill_replaces_every_gap_in_one_undo_step(qtbot, setup):
     assert document_text(editor.document()) == template
 
 
+def test_trying_a_gap_fill_again_refills_the_template_from_its_gaps(qtbot, setup):
+    template = "name = [MASK]\nvalue = [MASK:5]\n"
+    editor, starter, backend, _ = setup(text=template)
+    first = starter.fill_gaps(editor)
+    wait_ready(qtbot, first)
+    second = first.repeat()
+    assert first.state == "ended" and editor.session is second
+    wait_ready(qtbot, second)
+    assert backend.requests[1] == backend.requests[0]
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert document_text(editor.document()) == f"name = {FakeBackend.result(0)}\nvalue = {FakeBackend.result(1)}\n"
+    editor.undo()
+    assert document_text(editor.document()) == template
+
+
 def backend_requests(qtbot, backend):
     qtbot.waitUntil(lambda: bool(backend.requests), timeout=10000)
     return backend.requests

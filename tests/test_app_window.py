@@ -333,3 +333,36 @@ def test_ctrl_slash_comments_the_line_in_the_files_language(qtbot, window, tmp_p
         qtbot.keyClick(document.editor, Qt.Key.Key_Slash, Qt.KeyboardModifier.ControlModifier)
         assert document_text(document.editor.document()) == commented
     assert "no line comments" in window.statusBar().currentMessage()
+
+
+def test_try_again_puts_the_original_back_and_reruns_the_same_request(window, qtbot):
+    backend = FakeBackend()
+    with_fake_model(window, qtbot, backend)
+    document = window.new_document()
+    editor = document.editor
+    editor.setPlainText("alpha beta gamma\n")
+    cursor = editor.textCursor()
+    cursor.setPosition(6)
+    cursor.setPosition(10, QTextCursor.MoveMode.KeepAnchor)
+    editor.setTextCursor(cursor)
+    window.activateWindow()
+    qtbot.keyClick(editor, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+    from app.inlinebox import InlineBox
+
+    box = editor.viewport().findChild(InlineBox)
+    box.strength.setValue(30)
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    first = editor.session
+    qtbot.waitUntil(lambda: first.state == "ready", timeout=10000)
+    qtbot.keyClick(editor, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier)
+    second = editor.session
+    assert second is not first and first.state == "ended"
+    qtbot.waitUntil(lambda: second.state == "ready", timeout=10000)
+    [(one,), (two,)] = backend.requests
+    assert two == one and two.init_text == "beta" and two.strength == 0.3
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert editor.toPlainText() == "alpha " + FakeBackend.result(0) + " gamma\n"
+    editor.undo()
+    assert editor.toPlainText() == "alpha beta gamma\n" and not editor.document().isUndoAvailable()
+    qtbot.keyClick(editor, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier)
+    assert editor.session is None and "Nothing to try again" in window.statusBar().currentMessage()
