@@ -151,10 +151,11 @@ def test_without_a_model_editing_works_and_ai_actions_explain_why(window, qtbot,
     assert "AI edits are off" in window.message_box.text()
 
 
-def test_ctrl_k_with_a_selection_opens_the_strength_box_and_enter_runs_it(window, qtbot):
-    with_fake_model(window, qtbot)
-    document = window.new_document()
-    editor = document.editor
+def press_ctrl_k_on_beta(window, qtbot):
+    """A new document "alpha beta gamma", "beta" selected, Ctrl+K pressed: the editor and its box."""
+    from app.inlinebox import InlineBox
+
+    editor = window.new_document().editor
     editor.setPlainText("alpha beta gamma\n")
     cursor = editor.textCursor()
     cursor.setPosition(6)
@@ -162,9 +163,12 @@ def test_ctrl_k_with_a_selection_opens_the_strength_box_and_enter_runs_it(window
     editor.setTextCursor(cursor)
     window.activateWindow()
     qtbot.keyClick(editor, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
-    from app.inlinebox import InlineBox
+    return editor, editor.viewport().findChild(InlineBox)
 
-    box = editor.viewport().findChild(InlineBox)
+
+def test_ctrl_k_with_a_selection_opens_the_strength_box_and_enter_runs_it(window, qtbot):
+    with_fake_model(window, qtbot)
+    editor, box = press_ctrl_k_on_beta(window, qtbot)
     assert box is not None and box.isVisible()
     qtbot.keyClick(box, Qt.Key.Key_Return)
     session = editor.session
@@ -338,18 +342,7 @@ def test_ctrl_slash_comments_the_line_in_the_files_language(qtbot, window, tmp_p
 def test_try_again_puts_the_original_back_and_reruns_the_same_request(window, qtbot):
     backend = FakeBackend()
     with_fake_model(window, qtbot, backend)
-    document = window.new_document()
-    editor = document.editor
-    editor.setPlainText("alpha beta gamma\n")
-    cursor = editor.textCursor()
-    cursor.setPosition(6)
-    cursor.setPosition(10, QTextCursor.MoveMode.KeepAnchor)
-    editor.setTextCursor(cursor)
-    window.activateWindow()
-    qtbot.keyClick(editor, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
-    from app.inlinebox import InlineBox
-
-    box = editor.viewport().findChild(InlineBox)
+    editor, box = press_ctrl_k_on_beta(window, qtbot)
     box.strength.setValue(30)
     qtbot.keyClick(box, Qt.Key.Key_Return)
     first = editor.session
