@@ -29,7 +29,7 @@ from PySide6.QtGui import QColor, QKeyEvent, QKeySequence, QPalette, QTextCharFo
 from PySide6.QtWidgets import QTextEdit
 
 from app.codeeditor import CodeEditor, as_stored, document_text, faded, index_of, utf16_length
-from model.api import Candidate, Draft
+from model.api import Candidate, Draft, TokenState
 
 log = logging.getLogger(__name__)
 
@@ -201,20 +201,30 @@ class InfillSession(QObject):
     def reject(self) -> None:
         self._end("rejected", "Rejected. Your text is unchanged.")
 
+    @property
+    def showing_original(self) -> bool:
+        """The review shows the original text: the place after the last alternative in the cycle."""
+        return self.state == "ready" and self._alternative == self.alternatives
+
     def cycle(self, step: int) -> None:
-        if self.state != "ready" or self.alternatives < 2:
+        """Show the next (or previous) alternative; after the last one comes the original, to compare."""
+        if self.state != "ready":
             return
-        self._alternative = (self._alternative + step) % self.alternatives
+        self._alternative = (self._alternative + step) % (self.alternatives + 1)
         self._show(self._drafts)
-        self.progress.emit(f"Alternative {self._alternative + 1} of {self.alternatives}: {self._choices()}")
+        if self.showing_original:
+            self.progress.emit(f"The original text, to compare: {self._choices()}")
+        else:
+            self.progress.emit(f"Alternative {self._alternative + 1} of {self.alternatives}: {self._choices()}")
 
     def _choices(self) -> str:
         """What the user can do now, in their key bindings."""
         name = {field: getattr(self.keys, field).toString(QKeySequence.SequenceFormat.NativeText) for field in vars(self.keys)}
         text = f"{name['accept']} accepts, {name['reject']} rejects"
+        cycle = f"{name['next_alternative']} / {name['previous_alternative']}"
         if self.alternatives > 1:
-            text += f", {name['next_alternative']} / {name['previous_alternative']} for {self.alternatives} alternatives"
-        return text
+            return text + f", {cycle} for {self.alternatives} alternatives and the original"
+        return text + f", {cycle} shows the original"
 
     def set_underline(self, on: bool) -> None:
         self.underline_low_confidence = on
@@ -298,6 +308,8 @@ class InfillSession(QObject):
         return f"{draft.tokens_per_pass:.1f} tokens/pass · {generated / seconds:.0f} tokens/s"
 
     def _candidates(self) -> list[Candidate]:
+        if self.showing_original:
+            return [Candidate(region.original, (TokenState(region.original, 1.0, True),)) for region in self._regions]
         return [draft.candidates[min(self._alternative, len(draft.candidates) - 1)] for draft in self._drafts]
 
     def texts(self) -> list[str]:
@@ -324,6 +336,9 @@ class InfillSession(QObject):
         for candidate, (start, end) in zip(candidates, self.spans()):
             if candidate is None:
                 selections.append(self._selection(start, end, self._format(background=faded(accent, 60))))
+                continue
+            if self.showing_original:
+                selections.append(self._selection(start, end, self._format(background=faded(text, 22))))
                 continue
             if sum(utf16_length(as_stored(token.text)) for token in candidate.tokens) != end - start:
                 selections.append(self._selection(start, end, self._format(background=faded(accent, 40))))

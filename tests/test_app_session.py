@@ -245,6 +245,24 @@ def test_alternatives_cycle_and_the_chosen_one_is_accepted(qtbot, setup):
     assert document_text(editor.document()) == TEXT
 
 
+def test_after_the_last_alternative_the_cycle_shows_the_original_to_compare(qtbot, setup):
+    editor, starter, _, _ = setup()
+    select(editor, 19, 31)
+    session = starter.rewrite(editor, strength=0.7)
+    wait_ready(qtbot, session)
+    with_result = TEXT[:19] + FakeBackend.result(0) + TEXT[31:]
+    assert document_text(editor.document()) == with_result and not session.showing_original
+    qtbot.keyClick(editor, Qt.Key.Key_BracketRight, Qt.KeyboardModifier.AltModifier)
+    assert document_text(editor.document()) == TEXT and session.showing_original
+    assert session.spans() == [(19, 31)] and session.state == "ready"
+    qtbot.keyClick(editor, Qt.Key.Key_BracketLeft, Qt.KeyboardModifier.AltModifier)
+    assert document_text(editor.document()) == with_result
+    qtbot.keyClick(editor, Qt.Key.Key_BracketLeft, Qt.KeyboardModifier.AltModifier)
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)  # keeping the original changes nothing
+    assert document_text(editor.document()) == TEXT
+    assert not editor.document().isModified() and not editor.document().isUndoAvailable()
+
+
 def test_infill_at_the_cursor_inserts_at_the_cursor(qtbot, setup):
     editor, starter, backend, _ = setup()
     cursor = editor.textCursor()

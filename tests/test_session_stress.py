@@ -282,7 +282,10 @@ class SessionMachine(RuleBasedStateMachine):
 
     def show(self, texts: list[list[str]]) -> None:
         for region, alternatives in zip(self.regions, texts):
-            region.shown = as_qt_stores_it(alternatives[min(self.alternative, len(alternatives) - 1)])
+            if self.alternative == self.alternatives:  # after the last alternative the cycle shows the original
+                region.shown = region.original
+            else:
+                region.shown = as_qt_stores_it(alternatives[min(self.alternative, len(alternatives) - 1)])
         self.redo = []
         self.before_accept = None
 
@@ -350,11 +353,11 @@ class SessionMachine(RuleBasedStateMachine):
         self.end_session()
         self.before_accept = None
 
-    @precondition(lambda self: self.session is not None and self.session.state == "ready" and self.alternatives > 1)
+    @precondition(lambda self: self.session is not None and self.session.state == "ready")
     @rule(forward=st.booleans())
     def cycle(self, forward):
         send_key(self.editor, Qt.Key.Key_BracketRight if forward else Qt.Key.Key_BracketLeft, ALT)
-        self.alternative = (self.alternative + (1 if forward else -1)) % self.alternatives
+        self.alternative = (self.alternative + (1 if forward else -1)) % (self.alternatives + 1)
         self.show(self.results)
 
     @rule(redo=st.booleans())
