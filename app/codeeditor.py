@@ -153,6 +153,10 @@ class CodeEditor(QPlainTextEdit):
         self.indent_width = width
         self._apply_tab_stop()
 
+    def set_word_wrap(self, on: bool) -> None:
+        """Wrap long lines at the edge (at a word boundary when there is one) or scroll sideways."""
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth if on else QPlainTextEdit.LineWrapMode.NoWrap)
+
     def _apply_tab_stop(self) -> None:
         self.setTabStopDistance(self.fontMetrics().horizontalAdvance(" ") * self.indent_width)
 

@@ -139,6 +139,8 @@ class MainWindow(QMainWindow):
         self._action(view, "Next &Tab", lambda: self._step_tab(1), "Ctrl+PgDown")
         self._action(view, "Pre&vious Tab", lambda: self._step_tab(-1), "Ctrl+PgUp")
         view.addSeparator()
+        self.wrap_action = self._action(view, "&Word Wrap", self._toggle_word_wrap, "Alt+Z")
+        self.wrap_action.setCheckable(True)
         self.underline_action = self._action(view, "&Underline Low-Confidence Tokens", self._toggle_underline)
         self.underline_action.setCheckable(True)
         self.slow_action = self._action(view, "&Slow Motion", self._toggle_slow_motion)
@@ -178,8 +180,10 @@ class MainWindow(QMainWindow):
         self.reject_action.setText(f"Re&ject\t{s.keys['reject']}")
         self.underline_action.setChecked(s.underline_low_confidence)
         self.slow_action.setChecked(s.slow_motion_ms > 0)
+        self.wrap_action.setChecked(s.word_wrap)
         for editor in self._documents:
             editor.set_indentation(s.indent_with_spaces, s.indent_width)
+            editor.set_word_wrap(s.word_wrap)
 
     # --- the model ----------------------------------------------------------------------------
 
@@ -222,6 +226,7 @@ class MainWindow(QMainWindow):
     def _new_editor(self) -> CodeEditor:
         editor = CodeEditor()
         editor.set_indentation(self.settings.indent_with_spaces, self.settings.indent_width)
+        editor.set_word_wrap(self.settings.word_wrap)
         editor.document().modificationChanged.connect(lambda _=None, e=editor: self._update_title(e))
         editor.cursorPositionChanged.connect(self._update_position)
         editor.files_dropped.connect(lambda paths: [self.open_path(path) for path in paths])
@@ -529,6 +534,11 @@ class MainWindow(QMainWindow):
         for editor in self._documents:
             if editor.session is not None:
                 editor.session.set_underline(self.settings.underline_low_confidence)
+
+    def _toggle_word_wrap(self) -> None:
+        self.settings.word_wrap = self.wrap_action.isChecked()
+        self.settings.save(self.store)
+        self._apply_settings()
 
     def _toggle_slow_motion(self) -> None:
         self.settings.slow_motion_ms = 250 if self.slow_action.isChecked() else 0

@@ -32,6 +32,7 @@ class Settings:
     underline_low_confidence: bool = False
     indent_with_spaces: bool = True
     indent_width: int = 4
+    word_wrap: bool = False  # wrap long lines at the window's edge (View > Word Wrap)
     reopen_files: bool = True  # at start without files named: the files open when it last closed
     keys: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_KEYS))
     recent_files: list[str] = field(default_factory=list)

@@ -359,3 +359,30 @@ def test_try_again_puts_the_original_back_and_reruns_the_same_request(window, qt
     assert editor.toPlainText() == "alpha beta gamma\n" and not editor.document().isUndoAvailable()
     qtbot.keyClick(editor, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier)
     assert editor.session is None and "Nothing to try again" in window.statusBar().currentMessage()
+
+
+def test_word_wrap_wraps_every_tab_and_is_remembered(qtbot, qasync_loop, tmp_path):  # noqa: F811
+    from PySide6.QtWidgets import QPlainTextEdit
+
+    store = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(qasync_loop, store)
+    qtbot.addWidget(window)
+    window.resize(600, 400)
+    window.show()
+    editor = window.new_document().editor
+    editor.setPlainText("word " * 400)
+    editor.document().setModified(False)  # no "save changes?" question when the test closes it
+    line = editor.document().firstBlock().layout()
+    assert line.lineCount() == 1
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    qtbot.keyClick(editor, Qt.Key.Key_Z, Qt.KeyboardModifier.AltModifier)
+    assert editor.lineWrapMode() == QPlainTextEdit.LineWrapMode.WidgetWidth
+    qtbot.waitUntil(lambda: editor.document().firstBlock().layout().lineCount() > 1)
+    assert editor.toPlainText() == "word " * 400  # wrapping shows the line on several rows, the text is one line
+    again = MainWindow(qasync_loop, store)
+    qtbot.addWidget(again)
+    assert again.wrap_action.isChecked()
+    assert again.new_document().editor.lineWrapMode() == QPlainTextEdit.LineWrapMode.WidgetWidth
+    for each in (window, again):
+        each.close()
