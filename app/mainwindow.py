@@ -30,6 +30,7 @@ from app.engine import Engine, load_from_spec
 from app.findbar import FindBar
 from app.infill import InfillOptions, InfillStarter
 from app.inlinebox import InlineBox
+from app.palette import CommandPalette, menu_commands
 from app.reopen import OpenFile, recall, remember
 from app.session import InfillSession, SessionKeys
 from app.settings import Settings
@@ -50,6 +51,7 @@ class MainWindow(QMainWindow):
         self.starter = InfillStarter(self.engine, InfillOptions(), self._session_keys())
         self._documents: dict[CodeEditor, Document] = {}
         self.message_box: QMessageBox | None = None
+        self.palette: CommandPalette | None = None
         self.watcher = QFileSystemWatcher(self)
         self.watcher.fileChanged.connect(lambda path: QTimer.singleShot(200, lambda: self._check_disk(path)))
         self._untitled = 0
@@ -132,6 +134,8 @@ class MainWindow(QMainWindow):
         self._action(edit, "Find Pre&vious", lambda: self.find_bar.find(True), QKeySequence.StandardKey.FindPrevious)
         self._action(edit, "&Go to Line…", self.go_to_line, "Ctrl+G")
         view = menus.addMenu("&View")
+        self._action(view, "&Command Palette…", self.show_palette, "Ctrl+Shift+P")
+        view.addSeparator()
         self._action(view, "Zoom &In", lambda: self._on_editor(lambda e: e.zoom(1)), QKeySequence.StandardKey.ZoomIn)
         self._action(view, "Zoom &Out", lambda: self._on_editor(lambda e: e.zoom(-1)), QKeySequence.StandardKey.ZoomOut)
         self._action(view, "&Reset Zoom", lambda: self._on_editor(lambda e: e.zoom(0)), "Ctrl+0")
@@ -503,6 +507,10 @@ class MainWindow(QMainWindow):
         editor = self.current_editor()
         if editor is not None and editor.session is not None:
             action(editor.session)
+
+    def show_palette(self) -> None:
+        self.palette = CommandPalette(menu_commands(self.menuBar()), self)
+        self.palette.open()
 
     def toggle_comment(self) -> None:
         document = self.current_document()

@@ -386,3 +386,30 @@ def test_word_wrap_wraps_every_tab_and_is_remembered(qtbot, qasync_loop, tmp_pat
     assert again.new_document().editor.lineWrapMode() == QPlainTextEdit.LineWrapMode.WidgetWidth
     for each in (window, again):
         each.close()
+
+
+def test_the_command_palette_finds_a_command_by_its_letters_and_runs_it(window, qtbot):
+    editor = window.new_document().editor
+    editor.setPlainText("one\ntwo\n")
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    qtbot.keyClick(editor, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    palette = window.palette
+    assert palette is not None and palette.isVisible()
+    labels = [palette.results.item(i).text() for i in range(palette.results.count())]
+    assert any(label.startswith("File: Save") for label in labels) and not any("Recent" in label for label in labels if label.endswith(": "))
+    qtbot.keyClicks(palette.query, "dupl")
+    assert palette.results.item(0).text().startswith("Edit: Duplicate Lines")
+    qtbot.keyClick(palette.query, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: editor.toPlainText() == "one\none\ntwo\n")
+    assert not palette.isVisible()
+
+
+def test_palette_ranking_puts_a_match_in_one_piece_first_then_an_earlier_one():
+    from app.palette import rank
+
+    assert rank("dup", "Edit: Duplicate Lines") < rank("dl", "Edit: Duplicate Lines")
+    assert rank("wrap", "View: Word Wrap") < rank("wrap", "View: Word Rewrap Pass")
+    assert rank("vww", "View: Word Wrap") is not None
+    assert rank("zzz", "View: Word Wrap") is None
+    assert rank("", "anything") == (0, 0)
