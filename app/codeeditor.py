@@ -38,6 +38,9 @@ _NAVIGATION_KEYS = {
     Qt.Key.Key_Alt, Qt.Key.Key_Meta, Qt.Key.Key_AltGr, Qt.Key.Key_CapsLock,
 }
 _OPENERS = (":", "{", "(", "[")
+_PAIRS = {"(": ")", "[": "]", "{": "}"}
+_CLOSERS = {closer: opener for opener, closer in _PAIRS.items()}
+BRACKET_SCAN_CHARS = 20_000  # how far to look for a bracket's partner before giving up
 
 
 def is_navigation(event: QKeyEvent) -> bool:
@@ -84,6 +87,7 @@ class CodeEditor(QPlainTextEdit):
         self.blockCountChanged.connect(self._update_margins)
         self.updateRequest.connect(self._scroll_numbers)
         self.cursorPositionChanged.connect(self._highlight_current_line)
+        self.cursorPositionChanged.connect(self._highlight_brackets)
         self._update_margins()
         self._apply_tab_stop()
         self._highlight_current_line()
@@ -145,6 +149,27 @@ class CodeEditor(QPlainTextEdit):
         selection.cursor.clearSelection()
         self.set_layer("current-line", [selection])
         self._numbers.update()
+
+    def _highlight_brackets(self) -> None:
+        """Mark the bracket at (or just before) the cursor and its partner."""
+        position = self.textCursor().position()
+        start = max(0, position - BRACKET_SCAN_CHARS)
+        around = QTextCursor(self.document())
+        around.setPosition(start)
+        around.setPosition(min(self.document().characterCount() - 1, position + BRACKET_SCAN_CHARS), QTextCursor.MoveMode.KeepAnchor)
+        text = around.selectedText()  # line breaks are U+2029 here, which is no bracket either
+        pair = matching_bracket(text, index_of(text, position - start))
+        selections = []
+        color = self.palette().color(QPalette.ColorRole.Highlight)
+        color.setAlpha(70)
+        for index in pair or ():
+            selection = QTextEdit.ExtraSelection()
+            selection.format.setBackground(color)
+            selection.cursor = QTextCursor(self.document())
+            selection.cursor.setPosition(start + position_of(text, index))
+            selection.cursor.setPosition(start + position_of(text, index + 1), QTextCursor.MoveMode.KeepAnchor)
+            selections.append(selection)
+        self.set_layer("brackets", selections)
 
     # --- indentation --------------------------------------------------------------------------
 
@@ -384,6 +409,27 @@ class CodeEditor(QPlainTextEdit):
         cursor = QTextCursor(block)
         self.setTextCursor(cursor)
         self.centerCursor()
+
+
+def matching_bracket(text: str, cursor: int) -> tuple[int, int] | None:
+    """The indices of the bracket next to ``cursor`` (after it, else before it) and its partner."""
+    for index in (cursor, cursor - 1):
+        if 0 <= index < len(text) and (text[index] in _PAIRS or text[index] in _CLOSERS):
+            break
+    else:
+        return None
+    bracket = text[index]
+    forward = bracket in _PAIRS
+    partner = _PAIRS[bracket] if forward else _CLOSERS[bracket]
+    depth = 0
+    for other in range(index, len(text)) if forward else range(index, -1, -1):
+        if text[other] == bracket:
+            depth += 1
+        elif text[other] == partner:
+            depth -= 1
+            if depth == 0:
+                return (index, other)
+    return None
 
 
 def document_text(document) -> str:

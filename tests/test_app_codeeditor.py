@@ -138,3 +138,27 @@ def test_move_lines_swaps_with_the_neighbour_and_stops_at_the_ends(editor):
     assert editor.textCursor().selectedText() == "b\u2029c"
     editor.undo()
     assert editor.toPlainText() == "a\nbb\ncc\nd"
+
+
+def test_matching_bracket_pairs_the_bracket_at_or_before_the_cursor():
+    from app.codeeditor import matching_bracket
+
+    text = "f(a[1], {b: (c)})"
+    assert matching_bracket(text, 1) == (1, 16)  # "(" after the cursor
+    assert matching_bracket(text, 17) == (16, 1)  # ")" before it
+    assert matching_bracket(text, 8) == (8, 15)
+    assert matching_bracket(text, 0) is None  # "f" and nothing before
+    assert matching_bracket("(()", 0) is None  # no partner
+
+
+def test_the_bracket_next_to_the_cursor_and_its_partner_are_marked(editor):
+    editor.setPlainText("x = [1, (2)]\n🙂(y)")
+    cursor = editor.textCursor()
+    cursor.setPosition(4)
+    editor.setTextCursor(cursor)
+    marked = [(s.cursor.selectionStart(), s.cursor.selectedText()) for s in editor.extraSelections() if s.cursor.hasSelection()]
+    assert marked == [(4, "["), (11, "]")]
+    cursor.setPosition(15)  # after the emoji (two UTF-16 units): before "("
+    editor.setTextCursor(cursor)
+    marked = [(s.cursor.selectionStart(), s.cursor.selectedText()) for s in editor.extraSelections() if s.cursor.hasSelection()]
+    assert marked == [(15, "("), (17, ")")]
