@@ -9,9 +9,10 @@ from __future__ import annotations
 import asyncio
 import os
 
-from PySide6.QtCore import QEvent, QFileSystemWatcher, QSettings, QTimer
+from PySide6.QtCore import QEvent, QFileSystemWatcher, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QTextCursor
 from PySide6.QtWidgets import (
+    QDockWidget,
     QFileDialog,
     QInputDialog,
     QLabel,
@@ -28,9 +29,10 @@ from app.codeeditor import CodeEditor
 from app.document import Document, palette_is_dark
 from app.engine import Engine, load_from_spec
 from app.findbar import FindBar
+from app.folder import FolderTree, folder_files
 from app.infill import InfillOptions, InfillStarter
 from app.inlinebox import InlineBox
-from app.palette import CommandPalette, menu_commands
+from app.palette import Picker, menu_commands
 from app.reopen import OpenFile, recall, remember
 from app.session import InfillSession, SessionKeys
 from app.settings import Settings
@@ -51,7 +53,7 @@ class MainWindow(QMainWindow):
         self.starter = InfillStarter(self.engine, InfillOptions(), self._session_keys())
         self._documents: dict[CodeEditor, Document] = {}
         self.message_box: QMessageBox | None = None
-        self.palette: CommandPalette | None = None
+        self.picker: Picker | None = None  # the command palette or Go to File, while open
         self.watcher = QFileSystemWatcher(self)
         self.watcher.fileChanged.connect(lambda path: QTimer.singleShot(200, lambda: self._check_disk(path)))
         self._untitled = 0
@@ -74,6 +76,14 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.tabs)
         layout.addWidget(self.find_bar)
         self.setCentralWidget(central)
+        self.folder_tree = FolderTree()
+        self.folder_tree.file_chosen.connect(self.open_path)
+        self.sidebar = QDockWidget("Folder", self)
+        self.sidebar.setObjectName("sidebar")
+        self.sidebar.setWidget(self.folder_tree)
+        self.sidebar.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetClosable | QDockWidget.DockWidgetFeature.DockWidgetMovable)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.sidebar)
+        self.sidebar.hide()
         self._build_status_bar()
         self._build_menus()
         self._apply_settings()
@@ -107,6 +117,8 @@ class MainWindow(QMainWindow):
         file = menus.addMenu("&File")
         self._action(file, "&New", self.new_document, QKeySequence.StandardKey.New)
         self._action(file, "&Open…", self.open_dialog, QKeySequence.StandardKey.Open)
+        self._action(file, "Open &Folder…", self.open_folder_dialog, "Ctrl+Shift+O")
+        self._action(file, "Go to &File…", self.go_to_file, "Ctrl+P")
         self.recent_menu = file.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         self._action(file, "&Save", self.save, QKeySequence.StandardKey.Save)
@@ -135,6 +147,10 @@ class MainWindow(QMainWindow):
         self._action(edit, "&Go to Line…", self.go_to_line, "Ctrl+G")
         view = menus.addMenu("&View")
         self._action(view, "&Command Palette…", self.show_palette, "Ctrl+Shift+P")
+        self.sidebar_action = self.sidebar.toggleViewAction()
+        self.sidebar_action.setText("&Sidebar")
+        self.sidebar_action.setShortcut(QKeySequence("Ctrl+B"))
+        view.addAction(self.sidebar_action)
         view.addSeparator()
         self._action(view, "Zoom &In", lambda: self._on_editor(lambda e: e.zoom(1)), QKeySequence.StandardKey.ZoomIn)
         self._action(view, "Zoom &Out", lambda: self._on_editor(lambda e: e.zoom(-1)), QKeySequence.StandardKey.ZoomOut)
@@ -290,7 +306,29 @@ class MainWindow(QMainWindow):
 
     def _folder(self) -> str:
         document = self.current_document()
-        return os.path.dirname(document.path) if document is not None and document.path else os.getcwd()
+        if document is not None and document.path:
+            return os.path.dirname(document.path)
+        return self.folder_tree.root or os.getcwd()
+
+    # --- the open folder ----------------------------------------------------------------------
+
+    def open_folder(self, folder: str) -> None:
+        """Show ``folder``'s files in the sidebar; Go to File searches them."""
+        self.folder_tree.set_root(os.path.abspath(folder))
+        self.sidebar.setWindowTitle(os.path.basename(self.folder_tree.root) or self.folder_tree.root)
+        self.sidebar.show()
+
+    def open_folder_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Open Folder", self._folder())
+        if folder:
+            self.open_folder(folder)
+
+    def go_to_file(self) -> None:
+        """A picker over the open folder's files (or, with no folder, the current file's folder)."""
+        root = self.folder_tree.root or self._folder()
+        entries = [(path, "", lambda p=path: self.open_path(os.path.join(root, p))) for path in folder_files(root)]
+        self.picker = Picker("Go to File", entries, self)
+        self.picker.open()
 
     def _fill_recent(self) -> None:
         self.recent_menu.clear()
@@ -394,6 +432,8 @@ class MainWindow(QMainWindow):
                 event.ignore()
                 return
         remember(self.store, open_now if self.settings.reopen_files else [])
+        self.settings.folder = self.folder_tree.root if self.settings.reopen_files and self.sidebar.isVisible() else ""
+        self.settings.save(self.store)
         self.engine.stop()
         event.accept()
 
@@ -509,8 +549,8 @@ class MainWindow(QMainWindow):
             action(editor.session)
 
     def show_palette(self) -> None:
-        self.palette = CommandPalette(menu_commands(self.menuBar()), self)
-        self.palette.open()
+        self.picker = Picker("Commands", menu_commands(self.menuBar()), self)
+        self.picker.open()
 
     def toggle_comment(self) -> None:
         document = self.current_document()
@@ -661,8 +701,13 @@ class MainWindow(QMainWindow):
 def open_files(window: MainWindow, files: list[str]) -> None:
     """Open ``files`` in ``window``; with none, the last session's files (setting) or an untitled document."""
     for path in files:
-        window.open_path(path)
+        if os.path.isdir(path):
+            window.open_folder(path)
+        else:
+            window.open_path(path)
     if not files and window.settings.reopen_files:
+        if window.settings.folder and os.path.isdir(window.settings.folder):
+            window.open_folder(window.settings.folder)
         window.reopen_last_files()
     if not window.documents():
         window.new_document()

@@ -1,15 +1,25 @@
-"""The command palette (Ctrl+Shift+P): every menu command, found by typing a few of its letters."""
+"""Pickers: a filter box over a list, Enter runs the highlighted entry.
+
+The command palette (Ctrl+Shift+P) lists every menu command; Go to File (Ctrl+P) lists the open
+folder's files. Both find an entry by a few of its letters, in order.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDialog, QLineEdit, QListWidget, QListWidgetItem, QMenuBar, QVBoxLayout, QWidget
 
+MAX_SHOWN = 500  # entries listed at once; typing narrows the rest down
 
-def menu_commands(menu_bar: QMenuBar) -> list[tuple[str, QAction]]:
-    """("Menu: Command", action) for every enabled command in the menus, submenus included."""
-    commands = []
+Entry = tuple[str, str, Callable[[], None]]  # what is matched, a note shown beside it, what Enter does
+
+
+def menu_commands(menu_bar: QMenuBar) -> list[Entry]:
+    """("Menu: Command", shortcut, trigger) for every enabled command in the menus, submenus included."""
+    entries = []
 
     def walk(prefix: str, actions: list[QAction]) -> None:
         for action in actions:
@@ -17,10 +27,11 @@ def menu_commands(menu_bar: QMenuBar) -> list[tuple[str, QAction]]:
             if action.menu() is not None:
                 walk(f"{prefix}{name}: ", action.menu().actions())
             elif not action.isSeparator() and action.isEnabled() and name:
-                commands.append((prefix + name, action))
+                shortcut = action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
+                entries.append((prefix + name, shortcut, action.trigger))
 
     walk("", menu_bar.actions())
-    return commands
+    return entries
 
 
 def rank(query: str, label: str) -> tuple[int, int] | None:
@@ -45,16 +56,17 @@ def rank(query: str, label: str) -> tuple[int, int] | None:
     return (1, first)
 
 
-class CommandPalette(QDialog):
-    """A filter box over the commands; Enter runs the highlighted one, Esc closes."""
+class Picker(QDialog):
+    """A filter box over ``entries``; Enter runs the highlighted one, Esc closes."""
 
-    def __init__(self, commands: list[tuple[str, QAction]], parent: QWidget | None = None):
+    def __init__(self, title: str, entries: list[Entry], parent: QWidget | None = None, rank_by=rank):
         super().__init__(parent)
-        self.setWindowTitle("Commands")
-        self.resize(520, 360)
-        self._commands = commands
+        self.setWindowTitle(title)
+        self.resize(560, 380)
+        self._entries = entries
+        self._rank = rank_by
         self.query = QLineEdit()
-        self.query.setPlaceholderText("Type a command…")
+        self.query.setPlaceholderText(f"{title}: type a few letters…")
         self.results = QListWidget()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
@@ -69,13 +81,12 @@ class CommandPalette(QDialog):
     def _refilter(self, text: str) -> None:
         self.results.clear()
         ranked = sorted(
-            ((score, label, action) for label, action in self._commands if (score := rank(text, label)) is not None),
-            key=lambda item: item[0],
+            ((score, len(label), label, note, run) for label, note, run in self._entries if (score := self._rank(text, label)) is not None),
+            key=lambda item: item[:2],
         )
-        for _, label, action in ranked:
-            shortcut = action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
-            item = QListWidgetItem(f"{label}    {shortcut}" if shortcut else label)
-            item.setData(Qt.ItemDataRole.UserRole, action)
+        for _, _, label, note, run in ranked[:MAX_SHOWN]:
+            item = QListWidgetItem(f"{label}    {note}" if note else label)
+            item.setData(Qt.ItemDataRole.UserRole, run)
             self.results.addItem(item)
         self.results.setCurrentRow(0)
 
@@ -91,5 +102,4 @@ class CommandPalette(QDialog):
         item = self.results.currentItem()
         self.accept()
         if item is not None:
-            action = item.data(Qt.ItemDataRole.UserRole)
-            QTimer.singleShot(0, action.trigger)  # once the palette is gone and the editor has focus back
+            QTimer.singleShot(0, item.data(Qt.ItemDataRole.UserRole))  # once the picker is gone

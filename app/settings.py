@@ -33,7 +33,8 @@ class Settings:
     indent_with_spaces: bool = True
     indent_width: int = 4
     word_wrap: bool = False  # wrap long lines at the window's edge (View > Word Wrap)
-    reopen_files: bool = True  # at start without files named: the files open when it last closed
+    reopen_files: bool = True
+    folder: str = ""  # the folder open in the sidebar at the last close ("" for none)  # at start without files named: the files open when it last closed
     keys: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_KEYS))
     recent_files: list[str] = field(default_factory=list)
 

@@ -394,7 +394,7 @@ def test_the_command_palette_finds_a_command_by_its_letters_and_runs_it(window, 
     window.activateWindow()
     qtbot.waitUntil(window.isActiveWindow)
     qtbot.keyClick(editor, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
-    palette = window.palette
+    palette = window.picker
     assert palette is not None and palette.isVisible()
     labels = [palette.results.item(i).text() for i in range(palette.results.count())]
     assert any(label.startswith("File: Save") for label in labels) and not any("Recent" in label for label in labels if label.endswith(": "))
@@ -413,3 +413,46 @@ def test_palette_ranking_puts_a_match_in_one_piece_first_then_an_earlier_one():
     assert rank("vww", "View: Word Wrap") is not None
     assert rank("zzz", "View: Word Wrap") is None
     assert rank("", "anything") == (0, 0)
+
+
+def test_an_open_folder_shows_in_the_sidebar_and_go_to_file_opens_its_files(window, qtbot, tmp_path):
+    project = tmp_path / "project"
+    for relative in ("src/app.py", "README.md", ".gitignore", ".git/config", "src/__pycache__/app.pyc", "pkg.egg-info/PKG-INFO"):
+        (project / relative).parent.mkdir(parents=True, exist_ok=True)
+        (project / relative).write_text("x = 1\n")
+    window.open_folder(str(project))
+    assert window.sidebar.isVisible() and window.sidebar.windowTitle() == "project"
+    window.go_to_file()
+    picker = window.picker
+    listed = sorted(picker.results.item(i).text() for i in range(picker.results.count()))
+    assert listed == [".gitignore", "README.md", "src/app.py"]
+    qtbot.keyClicks(picker.query, "sap")
+    qtbot.keyClick(picker.query, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: window.current_document() is not None and window.current_document().path == str(project / "src" / "app.py"))
+
+
+def test_the_folder_tree_opens_a_file_and_the_folder_comes_back_at_the_next_start(qtbot, qasync_loop, tmp_path):  # noqa: F811
+    from app.mainwindow import open_files
+
+    project = tmp_path / "project"
+    (project / "lib").mkdir(parents=True)
+    (project / "lib" / "util.py").write_text("def f():\n    pass\n")
+    store = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(qasync_loop, store)
+    qtbot.addWidget(window)
+    open_files(window, [str(project)])  # a folder named on the command line opens as the folder
+    window.show()
+    tree = window.folder_tree
+    qtbot.waitUntil(lambda: tree.model().rowCount(tree.rootIndex()) == 1)
+    lib = tree.model().index(0, 0, tree.rootIndex())
+    tree.expand(lib)
+    qtbot.waitUntil(lambda: tree.model().rowCount(lib) == 1)
+    tree.activated.emit(tree.model().index(0, 0, lib))
+    assert window.current_document().path == str(project / "lib" / "util.py")
+    window.close()
+    again = MainWindow(qasync_loop, store)
+    qtbot.addWidget(again)
+    open_files(again, [])
+    assert again.folder_tree.root == str(project) and not again.sidebar.isHidden()
+    assert [d.path for d in again.documents()] == [str(project / "lib" / "util.py")]
+    again.close()
