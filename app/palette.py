@@ -13,6 +13,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDialog, QLineEdit, QListWidget, QListWidgetItem, QMenuBar, QVBoxLayout, QWidget
 
 MAX_SHOWN = 500  # entries listed at once; typing narrows the rest down
+_WORD_BREAKS = " :/\\._-(["  # a word of a label starts after one of these
 
 Entry = tuple[str, str, Callable[[], None]]  # what is matched, a note shown beside it, what Enter does
 
@@ -37,23 +38,27 @@ def menu_commands(menu_bar: QMenuBar) -> list[Entry]:
 def rank(query: str, label: str) -> tuple[int, int] | None:
     """How well ``label`` matches ``query`` (smaller is better); None when it does not.
 
-    A label matches when the query's letters appear in it in order (``wrw`` finds "Word Wrap");
-    a match of the query as one piece, then a match that starts earlier, come first.
+    Best is a word of the label that starts with the query ("wr" finds "Word Wrap" before
+    "Rewrite"), then the query anywhere in one piece, then its letters in order ("wrw" finds
+    "Word Wrap"); within each, the match that starts earlier comes first.
     """
-    query, label = query.lower().replace(" ", ""), label.lower()
+    query, label = query.lower().strip(), label.lower()
     if not query:
         return (0, 0)
-    whole = label.replace(" ", "").find(query)
+    at_word = [i for i in range(len(label)) if (i == 0 or label[i - 1] in _WORD_BREAKS) and label.startswith(query, i)]
+    if at_word:
+        return (0, at_word[0])
+    whole = label.find(query)
     if whole >= 0:
-        return (0, whole)
+        return (1, whole)
     position, first = 0, None
-    for letter in query:
+    for letter in query.replace(" ", ""):
         position = label.find(letter, position)
         if position < 0:
             return None
         first = position if first is None else first
         position += 1
-    return (1, first)
+    return (2, first)
 
 
 class Picker(QDialog):

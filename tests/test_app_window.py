@@ -405,11 +405,12 @@ def test_the_command_palette_finds_a_command_by_its_letters_and_runs_it(window, 
     assert not palette.isVisible()
 
 
-def test_palette_ranking_puts_a_match_in_one_piece_first_then_an_earlier_one():
+def test_palette_ranking_puts_a_word_start_first_then_one_piece_then_letters_in_order():
     from app.palette import rank
 
+    assert rank("wr", "View: Word Wrap") < rank("wr", "AI: Rewrite Selection")  # a word that starts with it first
     assert rank("dup", "Edit: Duplicate Lines") < rank("dl", "Edit: Duplicate Lines")
-    assert rank("wrap", "View: Word Wrap") < rank("wrap", "View: Word Rewrap Pass")
+    assert rank("ewr", "AI: Rewrite Selection") < rank("ewr", "View: Word Wrap")
     assert rank("vww", "View: Word Wrap") is not None
     assert rank("zzz", "View: Word Wrap") is None
     assert rank("", "anything") == (0, 0)
