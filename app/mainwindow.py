@@ -25,11 +25,12 @@ from PySide6.QtWidgets import (
 )
 
 from app import fileio
-from app.codeeditor import CodeEditor
+from app.codeeditor import CodeEditor, position_of
 from app.document import Document, palette_is_dark
 from app.engine import Engine, load_from_spec
 from app.findbar import FindBar
 from app.folder import FolderTree, folder_files
+from app.search import SearchPanel
 from app.infill import InfillOptions, InfillStarter
 from app.inlinebox import InlineBox
 from app.palette import Picker, menu_commands
@@ -84,6 +85,14 @@ class MainWindow(QMainWindow):
         self.sidebar.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetClosable | QDockWidget.DockWidgetFeature.DockWidgetMovable)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.sidebar)
         self.sidebar.hide()
+        self.search_panel = SearchPanel(loop)
+        self.search_panel.match_chosen.connect(self.open_at)
+        self.search_dock = QDockWidget("Find in Folder", self)
+        self.search_dock.setObjectName("search")
+        self.search_dock.setWidget(self.search_panel)
+        self.search_dock.setFeatures(self.sidebar.features())
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.search_dock)
+        self.search_dock.hide()
         self._build_status_bar()
         self._build_menus()
         self._apply_settings()
@@ -145,6 +154,7 @@ class MainWindow(QMainWindow):
         self._action(edit, "Find &Next", lambda: self.find_bar.find(False), QKeySequence.StandardKey.FindNext)
         self._action(edit, "Find Pre&vious", lambda: self.find_bar.find(True), QKeySequence.StandardKey.FindPrevious)
         self._action(edit, "&Go to Line…", self.go_to_line, "Ctrl+G")
+        self._action(edit, "Find in F&older…", self.find_in_folder, "Ctrl+Shift+F")
         view = menus.addMenu("&View")
         self._action(view, "&Command Palette…", self.show_palette, "Ctrl+Shift+P")
         self.sidebar_action = self.sidebar.toggleViewAction()
@@ -315,8 +325,34 @@ class MainWindow(QMainWindow):
     def open_folder(self, folder: str) -> None:
         """Show ``folder``'s files in the sidebar; Go to File searches them."""
         self.folder_tree.set_root(os.path.abspath(folder))
+        self.search_panel.root = self.folder_tree.root
         self.sidebar.setWindowTitle(os.path.basename(self.folder_tree.root) or self.folder_tree.root)
         self.sidebar.show()
+
+    def find_in_folder(self) -> None:
+        """Show the Find in Folder panel, its box holding the selection (if any) and focused."""
+        self.search_panel.root = self.folder_tree.root
+        editor = self.current_editor()
+        selected = editor.textCursor().selectedText() if editor is not None else ""
+        if selected and "\u2029" not in selected:
+            self.search_panel.query.setText(selected)
+        self.search_dock.show()
+        self.search_dock.raise_()
+        self.search_panel.query.setFocus()
+        self.search_panel.query.selectAll()
+
+    def open_at(self, path: str, line: int, column: int) -> None:
+        """Open ``path`` with the cursor at ``line`` (1-based) and ``column`` (0-based, characters)."""
+        document = self.open_path(path)
+        if document is None:
+            return
+        editor = document.editor
+        editor.go_to_line(line)
+        block = editor.textCursor().block()
+        cursor = editor.textCursor()
+        cursor.setPosition(block.position() + position_of(block.text(), min(column, len(block.text()))))
+        editor.setTextCursor(cursor)
+        editor.setFocus()
 
     def open_folder_dialog(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Open Folder", self._folder())

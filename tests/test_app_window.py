@@ -457,3 +457,31 @@ def test_the_folder_tree_opens_a_file_and_the_folder_comes_back_at_the_next_star
     assert again.folder_tree.root == str(project) and not again.sidebar.isHidden()
     assert [d.path for d in again.documents()] == [str(project / "lib" / "util.py")]
     again.close()
+
+
+def test_find_in_folder_lists_matching_lines_and_opens_one_at_its_column(window, qtbot, tmp_path):
+    project = tmp_path / "project"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pkg" / "a.py").write_text("import os\n\ndef Total(x):\n    return total(x)\n")
+    (project / "notes.txt").write_text("the total is 3\n")
+    (project / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00total\x00")
+    (project / "__pycache__").mkdir()
+    (project / "__pycache__" / "a.txt").write_text("total\n")
+    window.open_folder(str(project))
+    window.find_in_folder()
+    panel = window.search_panel
+    assert window.search_dock.isVisible()
+    panel.query.setText("total")
+    qtbot.keyClick(panel.query, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: panel.results.count() == 3, timeout=10000)
+    listed = [panel.results.item(i).text() for i in range(panel.results.count())]
+    assert listed == ["notes.txt:1: the total is 3", "pkg/a.py:3: def Total(x):", "pkg/a.py:4: return total(x)"]
+    assert panel.summary.text() == "3 matches in 2 files"
+    panel.case_sensitive.setChecked(True)
+    qtbot.keyClick(panel.query, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: panel.results.count() == 2, timeout=10000)
+    panel.results.itemActivated.emit(panel.results.item(1))
+    document = window.current_document()
+    assert document.path == str(project / "pkg" / "a.py")
+    cursor = document.editor.textCursor()
+    assert (cursor.blockNumber(), cursor.positionInBlock()) == (3, 11)

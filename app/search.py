@@ -1,0 +1,107 @@
+"""Find in Folder: every line of the open folder's text files that holds the query.
+
+``search_folder`` is plain Python (it runs on a worker thread); ``SearchPanel`` is the sidebar
+panel that runs it and lists what it found.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
+
+from app import fileio
+from app.folder import folder_files
+
+MAX_MATCHES = 2_000
+MAX_SEARCHED_BYTES = 4 << 20  # larger files (logs, data) are left out of the search
+SHOWN_LINE_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Match:
+    path: str  # relative to the folder
+    line: int  # 1-based
+    column: int  # 0-based, in characters
+    text: str  # the line, cut to SHOWN_LINE_CHARS
+
+
+def search_folder(root: str, query: str, case_sensitive: bool = False, limit: int = MAX_MATCHES) -> list[Match]:
+    """The lines of ``root``'s text files that contain ``query``, file by file, at most ``limit``."""
+    if not query:
+        return []
+    needle = query if case_sensitive else query.lower()
+    matches = []
+    for relative in folder_files(root):
+        path = os.path.join(root, relative)
+        try:
+            if os.path.getsize(path) > MAX_SEARCHED_BYTES:
+                continue
+            text, _ = fileio.read_text(path)
+        except (OSError, ValueError):  # unreadable, binary or not text: not searched
+            continue
+        for number, line in enumerate(text.split("\n"), start=1):
+            column = (line if case_sensitive else line.lower()).find(needle)
+            if column >= 0:
+                matches.append(Match(relative, number, column, line[:SHOWN_LINE_CHARS]))
+                if len(matches) >= limit:
+                    return matches
+    return matches
+
+
+class SearchPanel(QWidget):
+    """A query box over the folder; activating a result emits (absolute path, line, column)."""
+
+    match_chosen = Signal(str, int, int)
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._loop = loop
+        self.root = ""
+        self._generation = 0  # a newer search makes an older one's results stale
+        self.query = QLineEdit()
+        self.query.setPlaceholderText("Find in folder… (Enter)")
+        self.case_sensitive = QCheckBox("Aa")
+        self.case_sensitive.setToolTip("Match case")
+        self.results = QListWidget()
+        self.summary = QLabel()
+        row = QHBoxLayout()
+        row.addWidget(self.query)
+        row.addWidget(self.case_sensitive)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(row)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.results)
+        self.query.returnPressed.connect(self.start)
+        self.results.itemActivated.connect(self._activated)
+
+    def start(self) -> asyncio.Task | None:
+        """Search the folder for the query on a worker thread; the list fills when it is done."""
+        query = self.query.text()
+        if not self.root or not query:
+            self.summary.setText("Open a folder first." if not self.root else "")
+            return None
+        self._generation += 1
+        self.summary.setText("Searching…")
+        return self._loop.create_task(self._search(self._generation, self.root, query, self.case_sensitive.isChecked()))
+
+    async def _search(self, generation: int, root: str, query: str, case_sensitive: bool) -> None:
+        matches = await self._loop.run_in_executor(None, search_folder, root, query, case_sensitive)
+        if generation != self._generation:
+            return
+        self.results.clear()
+        for match in matches:
+            item = QListWidgetItem(f"{match.path}:{match.line}: {match.text.strip()}")
+            item.setData(Qt.ItemDataRole.UserRole, match)
+            self.results.addItem(item)
+        files = len({match.path for match in matches})
+        more = " (the first ones)" if len(matches) >= MAX_MATCHES else ""
+        self.summary.setText(f"{len(matches)} matches in {files} files{more}" if matches else "No matches.")
+
+    def _activated(self, item: QListWidgetItem) -> None:
+        match: Match = item.data(Qt.ItemDataRole.UserRole)
+        self.match_chosen.emit(os.path.join(self.root, match.path), match.line, match.column)
