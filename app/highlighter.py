@@ -148,7 +148,10 @@ class PygmentsHighlighter(QSyntaxHighlighter):
     def _format(self, token: _TokenType) -> QTextCharFormat:
         cached = self._formats.get(token)
         if cached is None:
-            spec = self._style.style_for_token(token)
+            styled = token
+            while not self._style.styles_token(styled):  # a lexer's own token (YAML's Scalar.Plain): its parent's style
+                styled = styled.parent
+            spec = self._style.style_for_token(styled)
             cached = QTextCharFormat()
             if spec["color"]:
                 cached.setForeground(QColor("#" + spec["color"]))

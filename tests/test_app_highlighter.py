@@ -38,3 +38,10 @@ def test_long_files_are_highlighted_in_sweeps_down_to_the_last_line(qtbot, monke
     last = document.lastBlock().previous()
     qtbot.waitUntil(lambda: not lighter.sweeping, timeout=10000)
     assert len(last.layout().formats()) >= 3
+
+
+def test_a_lexer_with_its_own_token_types_gets_their_parents_style(qtbot):
+    document = QTextDocument("key: plain value\nother: 'quoted'\n")
+    lighter = attach_highlighter(document, "config.yaml", dark=False)  # YAML yields Literal.Scalar.Plain
+    assert lighter is not None and lighter.language == "YAML"
+    qtbot.waitUntil(lambda: bool(document.firstBlock().layout().formats()))  # not stopped by an unknown token type
