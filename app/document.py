@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QApplication
 from app import fileio
 from app.codeeditor import CodeEditor
 from app.comments import line_comment_marker
+from app.indentation import detect_indentation
 from app.highlighter import attach_highlighter
 
 
@@ -29,6 +30,7 @@ class Document:
         self.untitled_number = 0
         self.disk_stamp: tuple[int, int] | None = None  # (mtime_ns, size) of what was read or written
         self.longest_line = 0  # characters, when opened
+        self.indentation: tuple[bool, int | None] | None = None  # as the file showed it when opened
 
     @classmethod
     def open(cls, path: str, editor: CodeEditor) -> Document:
@@ -37,6 +39,7 @@ class Document:
         document = cls(editor, os.path.abspath(path), fmt)
         document.disk_stamp = _stamp(document.path)
         document.longest_line = max(map(len, text.split("\n")))
+        document.indentation = detect_indentation(text)
         _check_editable(text)
         editor.setPlainText(text)
         editor.document().setModified(False)

@@ -104,13 +104,14 @@ class MainWindow(QMainWindow):
         self.position_label = QLabel()
         self.format_label = QLabel()
         self.language_label = QLabel()
+        self.indent_label = QLabel()
         self.model_label = QLabel("No model")
         self.load_progress = QProgressBar()
         self.load_progress.setRange(0, 0)
         self.load_progress.setMaximumWidth(90)
         self.load_progress.setMaximumHeight(14)
         self.load_progress.hide()
-        for widget in (self.position_label, self.format_label, self.language_label, self.load_progress, self.model_label):
+        for widget in (self.position_label, self.indent_label, self.format_label, self.language_label, self.load_progress, self.model_label):
             bar.addPermanentWidget(widget)
 
     def _action(self, menu, text: str, slot, shortcut=None) -> QAction:
@@ -211,9 +212,20 @@ class MainWindow(QMainWindow):
         self.underline_action.setChecked(s.underline_low_confidence)
         self.slow_action.setChecked(s.slow_motion_ms > 0)
         self.wrap_action.setChecked(s.word_wrap)
-        for editor in self._documents:
-            editor.set_indentation(s.indent_with_spaces, s.indent_width)
-            editor.set_word_wrap(s.word_wrap)
+        for document in self._documents.values():
+            self._indent(document)
+            document.editor.set_word_wrap(s.word_wrap)
+        self._show_indentation()
+
+    def _indent(self, document: Document) -> None:
+        """The file's own indentation where it showed one, else the settings'."""
+        spaces, width = document.indentation or (self.settings.indent_with_spaces, None)
+        document.editor.set_indentation(spaces, width or self.settings.indent_width)
+
+    def _show_indentation(self) -> None:
+        editor = self.current_editor()
+        if editor is not None:
+            self.indent_label.setText(f"Spaces: {editor.indent_width}" if editor.indent_with_spaces else f"Tabs: {editor.indent_width}")
 
     # --- the model ----------------------------------------------------------------------------
 
@@ -255,7 +267,6 @@ class MainWindow(QMainWindow):
 
     def _new_editor(self) -> CodeEditor:
         editor = CodeEditor()
-        editor.set_indentation(self.settings.indent_with_spaces, self.settings.indent_width)
         editor.set_word_wrap(self.settings.word_wrap)
         editor.document().modificationChanged.connect(lambda _=None, e=editor: self._update_title(e))
         editor.cursorPositionChanged.connect(self._update_position)
@@ -264,6 +275,7 @@ class MainWindow(QMainWindow):
 
     def _add(self, document: Document) -> None:
         self._documents[document.editor] = document
+        self._indent(document)
         self._watch(document)
         index = self.tabs.addTab(document.editor, document.name)
         self.tabs.setCurrentIndex(index)
@@ -675,6 +687,7 @@ class MainWindow(QMainWindow):
         self._update_position()
         self.format_label.setText(document.format.label)
         self.language_label.setText(document.language)
+        self._show_indentation()
 
     # --- the AI actions -----------------------------------------------------------------------
 

@@ -485,3 +485,16 @@ def test_find_in_folder_lists_matching_lines_and_opens_one_at_its_column(window,
     assert document.path == str(project / "pkg" / "a.py")
     cursor = document.editor.textCursor()
     assert (cursor.blockNumber(), cursor.positionInBlock()) == (3, 11)
+
+
+def test_tab_follows_the_indentation_the_file_uses(window, qtbot, tmp_path):
+    tabbed, two, flat = tmp_path / "a.go", tmp_path / "b.yaml", tmp_path / "c.txt"
+    tabbed.write_text("func f() {\n\treturn\n}\n")
+    two.write_text("a:\n  b: 1\n")
+    flat.write_text("words\n")
+    for path, inserted, label in ((tabbed, "\t", "Tabs: 4"), (two, "  ", "Spaces: 2"), (flat, "    ", "Spaces: 4")):
+        document = window.open_path(str(path))
+        assert window.indent_label.text() == label
+        qtbot.keyClick(document.editor, Qt.Key.Key_Tab)
+        assert document_text(document.editor.document()) == inserted + path.read_text()
+        document.editor.document().setModified(False)
