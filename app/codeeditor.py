@@ -40,6 +40,8 @@ _NAVIGATION_KEYS = {
 _OPENERS = (":", "{", "(", "[")
 _PAIRS = {"(": ")", "[": "]", "{": "}"}
 _CLOSERS = {closer: opener for opener, closer in _PAIRS.items()}
+_AUTO_CLOSED = {"(": ")", "[": "]", "{": "}", '"': '"', "'": "'", "`": "`"}
+_ROOM_FOR_A_PAIR = set(")]}\"'`,;:.")  # an opener typed before one of these (or a space) gets its closer
 BRACKET_SCAN_CHARS = 20_000  # how far to look for a bracket's partner before giving up
 
 
@@ -75,6 +77,7 @@ class CodeEditor(QPlainTextEdit):
         self.session: InfillSession | None = None
         self.indent_with_spaces = True
         self.indent_width = 4
+        self.auto_close = True  # brackets and quotes typed get their closer (setting)
         self.comment_marker: Marker | None = None  # the language's one-line comment, set with its highlighter
         self._base_point_size = 0.0
         self._zoom = 0
@@ -190,9 +193,18 @@ class CodeEditor(QPlainTextEdit):
 
     def _new_line_with_indent(self) -> None:
         cursor = self.textCursor()
-        line = cursor.block().text()[: cursor.positionInBlock()]
+        text = cursor.block().text()
+        line = text[: index_of(text, cursor.positionInBlock())]
         indent = line[: len(line) - len(line.lstrip(" \t"))]
         if line.rstrip().endswith(_OPENERS):
+            before, after = self._around_cursor()
+            if after and _AUTO_CLOSED.get(before) == after:  # Enter in "{}": the closer goes a line down
+                cursor.insertText("\n" + indent + self._indent_unit() + "\n" + indent)
+                cursor.movePosition(QTextCursor.MoveOperation.PreviousBlock)
+                cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock)
+                self.setTextCursor(cursor)
+                self.ensureCursorVisible()
+                return
             indent += self._indent_unit()
         cursor.insertText("\n" + indent)
         self.ensureCursorVisible()
@@ -316,6 +328,11 @@ class CodeEditor(QPlainTextEdit):
         key = event.key()
         plain = not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
         cursor = self.textCursor()
+        typed = event.text()
+        if self.auto_close and len(typed) == 1 and not event.modifiers() & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier) and self._typed_pair(typed):
+            return
+        if key == Qt.Key.Key_Backspace and plain and self.auto_close and self._delete_empty_pair():
+            return
         if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and plain:
             self._new_line_with_indent()
         elif key == Qt.Key.Key_Tab and plain:
@@ -330,6 +347,49 @@ class CodeEditor(QPlainTextEdit):
             self._shift_lines(outward=True)
         else:
             super().keyPressEvent(event)
+
+    def _around_cursor(self) -> tuple[str, str]:
+        """The characters just before and just after the cursor on its line ("" at either end)."""
+        cursor = self.textCursor()
+        line = cursor.block().text()
+        index = index_of(line, cursor.positionInBlock())
+        return line[index - 1 : index] if index else "", line[index : index + 1]
+
+    def _typed_pair(self, typed: str) -> bool:
+        """Close a bracket or quote, type over its closer, or wrap the selection in it; True when done."""
+        cursor = self.textCursor()
+        before, after = self._around_cursor()
+        if typed in _AUTO_CLOSED and cursor.hasSelection():
+            inner = cursor.selectedText().replace("\u2029", "\n")
+            start = cursor.selectionStart()
+            cursor.insertText(typed + inner + _AUTO_CLOSED[typed])
+            cursor.setPosition(start + 1)
+            cursor.setPosition(start + 1 + utf16_length(inner), QTextCursor.MoveMode.KeepAnchor)
+            self.setTextCursor(cursor)
+            return True
+        if typed in _AUTO_CLOSED.values() and after == typed and not cursor.hasSelection():
+            cursor.movePosition(QTextCursor.MoveOperation.Right)
+            self.setTextCursor(cursor)
+            return True
+        if typed not in _AUTO_CLOSED or (after and not after.isspace() and after not in _ROOM_FOR_A_PAIR):
+            return False
+        if typed in "\"'`" and (before.isalnum() or before == "_"):  # don't, or a closing quote
+            return False
+        cursor.insertText(typed + _AUTO_CLOSED[typed])
+        cursor.movePosition(QTextCursor.MoveOperation.Left)
+        self.setTextCursor(cursor)
+        return True
+
+    def _delete_empty_pair(self) -> bool:
+        """Backspace between a bracket or quote and its closer deletes both."""
+        cursor = self.textCursor()
+        before, after = self._around_cursor()
+        if cursor.hasSelection() or not before or _AUTO_CLOSED.get(before) != after:
+            return False
+        cursor.movePosition(QTextCursor.MoveOperation.Left)
+        cursor.movePosition(QTextCursor.MoveOperation.Right, QTextCursor.MoveMode.KeepAnchor, 2)
+        cursor.removeSelectedText()
+        return True
 
     def _guarded(self, edit: Callable[[], None]) -> None:
         with self.session.user_edit() if self.session is not None else nullcontext():

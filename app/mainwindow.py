@@ -215,6 +215,7 @@ class MainWindow(QMainWindow):
         for document in self._documents.values():
             self._indent(document)
             document.editor.set_word_wrap(s.word_wrap)
+            document.editor.auto_close = s.auto_close
         self._show_indentation()
 
     def _indent(self, document: Document) -> None:
@@ -267,6 +268,7 @@ class MainWindow(QMainWindow):
 
     def _new_editor(self) -> CodeEditor:
         editor = CodeEditor()
+        editor.auto_close = self.settings.auto_close
         editor.set_word_wrap(self.settings.word_wrap)
         editor.document().modificationChanged.connect(lambda _=None, e=editor: self._update_title(e))
         editor.cursorPositionChanged.connect(self._update_position)

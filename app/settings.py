@@ -32,6 +32,7 @@ class Settings:
     underline_low_confidence: bool = False
     indent_with_spaces: bool = True
     indent_width: int = 4
+    auto_close: bool = True  # brackets and quotes get their closer as they are typed
     word_wrap: bool = False  # wrap long lines at the window's edge (View > Word Wrap)
     reopen_files: bool = True
     folder: str = ""  # the folder open in the sidebar at the last close ("" for none)  # at start without files named: the files open when it last closed

@@ -124,6 +124,9 @@ class SettingsDialog(QDialog):
         form.addRow("", self.indent_with_spaces)
         self.indent_width = _spin(1, 16, s.indent_width)
         form.addRow("Indent width", self.indent_width)
+        self.auto_close = QCheckBox("Close brackets and quotes as they are typed")
+        self.auto_close.setChecked(s.auto_close)
+        form.addRow("", self.auto_close)
         self.reopen_files = QCheckBox("Reopen the files that were open when Sfumato last closed")
         self.reopen_files.setChecked(s.reopen_files)
         form.addRow("", self.reopen_files)
@@ -180,5 +183,6 @@ class SettingsDialog(QDialog):
         s.indent_with_spaces = self.indent_with_spaces.isChecked()
         s.indent_width = self.indent_width.value()
         s.reopen_files = self.reopen_files.isChecked()
+        s.auto_close = self.auto_close.isChecked()
         s.keys = {a: e.keySequence().toString() or DEFAULT_KEYS[a] for a, e in self.key_edits.items()}
         return s

@@ -162,3 +162,47 @@ def test_the_bracket_next_to_the_cursor_and_its_partner_are_marked(editor):
     editor.setTextCursor(cursor)
     marked = [(s.cursor.selectionStart(), s.cursor.selectedText()) for s in editor.extraSelections() if s.cursor.hasSelection()]
     assert marked == [(15, "("), (17, ")")]
+
+
+def test_brackets_and_quotes_close_as_typed_and_are_typed_over(qtbot, editor):
+    qtbot.keyClicks(editor, "print(")
+    assert editor.toPlainText() == "print()"
+    qtbot.keyClicks(editor, "'hi")
+    assert editor.toPlainText() == "print('hi')"
+    qtbot.keyClicks(editor, "')")  # typed over the closers, not doubled
+    assert editor.toPlainText() == "print('hi')" and editor.textCursor().atEnd()
+
+
+def test_no_closer_before_a_word_or_for_an_apostrophe(qtbot, editor):
+    editor.setPlainText("word")
+    qtbot.keyClicks(editor, "(")  # the cursor is at the start, before "word"
+    assert editor.toPlainText() == "(word"
+    editor.setPlainText("")
+    qtbot.keyClicks(editor, "don't")
+    assert editor.toPlainText() == "don't"
+
+
+def test_a_selection_typed_over_with_a_bracket_is_wrapped(qtbot, editor):
+    editor.setPlainText("a + b")
+    select(editor, 0, 5)
+    qtbot.keyClicks(editor, "(")
+    assert editor.toPlainText() == "(a + b)" and editor.textCursor().selectedText() == "a + b"
+    editor.undo()
+    assert editor.toPlainText() == "a + b"
+
+
+def test_backspace_in_an_empty_pair_deletes_both_and_enter_in_braces_opens_a_block(qtbot, editor):
+    qtbot.keyClicks(editor, "x = [")
+    qtbot.keyClick(editor, Qt.Key.Key_Backspace)
+    assert editor.toPlainText() == "x = "
+    editor.setPlainText("")
+    qtbot.keyClicks(editor, "if (a) {")
+    qtbot.keyClick(editor, Qt.Key.Key_Return)
+    qtbot.keyClicks(editor, "b;")
+    assert editor.toPlainText() == "if (a) {\n    b;\n}"
+
+
+def test_auto_close_off_types_just_what_is_typed(qtbot, editor):
+    editor.auto_close = False
+    qtbot.keyClicks(editor, "f(\"")
+    assert editor.toPlainText() == "f(\""

@@ -127,6 +127,28 @@ def test_typing_before_the_region_while_it_denoises_lands_the_result_in_place(qt
     assert document_text(editor.document()) == edited
 
 
+def test_brackets_closed_and_typed_over_before_a_denoising_region_leave_the_draft_in_place(qtbot, setup):
+    editor, starter, backend, _ = setup()
+    session = start_held_rewrite(qtbot, editor, starter, backend)
+    cursor = editor.textCursor()
+    cursor.setPosition(16)  # in the indentation, just before the region
+    editor.setTextCursor(cursor)
+    qtbot.keyClicks(editor, "[")
+    assert editor.textCursor().position() == 17
+    qtbot.keyClicks(editor, "]")
+    edited = TEXT[:16] + "[]" + TEXT[16:]
+    assert session.text_without_draft() == edited and session.state == "running"
+    qtbot.keyClicks(editor, "(")
+    qtbot.keyClick(editor, Qt.Key.Key_Backspace)  # the empty pair goes in one key
+    assert session.text_without_draft() == edited
+    backend.hold.clear()
+    for _ in range(backend.passes):
+        backend.advance()
+    wait_ready(qtbot, session)
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert document_text(editor.document()) == edited[:21] + FakeBackend.result(0) + edited[33:]
+
+
 def test_typing_after_the_region_keeps_the_draft_out_of_the_undo_history(qtbot, setup):
     editor, starter, _, _ = setup()
     select(editor, 0, 3)
