@@ -29,6 +29,7 @@ from PySide6.QtGui import QColor, QKeyEvent, QKeySequence, QPalette, QTextCharFo
 from PySide6.QtWidgets import QTextEdit
 
 from app.codeeditor import CodeEditor, as_stored, document_text, faded, index_of, utf16_length
+from app.reviewhint import ReviewHint
 from model.api import Candidate, Draft, TokenState
 
 log = logging.getLogger(__name__)
@@ -108,6 +109,7 @@ class InfillSession(QObject):
         self.state = "running"
         self.job = None  # the worker's Job, cancelled when the session ends early
         self.repeat: Callable[[], InfillSession | None] | None = None  # "Try Again": set by the starter
+        self._hint: ReviewHint | None = None  # under the result while it waits for the user
         self.keys = keys
         self.underline_low_confidence = underline_low_confidence
         self._total_steps = total_steps
@@ -173,6 +175,12 @@ class InfillSession(QObject):
         self._pending = None
         self.state = "ready"
         self._show(drafts)
+        if self.state == "ready":
+            self._hint = ReviewHint(self.editor, lambda: (self.spans()[0][0], self.spans()[-1][1]), {
+                "accept": ("Accept", self.keys.accept, self.accept),
+                "reject": ("Reject", self.keys.reject, self.reject),
+                "next": ("Original" if self.alternatives == 1 else "Next", self.keys.next_alternative, lambda: self.cycle(1)),
+            })
         self.progress.emit(f"{self._stats(drafts)} · done: {self._choices()}")
 
     def fail(self, error: BaseException) -> None:
@@ -357,6 +365,8 @@ class InfillSession(QObject):
                 selections.append(self._selection(position, stop, fmt))
                 position = stop
         self.editor.set_layer("infill", selections)
+        if self._hint is not None:
+            self._hint.place()
 
     @staticmethod
     def _format(background: QColor, foreground: QColor | None = None) -> QTextCharFormat:
@@ -471,6 +481,9 @@ class InfillSession(QObject):
             self.job.cancel()
         self.editor.session = None
         self.editor.set_layer("infill", [])
+        if self._hint is not None:
+            self._hint.deleteLater()
+            self._hint = None
         for region in self._regions:
             region.detach()
         self.setParent(None)  # an ended session is freed once nothing refers to it

@@ -340,3 +340,23 @@ def test_a_long_selection_gets_a_canvas_that_fits_it_whatever_the_infill_cap(qtb
     wait_ready(qtbot, session)
     assert backend.requests[0][0].max_new_tokens >= len(long_text) // 3
     session.reject()
+
+
+def test_a_finished_result_shows_its_keys_below_it_and_the_links_work(qtbot, setup):
+    from app.reviewhint import ReviewHint
+
+    editor, starter, _, _ = setup()
+    editor.show()
+    select(editor, 19, 31)
+    session = starter.rewrite(editor, strength=0.7)
+    wait_ready(qtbot, session)
+    [hint] = editor.viewport().findChildren(ReviewHint)
+    assert hint.isVisible() and "Accept" in hint.text() and "Tab" in hint.text() and "Original" in hint.text()
+    end = QTextCursor(editor.document())
+    end.setPosition(session.spans()[0][1])
+    assert hint.y() == editor.cursorRect(end).bottom() + 2  # just below the result's last line
+    hint.linkActivated.emit("next")
+    assert session.showing_original
+    hint.linkActivated.emit("reject")
+    assert session.state == "ended" and document_text(editor.document()) == TEXT
+    qtbot.waitUntil(lambda: not editor.viewport().findChildren(ReviewHint))

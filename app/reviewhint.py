@@ -1,0 +1,55 @@
+"""The line under a finished result that says what the keys do; its words are links for the mouse."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtGui import QKeySequence, QPalette, QTextCursor
+from PySide6.QtWidgets import QLabel
+
+from app.codeeditor import CodeEditor
+
+
+class ReviewHint(QLabel):
+    """Sits below the text between the positions ``span()`` gives (asked again on every scroll)."""
+
+    def __init__(self, editor: CodeEditor, span: Callable[[], tuple[int, int]], actions: dict[str, tuple[str, QKeySequence, Callable[[], None]]]):
+        super().__init__(editor.viewport())
+        self._editor = editor
+        self._span = span
+        self._actions = actions
+        palette = editor.palette()
+        self.setStyleSheet(
+            f"QLabel {{ background: {palette.color(QPalette.ColorRole.ToolTipBase).name()};"
+            f" color: {palette.color(QPalette.ColorRole.ToolTipText).name()};"
+            f" border: 1px solid {palette.color(QPalette.ColorRole.Mid).name()}; border-radius: 3px; padding: 1px 6px; }}"
+        )
+        font = self.font()
+        font.setPointSizeF(max(6.0, font.pointSizeF() - 1))
+        self.setFont(font)
+        self.setText(" · ".join(
+            f'<a href="{name}">{label}</a> {key.toString(QKeySequence.SequenceFormat.NativeText)}'
+            for name, (label, key, _) in actions.items()
+        ))
+        self.linkActivated.connect(lambda name: self._actions[name][2]())
+        editor.verticalScrollBar().valueChanged.connect(self.place)
+        editor.horizontalScrollBar().valueChanged.connect(self.place)
+        self.adjustSize()
+        self.place()
+        self.show()
+
+    def place(self) -> None:
+        """Under the line where the result ends, from where it starts, kept inside the viewport."""
+        last = self._editor.document().characterCount() - 1
+        start, end = (self._editor.cursorRect(self._cursor_at(min(p, last))) for p in self._span())
+        viewport = self._editor.viewport().rect()
+        x = max(0, min(start.left(), viewport.width() - self.width()))
+        y = end.bottom() + 2
+        if y + self.height() > viewport.height():
+            y = max(0, start.top() - self.height() - 2)
+        self.move(x, y)
+
+    def _cursor_at(self, position: int) -> QTextCursor:
+        cursor = QTextCursor(self._editor.document())
+        cursor.setPosition(position)
+        return cursor
