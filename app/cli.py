@@ -58,7 +58,7 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     _model_options(fill)
 
     editor = ArgumentParser(prog="sfumato", description="Sfumato: an editor whose AI edits are made by diffusion.")
-    editor.add_argument("files", nargs="*", help="files to open")
+    editor.add_argument("files", nargs="*", help="files to open (a folder opens in the sidebar)")
     editor.add_argument("--model", default=None, help="model spec for this run (default: settings)")
     editor.add_argument("--version", action="version", version=f"sfumato {VERSION}")
     return {"infill": infill, "fill": fill, "editor": editor}
