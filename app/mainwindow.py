@@ -730,6 +730,7 @@ class MainWindow(QMainWindow):
         return True
 
     def _start(self, editor: CodeEditor, begin) -> None:
+        editor.setFocus()  # Tab, Esc and Alt+] reach the session only from the editor
         try:
             session = begin()
         except ValueError as error:

@@ -39,14 +39,21 @@ class ReviewHint(QLabel):
         self.show()
 
     def place(self) -> None:
-        """Under the line where the result ends, from where it starts, kept inside the viewport."""
+        """After the end of the result's last line, so it covers no text; below that line if it does
+        not fit there; kept inside the viewport."""
         last = self._editor.document().characterCount() - 1
-        start, end = (self._editor.cursorRect(self._cursor_at(min(p, last))) for p in self._span())
+        start, end = (self._cursor_at(min(p, last)) for p in self._span())
+        end.movePosition(QTextCursor.MoveOperation.EndOfBlock)
+        line_end = self._editor.cursorRect(end)
         viewport = self._editor.viewport().rect()
-        x = max(0, min(start.left(), viewport.width() - self.width()))
-        y = end.bottom() + 2
+        gap = self._editor.fontMetrics().horizontalAdvance("  ")
+        if line_end.right() + gap + self.width() <= viewport.width():
+            self.move(line_end.right() + gap, line_end.center().y() - self.height() // 2)
+            return
+        x = max(0, min(self._editor.cursorRect(start).left(), viewport.width() - self.width()))
+        y = line_end.bottom() + 2
         if y + self.height() > viewport.height():
-            y = max(0, start.top() - self.height() - 2)
+            y = max(0, self._editor.cursorRect(start).top() - self.height() - 2)
         self.move(x, y)
 
     def _cursor_at(self, position: int) -> QTextCursor:

@@ -100,7 +100,8 @@ class SearchPanel(QWidget):
             self.results.addItem(item)
         files = len({match.path for match in matches})
         more = " (the first ones)" if len(matches) >= MAX_MATCHES else ""
-        self.summary.setText(f"{len(matches)} matches in {files} files{more}" if matches else "No matches.")
+        count = f"{len(matches)} match" + ("es" if len(matches) > 1 else "")
+        self.summary.setText(f"{count} in {files} file{'s' if files > 1 else ''}{more}" if matches else "No matches.")
 
     def _activated(self, item: QListWidgetItem) -> None:
         match: Match = item.data(Qt.ItemDataRole.UserRole)

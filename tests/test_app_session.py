@@ -342,10 +342,11 @@ def test_a_long_selection_gets_a_canvas_that_fits_it_whatever_the_infill_cap(qtb
     session.reject()
 
 
-def test_a_finished_result_shows_its_keys_below_it_and_the_links_work(qtbot, setup):
+def test_a_finished_result_shows_its_keys_after_its_last_line_and_the_links_work(qtbot, setup):
     from app.reviewhint import ReviewHint
 
     editor, starter, _, _ = setup()
+    editor.resize(800, 300)
     editor.show()
     select(editor, 19, 31)
     session = starter.rewrite(editor, strength=0.7)
@@ -354,7 +355,9 @@ def test_a_finished_result_shows_its_keys_below_it_and_the_links_work(qtbot, set
     assert hint.isVisible() and "Accept" in hint.text() and "Tab" in hint.text() and "Original" in hint.text()
     end = QTextCursor(editor.document())
     end.setPosition(session.spans()[0][1])
-    assert hint.y() == editor.cursorRect(end).bottom() + 2  # just below the result's last line
+    end.movePosition(QTextCursor.MoveOperation.EndOfBlock)
+    line = editor.cursorRect(end)
+    assert hint.x() > line.right() and hint.geometry().contains(hint.x() + 1, line.center().y())  # after the line's text
     hint.linkActivated.emit("next")
     assert session.showing_original
     hint.linkActivated.emit("reject")

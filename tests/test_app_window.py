@@ -501,3 +501,18 @@ def test_tab_follows_the_indentation_the_file_uses(window, qtbot, tmp_path):
         qtbot.keyClick(document.editor, Qt.Key.Key_Tab)
         assert document_text(document.editor.document()) == inserted + path.read_text()
         document.editor.document().setModified(False)
+
+
+def test_starting_a_rewrite_from_a_side_panel_gives_the_editor_the_keys(window, qtbot, tmp_path):
+    with_fake_model(window, qtbot)
+    editor = window.new_document().editor
+    editor.setPlainText("alpha\n")
+    window.activateWindow()
+    window.find_in_folder()
+    qtbot.waitUntil(window.search_panel.query.hasFocus)
+    window.rewrite()  # no selection: infill at the cursor, straight away
+    session = editor.session
+    qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
+    assert editor.hasFocus()
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert editor.toPlainText() == "alpha\n" and editor.session is None
