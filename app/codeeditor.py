@@ -42,7 +42,8 @@ _PAIRS = {"(": ")", "[": "]", "{": "}"}
 _CLOSERS = {closer: opener for opener, closer in _PAIRS.items()}
 _AUTO_CLOSED = {"(": ")", "[": "]", "{": "}", '"': '"', "'": "'", "`": "`"}
 _ROOM_FOR_A_PAIR = set(")]}\"'`,;:.")  # an opener typed before one of these (or a space) gets its closer
-BRACKET_SCAN_CHARS = 20_000  # how far to look for a bracket's partner before giving up
+BRACKET_SCAN_CHARS = 20_000
+_MARK_COLORS = {"added": QColor("#3fa34d"), "modified": QColor("#3b7dd8"), "deleted": QColor("#d04040")}  # how far to look for a bracket's partner before giving up
 
 
 def is_navigation(event: QKeyEvent) -> bool:
@@ -78,6 +79,7 @@ class CodeEditor(QPlainTextEdit):
         self.indent_with_spaces = True
         self.indent_width = 4
         self.auto_close = True  # brackets and quotes typed get their closer (setting)
+        self.line_marks: dict[int, str] = {}  # line index: "added" | "modified" | "deleted" since the commit
         self.comment_marker: Marker | None = None  # the language's one-line comment, set with its highlighter
         self._base_point_size = 0.0
         self._zoom = 0
@@ -132,6 +134,11 @@ class CodeEditor(QPlainTextEdit):
                 role = QPalette.ColorRole.Text if block.blockNumber() == current else QPalette.ColorRole.PlaceholderText
                 painter.setPen(palette.color(role))
                 painter.drawText(0, top, width, height, Qt.AlignmentFlag.AlignRight, str(block.blockNumber() + 1))
+                mark = self.line_marks.get(block.blockNumber())
+                if mark == "deleted":
+                    painter.fillRect(0, top - 1, 6, 3, _MARK_COLORS[mark])
+                elif mark is not None:
+                    painter.fillRect(0, top, 3, bottom - top, _MARK_COLORS[mark])
             block = block.next()
             top = bottom
 
@@ -141,6 +148,11 @@ class CodeEditor(QPlainTextEdit):
         """Replace one layer of extra selections (current line, find matches, a session's draft)."""
         self._layers[name] = selections
         self.setExtraSelections([item for layer in self._layers.values() for item in layer])
+
+    def set_line_marks(self, marks: dict[int, str]) -> None:
+        if marks != self.line_marks:
+            self.line_marks = marks
+            self._numbers.update()
 
     def _highlight_current_line(self) -> None:
         selection = QTextEdit.ExtraSelection()

@@ -5,14 +5,18 @@ from __future__ import annotations
 import os
 from contextlib import nullcontext
 
+from PySide6.QtCore import QTimer
 from PySide6.QtGui import QPalette, QTextCursor
 from PySide6.QtWidgets import QApplication
 
 from app import fileio
-from app.codeeditor import CodeEditor
+from app.codeeditor import CodeEditor, document_text
 from app.comments import line_comment_marker
-from app.indentation import detect_indentation
+from app.gitdiff import committed_text, line_changes
 from app.highlighter import attach_highlighter
+from app.indentation import detect_indentation
+
+MARKS_DELAY_MS = 300  # the changed-line marks follow typing after this pause
 
 
 def palette_is_dark() -> bool:
@@ -31,6 +35,12 @@ class Document:
         self.disk_stamp: tuple[int, int] | None = None  # (mtime_ns, size) of what was read or written
         self.longest_line = 0  # characters, when opened
         self.indentation: tuple[bool, int | None] | None = None  # as the file showed it when opened
+        self.committed: str | None = None  # the text at git's HEAD, for the changed-line marks
+        self._marks_timer = QTimer(editor)
+        self._marks_timer.setSingleShot(True)
+        self._marks_timer.setInterval(MARKS_DELAY_MS)
+        self._marks_timer.timeout.connect(self.update_marks)
+        editor.document().contentsChanged.connect(self._marks_timer.start)
 
     @classmethod
     def open(cls, path: str, editor: CodeEditor) -> Document:
@@ -44,7 +54,18 @@ class Document:
         editor.setPlainText(text)
         editor.document().setModified(False)
         document.rehighlight()
+        document.refresh_committed()
         return document
+
+    def refresh_committed(self) -> None:
+        """Ask git again for the committed text (after a commit, say) and mark the lines anew."""
+        self.committed = committed_text(self.path) if self.path else None
+        self.update_marks()
+
+    def update_marks(self) -> None:
+        """Mark the lines that differ from the committed text (none outside git)."""
+        changes = line_changes(self.committed, document_text(self.editor.document())) if self.committed is not None else {}
+        self.editor.set_line_marks(changes)
 
     def rehighlight(self) -> None:
         if self.highlighter is not None:

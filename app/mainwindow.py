@@ -424,6 +424,8 @@ class MainWindow(QMainWindow):
             self._error(f"Cannot save {path or document.path}: {error.strerror or error}. The text is still here.")
             return False
         self.tabs.setTabText(self.tabs.indexOf(document.editor), document.name)
+        if path is not None:
+            document.refresh_committed()  # a new name: another file as far as git is concerned
         self._watch(document)
         self.settings.add_recent(document.path)
         self.settings.save(self.store)
@@ -523,11 +525,14 @@ class MainWindow(QMainWindow):
             self.tabs.setCurrentWidget(current)
 
     def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
-        """Follow the system's light/dark switch."""
+        """Follow the system's light/dark switch; coming back to the window, ask git again (a commit
+        made meanwhile clears the current file's changed-line marks)."""
         if event.type() == QEvent.Type.PaletteChange:
             for document in self._documents.values():
                 if document.highlighter is not None:
                     document.highlighter.set_dark(palette_is_dark())
+        elif event.type() == QEvent.Type.ActivationChange and self.isActiveWindow() and self.current_document() is not None:
+            self.current_document().refresh_committed()
         super().changeEvent(event)
 
     def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt override
