@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from difflib import SequenceMatcher
 from contextlib import nullcontext
+from difflib import SequenceMatcher
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QRect, QSize, Qt, Signal
@@ -27,6 +27,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
 
+from app.brackets import AUTO_CLOSED, ROOM_FOR_A_PAIR, matching_bracket
 from app.comments import Marker, toggle_line_comments
 
 if TYPE_CHECKING:
@@ -38,12 +39,8 @@ _NAVIGATION_KEYS = {
     Qt.Key.Key_Alt, Qt.Key.Key_Meta, Qt.Key.Key_AltGr, Qt.Key.Key_CapsLock,
 }
 _OPENERS = (":", "{", "(", "[")
-_PAIRS = {"(": ")", "[": "]", "{": "}"}
-_CLOSERS = {closer: opener for opener, closer in _PAIRS.items()}
-_AUTO_CLOSED = {"(": ")", "[": "]", "{": "}", '"': '"', "'": "'", "`": "`"}
-_ROOM_FOR_A_PAIR = set(")]}\"'`,;:.")  # an opener typed before one of these (or a space) gets its closer
-BRACKET_SCAN_CHARS = 20_000
-_MARK_COLORS = {"added": QColor("#3fa34d"), "modified": QColor("#3b7dd8"), "deleted": QColor("#d04040")}  # how far to look for a bracket's partner before giving up
+BRACKET_SCAN_CHARS = 20_000  # how far to look for a bracket's partner before giving up
+_MARK_COLORS = {"added": QColor("#3fa34d"), "modified": QColor("#3b7dd8"), "deleted": QColor("#d04040")}
 
 
 def is_navigation(event: QKeyEvent) -> bool:
@@ -210,7 +207,7 @@ class CodeEditor(QPlainTextEdit):
         indent = line[: len(line) - len(line.lstrip(" \t"))]
         if line.rstrip().endswith(_OPENERS):
             before, after = self._around_cursor()
-            if after and _AUTO_CLOSED.get(before) == after:  # Enter in "{}": the closer goes a line down
+            if after and AUTO_CLOSED.get(before) == after:  # Enter in "{}": the closer goes a line down
                 cursor.insertText("\n" + indent + self._indent_unit() + "\n" + indent)
                 cursor.movePosition(QTextCursor.MoveOperation.PreviousBlock)
                 cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock)
@@ -371,23 +368,23 @@ class CodeEditor(QPlainTextEdit):
         """Close a bracket or quote, type over its closer, or wrap the selection in it; True when done."""
         cursor = self.textCursor()
         before, after = self._around_cursor()
-        if typed in _AUTO_CLOSED and cursor.hasSelection():
+        if typed in AUTO_CLOSED and cursor.hasSelection():
             inner = cursor.selectedText().replace("\u2029", "\n")
             start = cursor.selectionStart()
-            cursor.insertText(typed + inner + _AUTO_CLOSED[typed])
+            cursor.insertText(typed + inner + AUTO_CLOSED[typed])
             cursor.setPosition(start + 1)
             cursor.setPosition(start + 1 + utf16_length(inner), QTextCursor.MoveMode.KeepAnchor)
             self.setTextCursor(cursor)
             return True
-        if typed in _AUTO_CLOSED.values() and after == typed and not cursor.hasSelection():
+        if typed in AUTO_CLOSED.values() and after == typed and not cursor.hasSelection():
             cursor.movePosition(QTextCursor.MoveOperation.Right)
             self.setTextCursor(cursor)
             return True
-        if typed not in _AUTO_CLOSED or (after and not after.isspace() and after not in _ROOM_FOR_A_PAIR):
+        if typed not in AUTO_CLOSED or (after and not after.isspace() and after not in ROOM_FOR_A_PAIR):
             return False
         if typed in "\"'`" and (before.isalnum() or before == "_"):  # don't, or a closing quote
             return False
-        cursor.insertText(typed + _AUTO_CLOSED[typed])
+        cursor.insertText(typed + AUTO_CLOSED[typed])
         cursor.movePosition(QTextCursor.MoveOperation.Left)
         self.setTextCursor(cursor)
         return True
@@ -396,7 +393,7 @@ class CodeEditor(QPlainTextEdit):
         """Backspace between a bracket or quote and its closer deletes both."""
         cursor = self.textCursor()
         before, after = self._around_cursor()
-        if cursor.hasSelection() or not before or _AUTO_CLOSED.get(before) != after:
+        if cursor.hasSelection() or not before or AUTO_CLOSED.get(before) != after:
             return False
         cursor.movePosition(QTextCursor.MoveOperation.Left)
         cursor.movePosition(QTextCursor.MoveOperation.Right, QTextCursor.MoveMode.KeepAnchor, 2)
@@ -481,27 +478,6 @@ class CodeEditor(QPlainTextEdit):
         cursor = QTextCursor(block)
         self.setTextCursor(cursor)
         self.centerCursor()
-
-
-def matching_bracket(text: str, cursor: int) -> tuple[int, int] | None:
-    """The indices of the bracket next to ``cursor`` (after it, else before it) and its partner."""
-    for index in (cursor, cursor - 1):
-        if 0 <= index < len(text) and (text[index] in _PAIRS or text[index] in _CLOSERS):
-            break
-    else:
-        return None
-    bracket = text[index]
-    forward = bracket in _PAIRS
-    partner = _PAIRS[bracket] if forward else _CLOSERS[bracket]
-    depth = 0
-    for other in range(index, len(text)) if forward else range(index, -1, -1):
-        if text[other] == bracket:
-            depth += 1
-        elif text[other] == partner:
-            depth -= 1
-            if depth == 0:
-                return (index, other)
-    return None
 
 
 def document_text(document) -> str:

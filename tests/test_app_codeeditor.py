@@ -141,7 +141,7 @@ def test_move_lines_swaps_with_the_neighbour_and_stops_at_the_ends(editor):
 
 
 def test_matching_bracket_pairs_the_bracket_at_or_before_the_cursor():
-    from app.codeeditor import matching_bracket
+    from app.brackets import matching_bracket
 
     text = "f(a[1], {b: (c)})"
     assert matching_bracket(text, 1) == (1, 16)  # "(" after the cursor
