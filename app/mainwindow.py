@@ -30,11 +30,11 @@ from app.document import Document, palette_is_dark
 from app.engine import Engine, load_from_spec
 from app.findbar import FindBar
 from app.folder import FolderTree, folder_files
-from app.search import SearchPanel
 from app.infill import InfillOptions, InfillStarter
 from app.inlinebox import InlineBox
 from app.palette import Picker, menu_commands
 from app.reopen import OpenFile, recall, remember
+from app.search import SearchPanel
 from app.session import InfillSession, SessionKeys
 from app.settings import Settings
 from app.settings_dialog import SettingsDialog
