@@ -27,16 +27,27 @@ class ReviewHint(QLabel):
         font = self.font()
         font.setPointSizeF(max(6.0, font.pointSizeF() - 1))
         self.setFont(font)
-        self.setText(" · ".join(
-            f'<a href="{name}">{label}</a> {key.toString(QKeySequence.SequenceFormat.NativeText)}'
-            for name, (label, key, _) in actions.items()
-        ))
+        self._write()
         self.linkActivated.connect(lambda name: self._actions[name][2]())
         editor.verticalScrollBar().valueChanged.connect(self.place)
         editor.horizontalScrollBar().valueChanged.connect(self.place)
         self.adjustSize()
         self.place()
         self.show()
+
+    def relabel(self, name: str, label: str) -> None:
+        """Give the link ``name`` a new word (the key and the action stay)."""
+        _, key, run = self._actions[name]
+        self._actions[name] = (label, key, run)
+        self._write()
+        self.adjustSize()
+        self.place()
+
+    def _write(self) -> None:
+        self.setText(" · ".join(
+            f'<a href="{name}">{label}</a> {key.toString(QKeySequence.SequenceFormat.NativeText)}'
+            for name, (label, key, _) in self._actions.items()
+        ))
 
     def place(self) -> None:
         """After the end of the result's last line, so it covers no text; below that line if it does

@@ -179,7 +179,7 @@ class InfillSession(QObject):
             self._hint = ReviewHint(self.editor, lambda: (self.spans()[0][0], self.spans()[-1][1]), {
                 "accept": ("Accept", self.keys.accept, self.accept),
                 "reject": ("Reject", self.keys.reject, self.reject),
-                "next": ("Original" if self.alternatives == 1 else "Next", self.keys.next_alternative, lambda: self.cycle(1)),
+                "next": (self._next_label(), self.keys.next_alternative, lambda: self.cycle(1)),
             })
         self.progress.emit(f"{self._stats(drafts)} · done: {self._choices()}")
 
@@ -220,10 +220,18 @@ class InfillSession(QObject):
             return
         self._alternative = (self._alternative + step) % (self.alternatives + 1)
         self._show(self._drafts)
+        if self._hint is not None:
+            self._hint.relabel("next", self._next_label())
         if self.showing_original:
             self.progress.emit(f"The original text, to compare: {self._choices()}")
         else:
             self.progress.emit(f"Alternative {self._alternative + 1} of {self.alternatives}: {self._choices()}")
+
+    def _next_label(self) -> str:
+        """What the next-alternative key shows next: the original after the last alternative."""
+        if self.showing_original:
+            return "Result"
+        return "Original" if self._alternative == self.alternatives - 1 else "Next"
 
     def _choices(self) -> str:
         """What the user can do now, in their key bindings."""

@@ -359,7 +359,7 @@ def test_a_finished_result_shows_its_keys_after_its_last_line_and_the_links_work
     line = editor.cursorRect(end)
     assert hint.x() > line.right() and hint.geometry().contains(hint.x() + 1, line.center().y())  # after the line's text
     hint.linkActivated.emit("next")
-    assert session.showing_original
+    assert session.showing_original and "Result" in hint.text() and "Original" not in hint.text()
     hint.linkActivated.emit("reject")
     assert session.state == "ended" and document_text(editor.document()) == TEXT
     qtbot.waitUntil(lambda: not editor.viewport().findChildren(ReviewHint))
