@@ -39,6 +39,7 @@ from app.session import InfillSession, SessionKeys
 from app.settings import Settings
 from app.settings_dialog import SettingsDialog
 
+MAX_CLOSED_REMEMBERED = 20
 LONG_LINE = 100_000  # characters; Qt lays out a whole line at once, so longer ones get a warning
 FILE_FILTER = "All files (*);;Python (*.py);;Text (*.txt *.md)"
 
@@ -66,6 +67,8 @@ class MainWindow(QMainWindow):
         self.tabs.setMovable(True)
         self.tabs.setDocumentMode(True)
         self.tabs.tabCloseRequested.connect(lambda index: self.close_tab(self.tabs.widget(index)))
+        self.tabs.tabBar().installEventFilter(self)
+        self._closed_paths: list[str] = []  # for Reopen Closed Tab, newest last
         self.tabs.currentChanged.connect(self._current_changed)
         self.find_bar = FindBar()
         self.find_bar.hide()
@@ -167,8 +170,9 @@ class MainWindow(QMainWindow):
         self._action(view, "Zoom &Out", lambda: self._on_editor(lambda e: e.zoom(-1)), QKeySequence.StandardKey.ZoomOut)
         self._action(view, "&Reset Zoom", lambda: self._on_editor(lambda e: e.zoom(0)), "Ctrl+0")
         view.addSeparator()
-        self._action(view, "Next &Tab", lambda: self._step_tab(1), "Ctrl+PgDown")
-        self._action(view, "Pre&vious Tab", lambda: self._step_tab(-1), "Ctrl+PgUp")
+        self._action(view, "Next &Tab", lambda: self._step_tab(1), "Ctrl+PgDown").setShortcuts([QKeySequence("Ctrl+PgDown"), QKeySequence("Ctrl+Tab")])
+        self._action(view, "Pre&vious Tab", lambda: self._step_tab(-1), "Ctrl+PgUp").setShortcuts([QKeySequence("Ctrl+PgUp"), QKeySequence("Ctrl+Shift+Tab")])
+        self._action(view, "Reopen C&losed Tab", self.reopen_closed_tab, "Ctrl+Shift+T")
         view.addSeparator()
         self.wrap_action = self._action(view, "&Word Wrap", self._toggle_word_wrap, "Alt+Z")
         self.wrap_action.setCheckable(True)
@@ -465,7 +469,28 @@ class MainWindow(QMainWindow):
             if answer == QMessageBox.StandardButton.Cancel or (answer == QMessageBox.StandardButton.Save and not self.save(document)):
                 return False
         self._remove_tab(editor)
+        if document.path is not None:
+            self._closed_paths = [p for p in self._closed_paths if p != document.path][-MAX_CLOSED_REMEMBERED + 1 :] + [document.path]
         return True
+
+    def reopen_closed_tab(self) -> None:
+        """Open again the most recently closed file that is not open now."""
+        open_now = {document.path for document in self.documents()}
+        while self._closed_paths:
+            path = self._closed_paths.pop()
+            if path not in open_now and os.path.isfile(path):
+                self.open_path(path)
+                return
+        self.statusBar().showMessage("No closed tab to reopen.", 3000)
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt override
+        """A middle click on a tab closes it."""
+        if watched is self.tabs.tabBar() and event.type() == QEvent.Type.MouseButtonRelease and event.button() == Qt.MouseButton.MiddleButton:
+            index = self.tabs.tabBar().tabAt(event.position().toPoint())
+            if index >= 0:
+                self.close_tab(self.tabs.widget(index))
+                return True
+        return super().eventFilter(watched, event)
 
     def _remove_tab(self, editor: CodeEditor) -> None:
         if editor.session is not None:

@@ -516,3 +516,23 @@ def test_starting_a_rewrite_from_a_side_panel_gives_the_editor_the_keys(window, 
     assert editor.hasFocus()
     qtbot.keyClick(editor, Qt.Key.Key_Escape)
     assert editor.toPlainText() == "alpha\n" and editor.session is None
+
+
+def test_closed_tabs_reopen_newest_first_and_a_middle_click_closes_a_tab(window, qtbot, tmp_path):
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text("a\n")
+    second.write_text("b\n")
+    for path in (first, second):
+        window.open_path(str(path))
+    bar = window.tabs.tabBar()
+    qtbot.mouseClick(bar, Qt.MouseButton.MiddleButton, pos=bar.tabRect(1).center())
+    window.close_tab(window.documents()[0].editor)
+    assert window.documents() == [] or [d.path for d in window.documents()] == [None]
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    qtbot.keyClick(window, Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert window.current_document().path == str(first)
+    window.reopen_closed_tab()
+    assert window.current_document().path == str(second)
+    window.reopen_closed_tab()
+    assert "No closed tab" in window.statusBar().currentMessage()
