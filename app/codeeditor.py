@@ -24,6 +24,7 @@ from PySide6.QtGui import (
     QTextBlock,
     QTextCursor,
     QTextFormat,
+    QTextOption,
 )
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
 
@@ -193,6 +194,13 @@ class CodeEditor(QPlainTextEdit):
     def set_word_wrap(self, on: bool) -> None:
         """Wrap long lines at the edge (at a word boundary when there is one) or scroll sideways."""
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth if on else QPlainTextEdit.LineWrapMode.NoWrap)
+
+    def set_show_whitespace(self, on: bool) -> None:
+        option = self.document().defaultTextOption()
+        flags = option.flags()
+        flags = flags | QTextOption.Flag.ShowTabsAndSpaces if on else flags & ~QTextOption.Flag.ShowTabsAndSpaces
+        option.setFlags(flags)
+        self.document().setDefaultTextOption(option)
 
     def _apply_tab_stop(self) -> None:
         self.setTabStopDistance(self.fontMetrics().horizontalAdvance(" ") * self.indent_width)

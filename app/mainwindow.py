@@ -174,8 +174,10 @@ class MainWindow(QMainWindow):
         self._action(view, "Pre&vious Tab", lambda: self._step_tab(-1), "Ctrl+PgUp").setShortcuts([QKeySequence("Ctrl+PgUp"), QKeySequence("Ctrl+Shift+Tab")])
         self._action(view, "Reopen C&losed Tab", self.reopen_closed_tab, "Ctrl+Shift+T")
         view.addSeparator()
-        self.wrap_action = self._action(view, "&Word Wrap", self._toggle_word_wrap, "Alt+Z")
+        self.wrap_action = self._action(view, "&Word Wrap", lambda: self._toggle("word_wrap", self.wrap_action), "Alt+Z")
         self.wrap_action.setCheckable(True)
+        self.whitespace_action = self._action(view, "Show W&hitespace", lambda: self._toggle("show_whitespace", self.whitespace_action))
+        self.whitespace_action.setCheckable(True)
         self.underline_action = self._action(view, "&Underline Low-Confidence Tokens", self._toggle_underline)
         self.underline_action.setCheckable(True)
         self.slow_action = self._action(view, "&Slow Motion", self._toggle_slow_motion)
@@ -216,9 +218,11 @@ class MainWindow(QMainWindow):
         self.underline_action.setChecked(s.underline_low_confidence)
         self.slow_action.setChecked(s.slow_motion_ms > 0)
         self.wrap_action.setChecked(s.word_wrap)
+        self.whitespace_action.setChecked(s.show_whitespace)
         for document in self._documents.values():
             self._indent(document)
             document.editor.set_word_wrap(s.word_wrap)
+            document.editor.set_show_whitespace(s.show_whitespace)
             document.editor.auto_close = s.auto_close
         self._show_indentation()
 
@@ -274,6 +278,7 @@ class MainWindow(QMainWindow):
         editor = CodeEditor()
         editor.auto_close = self.settings.auto_close
         editor.set_word_wrap(self.settings.word_wrap)
+        editor.set_show_whitespace(self.settings.show_whitespace)
         editor.document().modificationChanged.connect(lambda _=None, e=editor: self._update_title(e))
         editor.cursorPositionChanged.connect(self._update_position)
         editor.files_dropped.connect(lambda paths: [self.open_path(path) for path in paths])
@@ -663,8 +668,9 @@ class MainWindow(QMainWindow):
             if editor.session is not None:
                 editor.session.set_underline(self.settings.underline_low_confidence)
 
-    def _toggle_word_wrap(self) -> None:
-        self.settings.word_wrap = self.wrap_action.isChecked()
+    def _toggle(self, setting: str, action: QAction) -> None:
+        """A checkable View entry: the setting follows the check mark, saved and applied at once."""
+        setattr(self.settings, setting, action.isChecked())
         self.settings.save(self.store)
         self._apply_settings()
 

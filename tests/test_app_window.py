@@ -536,3 +536,16 @@ def test_closed_tabs_reopen_newest_first_and_a_middle_click_closes_a_tab(window,
     assert window.current_document().path == str(second)
     window.reopen_closed_tab()
     assert "No closed tab" in window.statusBar().currentMessage()
+
+
+def test_show_whitespace_draws_spaces_and_tabs_in_every_tab(window):
+    from PySide6.QtGui import QTextOption
+
+    editor = window.new_document().editor
+    shows = lambda: bool(editor.document().defaultTextOption().flags() & QTextOption.Flag.ShowTabsAndSpaces)  # noqa: E731
+    assert not shows()
+    window.whitespace_action.trigger()
+    assert shows() and window.settings.show_whitespace
+    assert window.new_document().editor.document().defaultTextOption().flags() & QTextOption.Flag.ShowTabsAndSpaces
+    window.whitespace_action.trigger()
+    assert not shows()
