@@ -350,7 +350,9 @@ class CodeEditor(QPlainTextEdit):
             return
         if key == Qt.Key.Key_Backspace and plain and self.auto_close and self._delete_empty_pair():
             return
-        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and plain:
+        if key == Qt.Key.Key_Home and not event.modifiers() & ~(Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.KeypadModifier):
+            self._smart_home(keep_anchor=bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier))
+        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and plain:
             self._new_line_with_indent()
         elif key == Qt.Key.Key_Tab and plain:
             if cursor.hasSelection() and self.document().findBlock(cursor.selectionStart()) != self.document().findBlock(cursor.selectionEnd()):
@@ -364,6 +366,16 @@ class CodeEditor(QPlainTextEdit):
             self._shift_lines(outward=True)
         else:
             super().keyPressEvent(event)
+
+    def _smart_home(self, keep_anchor: bool) -> None:
+        """Home goes to the line's first non-blank character, or to its start when already there."""
+        cursor = self.textCursor()
+        line = cursor.block().text()
+        first = position_of(line, len(line) - len(line.lstrip(" \t")))
+        column = 0 if cursor.positionInBlock() == first else first
+        mode = QTextCursor.MoveMode.KeepAnchor if keep_anchor else QTextCursor.MoveMode.MoveAnchor
+        cursor.setPosition(cursor.block().position() + column, mode)
+        self.setTextCursor(cursor)
 
     def _around_cursor(self) -> tuple[str, str]:
         """The characters just before and just after the cursor on its line ("" at either end)."""

@@ -206,3 +206,17 @@ def test_auto_close_off_types_just_what_is_typed(qtbot, editor):
     editor.auto_close = False
     qtbot.keyClicks(editor, "f(\"")
     assert editor.toPlainText() == "f(\""
+
+
+def test_home_goes_to_the_first_non_blank_then_to_the_line_start(qtbot, editor):
+    editor.setPlainText("x\n    return 1")
+    cursor = editor.textCursor()
+    cursor.movePosition(QTextCursor.MoveOperation.End)
+    editor.setTextCursor(cursor)
+    qtbot.keyClick(editor, Qt.Key.Key_Home)
+    assert editor.textCursor().positionInBlock() == 4
+    qtbot.keyClick(editor, Qt.Key.Key_Home)
+    assert editor.textCursor().positionInBlock() == 0
+    qtbot.keyClick(editor, Qt.Key.Key_End)
+    qtbot.keyClick(editor, Qt.Key.Key_Home, Qt.KeyboardModifier.ShiftModifier)
+    assert editor.textCursor().selectedText() == "return 1"
