@@ -363,3 +363,30 @@ def test_a_finished_result_shows_its_keys_after_its_last_line_and_the_links_work
     hint.linkActivated.emit("reject")
     assert session.state == "ended" and document_text(editor.document()) == TEXT
     qtbot.waitUntil(lambda: not editor.viewport().findChildren(ReviewHint))
+
+
+def test_line_commands_that_move_a_denoising_region_cancel_it_and_keep_the_users_text(qtbot, setup):
+    editor, starter, backend, _ = setup()
+    session = start_held_rewrite(qtbot, editor, starter, backend)  # "return a + b" on line 2
+    cursor = editor.textCursor()
+    cursor.setPosition(0)  # line 1: moving it down swaps it with the region's line
+    editor.setTextCursor(cursor)
+    editor.move_lines(down=True)
+    assert session.state == "ended"
+    lines = TEXT.split("\n")
+    assert document_text(editor.document()) == "\n".join([lines[1], lines[0], *lines[2:]])
+    editor.undo()
+    assert document_text(editor.document()) == TEXT and not editor.document().isUndoAvailable()
+
+
+def test_commenting_lines_above_a_denoising_region_leaves_it_running(qtbot, setup):
+    editor, starter, backend, _ = setup()
+    editor.comment_marker = ("#", "")
+    session = start_held_rewrite(qtbot, editor, starter, backend)
+    cursor = editor.textCursor()
+    cursor.setPosition(0)
+    editor.setTextCursor(cursor)
+    editor.toggle_comment()
+    assert session.state == "running" and session.text_without_draft() == "# " + TEXT
+    editor.duplicate_lines()
+    assert session.state == "running" and session.text_without_draft().startswith("# def add(a, b):\n# def add(a, b):\n")
