@@ -119,7 +119,7 @@ class SettingsDialog(QDialog):
         s = self._settings
         page = QWidget()
         form = QFormLayout(page)
-        self.indent_with_spaces = QCheckBox("Indent with spaces (soft tabs)")
+        self.indent_with_spaces = QCheckBox("Indent with spaces (soft tabs), unless a file shows its own indentation")
         self.indent_with_spaces.setChecked(s.indent_with_spaces)
         form.addRow("", self.indent_with_spaces)
         self.indent_width = _spin(1, 16, s.indent_width)
