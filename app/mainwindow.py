@@ -739,10 +739,17 @@ class MainWindow(QMainWindow):
         instruction_tuned = self.engine.info is not None and self.engine.info.instruction_tuned
         if editor.textCursor().hasSelection() or instruction_tuned:
             box = InlineBox(editor, self.settings.rewrite_strength, instruction_tuned)
-            box.submitted.connect(lambda strength, text: self._start(editor, lambda: self.starter.rewrite(editor, strength, text)))
+            box.submitted.connect(lambda strength, text: self._rewrite_with(editor, strength, text))
             box.open()
         else:
             self._start(editor, lambda: self.starter.rewrite(editor))
+
+    def _rewrite_with(self, editor: CodeEditor, strength: float, instruction: str) -> None:
+        """Run the box's rewrite; its strength becomes the one the next box starts at."""
+        if strength != self.settings.rewrite_strength:
+            self.settings.rewrite_strength = strength
+            self.settings.save(self.store)
+        self._start(editor, lambda: self.starter.rewrite(editor, strength, instruction))
 
     def fill_gaps(self) -> None:
         editor = self.current_editor()

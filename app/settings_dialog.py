@@ -106,7 +106,7 @@ class SettingsDialog(QDialog):
         self.rewrite_strength.setRange(0.05, 1.0)
         self.rewrite_strength.setSingleStep(0.05)
         self.rewrite_strength.setValue(s.rewrite_strength)
-        form.addRow("Default rewrite strength", self.rewrite_strength)
+        form.addRow("Rewrite strength (the box keeps the last one used)", self.rewrite_strength)
         self.slow_motion_ms = _spin(0, 3000, s.slow_motion_ms, "off")
         self.slow_motion_ms.setSuffix(" ms per pass")
         form.addRow("Slow motion", self.slow_motion_ms)

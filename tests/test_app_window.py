@@ -353,6 +353,7 @@ def test_try_again_puts_the_original_back_and_reruns_the_same_request(window, qt
     qtbot.waitUntil(lambda: second.state == "ready", timeout=10000)
     [(one,), (two,)] = backend.requests
     assert two == one and two.init_text == "beta" and two.strength == 0.3
+    assert window.settings.rewrite_strength == 0.3  # the next box starts where this one was left
     qtbot.keyClick(editor, Qt.Key.Key_Tab)
     assert editor.toPlainText() == "alpha " + FakeBackend.result(0) + " gamma\n"
     editor.undo()
