@@ -30,6 +30,7 @@ from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
 
 from app.brackets import AUTO_CLOSED, ROOM_FOR_A_PAIR, matching_bracket
 from app.comments import Marker, toggle_line_comments
+from app.multicursor import ExtraCursors
 
 if TYPE_CHECKING:
     from app.session import InfillSession
@@ -77,6 +78,7 @@ class CodeEditor(QPlainTextEdit):
         self.indent_with_spaces = True
         self.indent_width = 4
         self.auto_close = True  # brackets and quotes typed get their closer (setting)
+        self.extra_cursors = ExtraCursors(self)  # beside the main cursor (Ctrl+D, Alt+click)
         self.line_marks: dict[int, str] = {}  # line index: "added" | "modified" | "deleted" since the commit
         self.comment_marker: Marker | None = None  # the language's one-line comment, set with its highlighter
         self._base_point_size = 0.0
@@ -337,9 +339,34 @@ class CodeEditor(QPlainTextEdit):
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
         if self.session is not None and self.session.handle_key(event):
             return
+        if self.extra_cursors and self.extra_cursors.handle_key(event):  # never during a session
+            return
+        self.extra_cursors.clear()
         guard = self.session.user_edit() if self.session is not None and not is_navigation(event) else nullcontext()
         with guard:
             self._edit_key(event)
+
+    # --- more cursors -------------------------------------------------------------------------
+
+    def add_next_occurrence(self) -> None:
+        """Ctrl+D: select the word, then add a cursor at each next place the selection occurs."""
+        if self.session is None:
+            self.extra_cursors.add_next_occurrence()
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802 - Qt override
+        alt_click = event.button() == Qt.MouseButton.LeftButton and event.modifiers() & Qt.KeyboardModifier.AltModifier
+        if alt_click and self.session is None:
+            self.extra_cursors.add_at(self.cursorForPosition(event.position().toPoint()).position())
+            return
+        self.extra_cursors.clear()
+        super().mousePressEvent(event)
+
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().paintEvent(event)
+        if self.extra_cursors:
+            painter = QPainter(self.viewport())
+            self.extra_cursors.paint_carets(painter)
+            painter.end()
 
     def _edit_key(self, event: QKeyEvent) -> None:
         key = event.key()

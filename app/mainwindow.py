@@ -150,6 +150,7 @@ class MainWindow(QMainWindow):
         edit.addSeparator()
         self._action(edit, "Toggle &Comment", self.toggle_comment, "Ctrl+/")
         self._action(edit, "&Duplicate Lines", lambda: self._on_editor(CodeEditor.duplicate_lines), "Ctrl+Shift+D")
+        self._action(edit, "Add Next &Occurrence", lambda: self._on_editor(CodeEditor.add_next_occurrence), "Ctrl+D")
         self._action(edit, "Move Lines &Up", lambda: self._on_editor(lambda e: e.move_lines(down=False)), "Alt+Up")
         self._action(edit, "Move Lines Do&wn", lambda: self._on_editor(lambda e: e.move_lines(down=True)), "Alt+Down")
         edit.addSeparator()

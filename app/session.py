@@ -127,6 +127,7 @@ class InfillSession(QObject):
         self._frame.setSingleShot(True)
         self._frame.setInterval(FRAME_MS)
         self._frame.timeout.connect(self._draw_pending)
+        editor.extra_cursors.clear()  # a session edits with one cursor
         editor.session = self
         self._paint()
 

@@ -1,0 +1,82 @@
+"""Several cursors: Ctrl+D's next occurrences and Alt+click, typing and moving at all of them."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPoint, Qt
+
+from test_app_support import FakeBackend, make_engine, qasync_loop  # noqa: F401 - fixture
+
+from app.codeeditor import CodeEditor
+from app.infill import InfillOptions, InfillStarter
+from app.session import DEFAULT_KEYS
+
+
+@pytest.fixture
+def editor(qtbot):
+    widget = CodeEditor()
+    widget.auto_close = False
+    qtbot.addWidget(widget)
+    widget.resize(600, 300)
+    widget.show()
+    return widget
+
+
+def test_ctrl_d_selects_the_word_then_each_next_occurrence_and_typing_replaces_them_all(qtbot, editor):
+    editor.setPlainText("x = item\ny = item + item\n")
+    cursor = editor.textCursor()
+    cursor.setPosition(5)
+    editor.setTextCursor(cursor)
+    editor.add_next_occurrence()
+    assert editor.textCursor().selectedText() == "item" and not editor.extra_cursors
+    editor.add_next_occurrence()
+    editor.add_next_occurrence()
+    editor.add_next_occurrence()  # no fourth: it comes round to the first and stops
+    assert len(editor.extra_cursors.cursors) == 2
+    qtbot.keyClicks(editor, "thing")
+    assert editor.toPlainText() == "x = thing\ny = thing + thing\n"
+    editor.undo()  # one key at every cursor is one undo step
+    assert editor.toPlainText() == "x = thin\ny = thin + thin\n"
+    while editor.document().isUndoAvailable():
+        editor.undo()
+    assert editor.toPlainText() == "x = item\ny = item + item\n"
+
+
+def test_arrows_backspace_and_end_act_at_every_cursor_and_esc_leaves_one(qtbot, editor):
+    editor.setPlainText("ab\ncd\nef")
+    for line in (1, 2):
+        editor.extra_cursors.add_at(editor.document().findBlockByNumber(line).position())
+    assert len(editor.extra_cursors.cursors) == 2
+    qtbot.keyClick(editor, Qt.Key.Key_End)
+    qtbot.keyClicks(editor, "!")
+    assert editor.toPlainText() == "ab!\ncd!\nef!"
+    qtbot.keyClick(editor, Qt.Key.Key_Left)
+    qtbot.keyClick(editor, Qt.Key.Key_Backspace)
+    assert editor.toPlainText() == "a!\nc!\ne!"
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert not editor.extra_cursors
+    qtbot.keyClicks(editor, "?")
+    assert editor.toPlainText() == "a?!\nc!\ne!"  # at the main cursor only
+
+
+def test_alt_click_adds_a_cursor_and_a_plain_click_clears_them(qtbot, editor):
+    editor.setPlainText("one\ntwo\n")
+    second = editor.cursorRect(editor.textCursor()).center() + QPoint(0, editor.fontMetrics().height())
+    qtbot.mouseClick(editor.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.AltModifier, second)
+    assert len(editor.extra_cursors.cursors) == 1
+    qtbot.mouseClick(editor.viewport(), Qt.MouseButton.LeftButton, pos=second)
+    assert not editor.extra_cursors
+
+
+def test_a_session_starts_with_one_cursor(qtbot, qasync_loop, editor):  # noqa: F811
+    engine = make_engine(qasync_loop, FakeBackend(), qtbot)
+    starter = InfillStarter(engine, InfillOptions(), DEFAULT_KEYS)
+    editor.setPlainText("alpha alpha\n")
+    editor.add_next_occurrence()
+    editor.add_next_occurrence()
+    assert editor.extra_cursors
+    session = starter.rewrite(editor)
+    assert not editor.extra_cursors
+    editor.add_next_occurrence()
+    assert not editor.extra_cursors
+    session.reject()
