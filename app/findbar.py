@@ -1,12 +1,18 @@
-"""Find / replace bar (case, whole word, regular expression) shown under the editor."""
+"""Find / replace bar (case, whole word, regular expression) shown under the editor.
+
+As the query is typed every match is marked, the first one from the cursor is selected, and the
+bar counts them ("3 of 12").
+"""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QRegularExpression, Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut, QTextCursor, QTextDocument
-from PySide6.QtWidgets import QCheckBox, QGridLayout, QLabel, QLineEdit, QPushButton, QWidget
+from PySide6.QtGui import QKeySequence, QPalette, QShortcut, QTextCursor, QTextDocument
+from PySide6.QtWidgets import QCheckBox, QGridLayout, QLabel, QLineEdit, QPushButton, QTextEdit, QWidget
 
 from app.codeeditor import CodeEditor
+
+MAX_MARKED = 5_000  # matches marked and counted; beyond this the count says "5000+"
 
 
 class FindBar(QWidget):
@@ -49,11 +55,19 @@ class FindBar(QWidget):
         close.clicked.connect(self.hide)
         layout.addWidget(close, 0, 6)
         self.find_text.returnPressed.connect(lambda: self.find(False))
+        self.find_text.textChanged.connect(self._incremental)
+        for box in (self.case, self.word, self.regex):
+            box.toggled.connect(self._incremental)
+        self._matches: list[int] = []  # start positions of the marked matches
         self.replace_text.returnPressed.connect(self.replace)
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, activated=self._close)
 
     def set_editor(self, editor: CodeEditor | None) -> None:
+        if self.editor is not None and self.editor is not editor:
+            self.editor.set_layer("find", [])
         self.editor = editor
+        if self.isVisible():
+            self._mark_all()
 
     def open(self, replace: bool) -> None:
         self.replace_text.setVisible(replace)
@@ -66,7 +80,49 @@ class FindBar(QWidget):
     def _close(self) -> None:
         self.hide()
         if self.editor is not None:
+            self.editor.set_layer("find", [])
             self.editor.setFocus()
+
+    def _incremental(self) -> None:
+        """The query changed: mark every match and select the first one from the selection's start."""
+        self._mark_all()
+        if self.editor is None or not self._matches:
+            return
+        start = QTextCursor(self.editor.document())
+        start.setPosition(self.editor.textCursor().selectionStart())
+        found = self._search(start, backward=False)
+        if found is not None:
+            self.editor.setTextCursor(found)
+            self._count(found)
+
+    def _mark_all(self) -> None:
+        self._matches = []
+        if self.editor is None:
+            return
+        pattern = self._pattern()
+        selections = []
+        if pattern is not None:
+            color = self.editor.palette().color(QPalette.ColorRole.Highlight)
+            color.setAlpha(60)
+            document = self.editor.document()
+            cursor = QTextCursor(document)
+            while len(self._matches) < MAX_MARKED:
+                cursor = document.find(pattern, cursor, self._flags(False))
+                if cursor.isNull() or not cursor.hasSelection():
+                    break
+                self._matches.append(cursor.selectionStart())
+                selection = QTextEdit.ExtraSelection()
+                selection.format.setBackground(color)
+                selection.cursor = QTextCursor(cursor)
+                selections.append(selection)
+            if not self._matches:
+                self._say("Not found")
+        self.editor.set_layer("find", selections)
+
+    def _count(self, found: QTextCursor) -> None:
+        total = f"{MAX_MARKED}+" if len(self._matches) >= MAX_MARKED else str(len(self._matches))
+        if found.selectionStart() in self._matches:
+            self.status.setText(f"{self._matches.index(found.selectionStart()) + 1} of {total}")
 
     def _flags(self, backward: bool) -> QTextDocument.FindFlag:
         flags = QTextDocument.FindFlag(0)
@@ -117,6 +173,7 @@ class FindBar(QWidget):
             return False
         self.status.clear()
         self.editor.setTextCursor(found)
+        self._count(found)
         return True
 
     def _matches_selection(self) -> bool:
@@ -145,6 +202,7 @@ class FindBar(QWidget):
         if self._matches_selection():
             cursor = self.editor.textCursor()
             cursor.insertText(self._replacement(cursor))
+        self._mark_all()
         self.find(False)
 
     def replace_all(self) -> None:
@@ -165,4 +223,5 @@ class FindBar(QWidget):
             cursor.insertText(self._replacement(cursor))
             count += 1
         edit.endEditBlock()
+        self._mark_all()
         self._say(f"Replaced {count} occurrence{'s' * (count != 1)}")

@@ -130,12 +130,30 @@ def test_whole_word_find_skips_partial_matches(window):
     document = window.new_document()
     document.editor.setPlainText("cat concat cat\n")
     bar = window.find_bar
-    bar.find_text.setText("cat")
+    bar.find_text.setText("cat")  # as typed: the first match is selected and all are counted
+    assert document.editor.textCursor().selectionStart() == 0 and bar.status.text() == "1 of 3"
     bar.word.setChecked(True)
+    assert bar.status.text() == "1 of 2"
+    assert bar.find()
+    assert document.editor.textCursor().selectionStart() == 11 and bar.status.text() == "2 of 2"
     assert bar.find()
     assert document.editor.textCursor().selectionStart() == 0
-    assert bar.find()
-    assert document.editor.textCursor().selectionStart() == 11
+
+
+def test_every_match_is_marked_while_the_bar_is_open(window):
+    document = window.new_document()
+    document.editor.setPlainText("a b a b a\n")
+    bar = window.find_bar
+    bar.open(replace=False)
+    bar.find_text.setText("a")
+    marked = [s for s in document.editor.extraSelections() if s.cursor.selectedText() == "a"]
+    assert len(marked) == 3
+    bar.find_text.setText("zzz")
+    assert bar.status.text() == "Not found"
+    assert not [s for s in document.editor.extraSelections() if s.cursor.selectedText() == "a"]
+    bar.find_text.setText("b")
+    bar._close()
+    assert not [s for s in document.editor.extraSelections() if s.cursor.selectedText() == "b"]
 
 
 def test_without_a_model_editing_works_and_ai_actions_explain_why(window, qtbot, tmp_path):
