@@ -136,6 +136,10 @@ class PygmentsHighlighter(QSyntaxHighlighter):
         return self._lexer.name
 
     @property
+    def lexer(self) -> Lexer:
+        return self._lexer
+
+    @property
     def aliases(self) -> list[str]:
         """The language's pygments short names (``python``, ``py``, ...)."""
         return list(self._lexer.aliases)

@@ -36,6 +36,7 @@ from app.palette import Picker, menu_commands
 from app.reopen import OpenFile, recall, remember
 from app.search import SearchPanel
 from app.session import InfillSession, SessionKeys
+from app.symbols import symbols
 from app.settings import Settings
 from app.settings_dialog import SettingsDialog
 
@@ -130,7 +131,7 @@ class MainWindow(QMainWindow):
         file = menus.addMenu("&File")
         self._action(file, "&New", self.new_document, QKeySequence.StandardKey.New)
         self._action(file, "&Open…", self.open_dialog, QKeySequence.StandardKey.Open)
-        self._action(file, "Open &Folder…", self.open_folder_dialog, "Ctrl+Shift+O")
+        self._action(file, "Open &Folder…", self.open_folder_dialog)
         self._action(file, "Go to &File…", self.go_to_file, "Ctrl+P")
         self.recent_menu = file.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
@@ -159,6 +160,7 @@ class MainWindow(QMainWindow):
         self._action(edit, "Find &Next", lambda: self.find_bar.find(False), QKeySequence.StandardKey.FindNext)
         self._action(edit, "Find Pre&vious", lambda: self.find_bar.find(True), QKeySequence.StandardKey.FindPrevious)
         self._action(edit, "&Go to Line…", self.go_to_line, "Ctrl+G")
+        self._action(edit, "Go to &Symbol…", self.go_to_symbol, "Ctrl+Shift+O")
         self._action(edit, "Find in F&older…", self.find_in_folder, "Ctrl+Shift+F")
         view = menus.addMenu("&View")
         self._action(view, "&Command Palette…", self.show_palette, "Ctrl+Shift+P")
@@ -382,6 +384,20 @@ class MainWindow(QMainWindow):
         folder = QFileDialog.getExistingDirectory(self, "Open Folder", self._folder())
         if folder:
             self.open_folder(folder)
+
+    def go_to_symbol(self) -> None:
+        """A picker over the functions and classes the current file defines."""
+        document = self.current_document()
+        if document is None:
+            return
+        found = symbols(document.highlighter.lexer, document.editor.toPlainText()) if document.highlighter is not None else []
+        if not found:
+            self.statusBar().showMessage(f"No functions or classes found in {document.name}.", 4000)
+            return
+        editor = document.editor
+        entries = [(name, f"line {line + 1}", lambda n=line + 1: editor.go_to_line(n)) for name, line in found]
+        self.picker = Picker("Go to Symbol", entries, self)
+        self.picker.open()
 
     def go_to_file(self) -> None:
         """A picker over the open folder's files (or, with no folder, the current file's folder)."""

@@ -64,12 +64,11 @@ def rank(query: str, label: str) -> tuple[int, int] | None:
 class Picker(QDialog):
     """A filter box over ``entries``; Enter runs the highlighted one, Esc closes."""
 
-    def __init__(self, title: str, entries: list[Entry], parent: QWidget | None = None, rank_by=rank):
+    def __init__(self, title: str, entries: list[Entry], parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle(title)
         self.resize(560, 380)
         self._entries = entries
-        self._rank = rank_by
         self.query = QLineEdit()
         self.query.setPlaceholderText(f"{title}: type a few letters…")
         self.results = QListWidget()
@@ -85,8 +84,9 @@ class Picker(QDialog):
 
     def _refilter(self, text: str) -> None:
         self.results.clear()
-        ranked = sorted(
-            ((score, len(label), label, note, run) for label, note, run in self._entries if (score := self._rank(text, label)) is not None),
+        ranked = sorted(  # equally good matches keep the entries' own order (menu, folder, file order)
+            ((score, index, label, note, run) for index, (label, note, run) in enumerate(self._entries)
+             if (score := rank(text, label)) is not None),
             key=lambda item: item[:2],
         )
         for _, _, label, note, run in ranked[:MAX_SHOWN]:

@@ -568,3 +568,24 @@ def test_show_whitespace_draws_spaces_and_tabs_in_every_tab(window):
     assert window.new_document().editor.document().defaultTextOption().flags() & QTextOption.Flag.ShowTabsAndSpaces
     window.whitespace_action.trigger()
     assert not shows()
+
+
+def test_go_to_symbol_lists_the_files_definitions_and_jumps_to_one(window, qtbot, tmp_path):
+    path = tmp_path / "shapes.py"
+    path.write_text("class Shape:\n    def __init__(self):\n        super().__init__()\n\n\ndef area(shape):\n    return 0\n")
+    document = window.open_path(str(path))
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    qtbot.keyClick(document.editor, Qt.Key.Key_O, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    picker = window.picker
+    listed = [picker.results.item(i).text() for i in range(picker.results.count())]
+    assert listed == ["Shape    line 1", "__init__    line 2", "area    line 6"]  # in file order, not the call on line 3
+    qtbot.keyClicks(picker.query, "area")
+    qtbot.keyClick(picker.query, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: document.editor.textCursor().blockNumber() == 5)
+
+
+def test_go_to_symbol_in_plain_text_says_there_is_none(window):
+    window.new_document().editor.setPlainText("just words\n")
+    window.go_to_symbol()
+    assert "No functions or classes" in window.statusBar().currentMessage()
