@@ -137,6 +137,7 @@ class MainWindow(QMainWindow):
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         self._action(file, "&Save", self.save, QKeySequence.StandardKey.Save)
         self._action(file, "Save &As…", self.save_as, QKeySequence.StandardKey.SaveAs)
+        self._action(file, "Save A&ll", self.save_all, "Ctrl+Alt+S")
         self._action(file, "&Close", lambda: self.close_tab(self.current_editor()), QKeySequence.StandardKey.Close)
         file.addSeparator()
         self._action(file, "Settings…", self.open_settings, QKeySequence.StandardKey.Preferences)
@@ -420,6 +421,10 @@ class MainWindow(QMainWindow):
         if document.path is None:
             return self.save_as(document)
         return self._write(document, None)
+
+    def save_all(self) -> bool:
+        """Save every document with unsaved changes (an untitled one asks for a name); False if one was not."""
+        return all([self.save(document) for document in self.documents() if document.is_modified()])
 
     def save_as(self, document: Document | None = None) -> bool:
         document = document or self.current_document()

@@ -589,3 +589,17 @@ def test_go_to_symbol_in_plain_text_says_there_is_none(window):
     window.new_document().editor.setPlainText("just words\n")
     window.go_to_symbol()
     assert "No functions or classes" in window.statusBar().currentMessage()
+
+
+def test_save_all_writes_every_changed_file_and_leaves_the_others(window, qtbot, tmp_path):
+    changed, untouched = tmp_path / "a.txt", tmp_path / "b.txt"
+    changed.write_text("a\n")
+    untouched.write_text("b\n")
+    first = window.open_path(str(changed))
+    window.open_path(str(untouched))
+    first.editor.moveCursor(QTextCursor.MoveOperation.End)
+    first.editor.insertPlainText("more\n")
+    stamp = untouched.stat().st_mtime_ns
+    assert window.save_all()
+    assert changed.read_text() == "a\nmore\n" and not first.is_modified()
+    assert untouched.stat().st_mtime_ns == stamp
