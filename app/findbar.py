@@ -15,6 +15,22 @@ from app.codeeditor import CodeEditor
 MAX_MARKED = 5_000  # matches marked and counted; beyond this the count says "5000+"
 
 
+def replace_every(document: QTextDocument, pattern, flags: QTextDocument.FindFlag, replacement) -> int:
+    """Replace each match of ``pattern`` with ``replacement(match cursor)``, as one undo step; the count."""
+    cursor = QTextCursor(document)
+    edit = QTextCursor(document)
+    edit.beginEditBlock()
+    count = 0
+    while True:
+        cursor = document.find(pattern, cursor, flags)
+        if cursor.isNull() or not cursor.hasSelection():
+            break
+        cursor.insertText(replacement(cursor))
+        count += 1
+    edit.endEditBlock()
+    return count
+
+
 class FindBar(QWidget):
     """Searches the editor given by ``set_editor``; ``message`` reports misses and counts."""
 
@@ -211,17 +227,6 @@ class FindBar(QWidget):
             return
         if self.editor.session is not None:
             self.editor.session.reject()
-        document = self.editor.document()
-        cursor = QTextCursor(document)
-        edit = QTextCursor(document)
-        edit.beginEditBlock()
-        count = 0
-        while True:
-            cursor = document.find(self._pattern(), cursor, self._flags(False))
-            if cursor.isNull() or not cursor.hasSelection():
-                break
-            cursor.insertText(self._replacement(cursor))
-            count += 1
-        edit.endEditBlock()
+        count = replace_every(self.editor.document(), self._pattern(), self._flags(False), self._replacement)
         self._mark_all()
         self._say(f"Replaced {count} occurrence{'s' * (count != 1)}")

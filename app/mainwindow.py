@@ -10,7 +10,7 @@ import asyncio
 import os
 
 from PySide6.QtCore import QEvent, QFileSystemWatcher, QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QTextCursor
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QTextCursor, QTextDocument
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
@@ -28,7 +28,7 @@ from app import fileio
 from app.codeeditor import CodeEditor, position_of
 from app.document import Document, palette_is_dark
 from app.engine import Engine, load_from_spec
-from app.findbar import FindBar
+from app.findbar import FindBar, replace_every
 from app.folder import FolderTree, folder_files
 from app.infill import InfillOptions, InfillStarter
 from app.inlinebox import InlineBox
@@ -41,6 +41,7 @@ from app.settings import Settings
 from app.settings_dialog import SettingsDialog
 
 MAX_CLOSED_REMEMBERED = 20
+MAX_FILES_REPLACED = 200  # Replace All in Folder opens at most this many tabs at once
 LONG_LINE = 100_000  # characters; Qt lays out a whole line at once, so longer ones get a warning
 FILE_FILTER = "All files (*);;Python (*.py);;Text (*.txt *.md)"
 
@@ -91,6 +92,7 @@ class MainWindow(QMainWindow):
         self.sidebar.hide()
         self.search_panel = SearchPanel(loop)
         self.search_panel.match_chosen.connect(self.open_at)
+        self.search_panel.replace_requested.connect(self.replace_in_files)
         self.search_dock = QDockWidget("Find in Folder", self)
         self.search_dock.setObjectName("search")
         self.search_dock.setWidget(self.search_panel)
@@ -367,6 +369,23 @@ class MainWindow(QMainWindow):
         self.search_dock.raise_()
         self.search_panel.query.setFocus()
         self.search_panel.query.selectAll()
+
+    def replace_in_files(self, paths: list[str], query: str, replacement: str, case_sensitive: bool) -> None:
+        """Replace ``query`` in each file's tab (opened if need be), one undo step per file; nothing
+        is saved, so every change can be reviewed and undone."""
+        flags = QTextDocument.FindFlag.FindCaseSensitively if case_sensitive else QTextDocument.FindFlag(0)
+        replaced, files = 0, 0
+        for path in paths[:MAX_FILES_REPLACED]:
+            document = self.open_path(path)
+            if document is None:
+                continue
+            if document.editor.session is not None:
+                document.editor.session.reject()
+            count = replace_every(document.editor.document(), query, flags, lambda _match: replacement)
+            replaced += count
+            files += bool(count)
+        more = f" (the first {MAX_FILES_REPLACED} files; search again for the rest)" if len(paths) > MAX_FILES_REPLACED else ""
+        self.search_panel.summary.setText(f"Replaced {replaced} in {files} files{more}: review, then Save All.")
 
     def open_at(self, path: str, line: int, column: int) -> None:
         """Open ``path`` with the cursor at ``line`` (1-based) and ``column`` (0-based, characters)."""

@@ -11,7 +11,17 @@ import os
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app import fileio
 from app.folder import folder_files
@@ -56,6 +66,7 @@ class SearchPanel(QWidget):
     """A query box over the folder; activating a result emits (absolute path, line, column)."""
 
     match_chosen = Signal(str, int, int)
+    replace_requested = Signal(list, str, str, bool)  # absolute paths, query, replacement, match case
 
     def __init__(self, loop: asyncio.AbstractEventLoop, parent: QWidget | None = None):
         super().__init__(parent)
@@ -66,14 +77,25 @@ class SearchPanel(QWidget):
         self.query.setPlaceholderText("Find in folder… (Enter)")
         self.case_sensitive = QCheckBox("Aa")
         self.case_sensitive.setToolTip("Match case")
+        self.replacement = QLineEdit()
+        self.replacement.setPlaceholderText("Replace with…")
+        self.replace_all = QPushButton("Replace All")
+        self.replace_all.setToolTip("Replace in the found files' tabs; nothing is saved until you save")
+        self.replace_all.setEnabled(False)
+        self.replace_all.clicked.connect(self._replace_all)
         self.results = QListWidget()
         self.summary = QLabel()
+        self._found: tuple[str, bool, list[str]] | None = None  # query, match case, files of the last search
         row = QHBoxLayout()
         row.addWidget(self.query)
         row.addWidget(self.case_sensitive)
+        replace_row = QHBoxLayout()
+        replace_row.addWidget(self.replacement)
+        replace_row.addWidget(self.replace_all)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(row)
+        layout.addLayout(replace_row)
         layout.addWidget(self.summary)
         layout.addWidget(self.results)
         self.query.returnPressed.connect(self.start)
@@ -98,10 +120,21 @@ class SearchPanel(QWidget):
             item = QListWidgetItem(f"{match.path}:{match.line}: {match.text.strip()}")
             item.setData(Qt.ItemDataRole.UserRole, match)
             self.results.addItem(item)
-        files = len({match.path for match in matches})
+        paths = list(dict.fromkeys(match.path for match in matches))
+        self._found = (query, case_sensitive, [os.path.join(root, path) for path in paths])
+        self.replace_all.setEnabled(bool(matches))
+        files = len(paths)
         more = " (the first ones)" if len(matches) >= MAX_MATCHES else ""
         count = f"{len(matches)} match" + ("es" if len(matches) > 1 else "")
         self.summary.setText(f"{count} in {files} file{'s' if files > 1 else ''}{more}" if matches else "No matches.")
+
+    def _replace_all(self) -> None:
+        """Replace in the files of the last search, if the query is still the one searched for."""
+        if self._found is None or self._found[:2] != (self.query.text(), self.case_sensitive.isChecked()):
+            self.summary.setText("Search first (Enter), then Replace All.")
+            return
+        query, case_sensitive, paths = self._found
+        self.replace_requested.emit(paths, query, self.replacement.text(), case_sensitive)
 
     def _activated(self, item: QListWidgetItem) -> None:
         match: Match = item.data(Qt.ItemDataRole.UserRole)

@@ -603,3 +603,29 @@ def test_save_all_writes_every_changed_file_and_leaves_the_others(window, qtbot,
     assert window.save_all()
     assert changed.read_text() == "a\nmore\n" and not first.is_modified()
     assert untouched.stat().st_mtime_ns == stamp
+
+
+def test_replace_all_in_folder_edits_the_files_tabs_and_saves_nothing(window, qtbot, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a.py").write_text("total = 1\nprint(total)\n")
+    (project / "b.txt").write_text("Total is total\n")
+    (project / "c.txt").write_text("nothing here\n")
+    window.open_folder(str(project))
+    window.find_in_folder()
+    panel = window.search_panel
+    panel.query.setText("total")
+    panel.case_sensitive.setChecked(True)
+    qtbot.keyClick(panel.query, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: panel.replace_all.isEnabled(), timeout=10000)
+    panel.replacement.setText("sum_")
+    panel.replace_all.click()
+    texts = {d.path: document_text(d.editor.document()) for d in window.documents() if d.path}
+    assert texts == {str(project / "a.py"): "sum_ = 1\nprint(sum_)\n", str(project / "b.txt"): "Total is sum_\n"}
+    assert (project / "a.py").read_text() == "total = 1\nprint(total)\n"  # nothing saved yet
+    assert "Replaced 3 in 2 files" in panel.summary.text()
+    a = next(d for d in window.documents() if d.path == str(project / "a.py"))
+    a.editor.undo()  # one step per file
+    assert document_text(a.editor.document()) == "total = 1\nprint(total)\n"
+    for document in window.documents():
+        document.editor.document().setModified(False)
