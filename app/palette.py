@@ -82,6 +82,14 @@ class Picker(QDialog):
         self.query.installEventFilter(self)
         self._refilter("")
 
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+        """Open near the top of the window, centred, where the eye already is."""
+        super().showEvent(event)
+        parent = self.parentWidget()
+        if parent is not None:
+            top = parent.mapToGlobal(parent.rect().topLeft())
+            self.move(top.x() + (parent.width() - self.width()) // 2, top.y() + parent.height() // 10)
+
     def _refilter(self, text: str) -> None:
         self.results.clear()
         ranked = sorted(  # equally good matches keep the entries' own order (menu, folder, file order)
