@@ -12,11 +12,13 @@ import os
 from PySide6.QtCore import QEvent, QFileSystemWatcher, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QTextCursor, QTextDocument
 from PySide6.QtWidgets import (
+    QApplication,
     QDockWidget,
     QFileDialog,
     QInputDialog,
     QLabel,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QProgressBar,
     QTabWidget,
@@ -70,6 +72,8 @@ class MainWindow(QMainWindow):
         self.tabs.setDocumentMode(True)
         self.tabs.tabCloseRequested.connect(lambda index: self.close_tab(self.tabs.widget(index)))
         self.tabs.tabBar().installEventFilter(self)
+        self.tabs.tabBar().setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tabs.tabBar().customContextMenuRequested.connect(self._tab_menu)
         self._closed_paths: list[str] = []  # for Reopen Closed Tab, newest last
         self.tabs.currentChanged.connect(self._current_changed)
         self.find_bar = FindBar()
@@ -518,6 +522,29 @@ class MainWindow(QMainWindow):
         if document.path is not None:
             self._closed_paths = [p for p in self._closed_paths if p != document.path][-MAX_CLOSED_REMEMBERED + 1 :] + [document.path]
         return True
+
+    def _tab_menu(self, point) -> None:
+        index = self.tabs.tabBar().tabAt(point)
+        if index >= 0:
+            self.tab_menu(index).popup(self.tabs.tabBar().mapToGlobal(point))
+
+    def tab_menu(self, index: int) -> QMenu:
+        """A tab's right-click menu: close it, the others or those to its right; copy its path."""
+        editor = self.tabs.widget(index)
+        document = self._documents[editor]
+        menu = QMenu(self)
+        menu.addAction("Close", lambda: self.close_tab(editor))
+        menu.addAction("Close Others", lambda: self._close_all([d.editor for d in self.documents() if d.editor is not editor]))
+        menu.addAction("Close to the Right", lambda: self._close_all([self.tabs.widget(i) for i in range(index + 1, self.tabs.count())]))
+        copy = menu.addAction("Copy Path", lambda: QApplication.clipboard().setText(document.path))
+        copy.setEnabled(document.path is not None)
+        return menu
+
+    def _close_all(self, editors: list[CodeEditor]) -> None:
+        """Close these tabs in turn; a Cancel at an unsaved one stops there."""
+        for editor in editors:
+            if not self.close_tab(editor):
+                return
 
     def reopen_closed_tab(self) -> None:
         """Open again the most recently closed file that is not open now."""

@@ -629,3 +629,19 @@ def test_replace_all_in_folder_edits_the_files_tabs_and_saves_nothing(window, qt
     assert document_text(a.editor.document()) == "total = 1\nprint(total)\n"
     for document in window.documents():
         document.editor.document().setModified(False)
+
+
+def test_the_tab_menu_closes_the_others_or_those_to_the_right_and_copies_the_path(window, tmp_path):
+    from PySide6.QtWidgets import QApplication
+
+    paths = [tmp_path / f"{name}.txt" for name in "abcd"]
+    for path in paths:
+        path.write_text("x\n")
+        window.open_path(str(path))
+    actions = {action.text(): action for action in window.tab_menu(1).actions()}
+    actions["Copy Path"].trigger()
+    assert QApplication.clipboard().text() == str(paths[1])
+    actions["Close to the Right"].trigger()
+    assert [d.path for d in window.documents()] == [str(paths[0]), str(paths[1])]
+    {action.text(): action for action in window.tab_menu(1).actions()}["Close Others"].trigger()
+    assert [d.path for d in window.documents()] == [str(paths[1])]
