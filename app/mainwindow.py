@@ -200,7 +200,7 @@ class MainWindow(QMainWindow):
         self.reject_action = self._action(ai, "Re&ject", lambda: self._on_session(InfillSession.reject))
         self._action(ai, "&Next Alternative", lambda: self._on_session(lambda s: s.cycle(1)))
         self._action(ai, "&Previous Alternative", lambda: self._on_session(lambda s: s.cycle(-1)))
-        self._action(ai, "&Try Again", self.try_again, "Alt+R")
+        self.try_again_action = self._action(ai, "&Try Again", self.try_again)
         ai.addSeparator()
         self._action(ai, "Reload &Model", self.start_engine)
         help_menu = menus.addMenu("&Help")
@@ -208,7 +208,7 @@ class MainWindow(QMainWindow):
 
     def _session_keys(self) -> SessionKeys:
         keys = self.settings.keys
-        return SessionKeys(*(QKeySequence(keys[name]) for name in ("accept", "reject", "next_alternative", "previous_alternative")))
+        return SessionKeys(*(QKeySequence(keys[name]) for name in ("accept", "reject", "next_alternative", "previous_alternative", "try_again")))
 
     def _apply_settings(self) -> None:
         s = self.settings
@@ -223,6 +223,7 @@ class MainWindow(QMainWindow):
         self.engine.slow_motion_ms = s.slow_motion_ms
         self.rewrite_action.setShortcut(QKeySequence(s.keys["rewrite"]))
         self.fill_action.setShortcut(QKeySequence(s.keys["fill_gaps"]))
+        self.try_again_action.setShortcut(QKeySequence(s.keys["try_again"]))
         self.accept_action.setText(f"&Accept\t{s.keys['accept']}")
         self.reject_action.setText(f"Re&ject\t{s.keys['reject']}")
         self.underline_action.setChecked(s.underline_low_confidence)
@@ -850,6 +851,7 @@ class MainWindow(QMainWindow):
         if session is None:
             return
         session.progress.connect(lambda text: self.statusBar().showMessage(text))
+        session.again_requested.connect(self.try_again)
         session.ended.connect(lambda outcome, text, e=editor: self._session_ended(e, text))
         if editor.document().isRedoAvailable():
             self.statusBar().showMessage("Denoising… (the redo history is replaced by this edit)")

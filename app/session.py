@@ -44,6 +44,8 @@ class SessionKeys:
     reject: QKeySequence
     next_alternative: QKeySequence
     previous_alternative: QKeySequence
+    try_again: QKeySequence
+
 
 
 DEFAULT_KEYS = SessionKeys(
@@ -51,6 +53,7 @@ DEFAULT_KEYS = SessionKeys(
     QKeySequence(Qt.Key.Key_Escape),
     QKeySequence("Alt+]"),
     QKeySequence("Alt+["),
+    QKeySequence("Alt+R"),
 )
 
 
@@ -92,6 +95,7 @@ class InfillSession(QObject):
 
     ended = Signal(str, str)
     progress = Signal(str)
+    again_requested = Signal()  # the review hint's "Again" link; the window runs ``repeat``
 
     def __init__(
         self,
@@ -181,6 +185,7 @@ class InfillSession(QObject):
                 "accept": ("Accept", self.keys.accept, self.accept),
                 "reject": ("Reject", self.keys.reject, self.reject),
                 "next": (self._next_label(), self.keys.next_alternative, lambda: self.cycle(1)),
+                "again": ("Again", self.keys.try_again, self.again_requested.emit),
             })
         self.progress.emit(f"{self._stats(drafts)} · done: {self._choices()}")
 

@@ -13,6 +13,7 @@ DEFAULT_KEYS = {
     "reject": "Esc",
     "next_alternative": "Alt+]",
     "previous_alternative": "Alt+[",
+    "try_again": "Alt+R",
 }
 MAX_RECENT = 10
 

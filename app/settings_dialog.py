@@ -33,6 +33,7 @@ KEY_LABELS = {
     "reject": "Reject the result",
     "next_alternative": "Next alternative",
     "previous_alternative": "Previous alternative",
+    "try_again": "Try again (the same request, a new draw)",
 }
 
 

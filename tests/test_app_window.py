@@ -645,3 +645,22 @@ def test_the_tab_menu_closes_the_others_or_those_to_the_right_and_copies_the_pat
     assert [d.path for d in window.documents()] == [str(paths[0]), str(paths[1])]
     {action.text(): action for action in window.tab_menu(1).actions()}["Close Others"].trigger()
     assert [d.path for d in window.documents()] == [str(paths[1])]
+
+
+def test_the_review_hints_again_link_runs_the_request_again(window, qtbot):
+    from app.reviewhint import ReviewHint
+
+    backend = FakeBackend()
+    with_fake_model(window, qtbot, backend)
+    editor, box = press_ctrl_k_on_beta(window, qtbot)
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    first = editor.session
+    qtbot.waitUntil(lambda: first.state == "ready", timeout=10000)
+    [hint] = editor.viewport().findChildren(ReviewHint)
+    assert "Again" in hint.text() and "Alt+R" in hint.text()
+    hint.linkActivated.emit("again")
+    second = editor.session
+    assert second is not first and len(backend.requests) == 2
+    qtbot.waitUntil(lambda: second.state == "ready", timeout=10000)
+    second.reject()
+    assert editor.toPlainText() == "alpha beta gamma\n"
