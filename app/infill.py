@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtGui import QTextCursor
-
 from app.codeeditor import CodeEditor, document_text, index_of, position_of, utf16_length
 from app.engine import Engine
 from app.session import InfillSession, SessionKeys
@@ -46,12 +44,24 @@ class InfillStarter:
         )
 
     def rewrite(self, editor: CodeEditor, strength: float = 1.0, instruction: str | None = None) -> InfillSession | None:
-        """Rewrite the selection (or infill at the cursor when nothing is selected)."""
-        cursor = editor.textCursor()
+        """Rewrite the selection (or infill at the cursor when nothing is selected). With more
+        cursors (Ctrl+D, Alt+click) every one of them at once: one region each, one batch."""
         text = document_text(editor.document())
-        start, end = index_of(text, cursor.selectionStart()), index_of(text, cursor.selectionEnd())
+        spans = []
+        for start, end in sorted({(c.selectionStart(), c.selectionEnd()) for c in (editor.textCursor(), *editor.extra_cursors.cursors)}):
+            if not spans or start >= spans[-1][1]:  # a cursor inside another's selection adds nothing
+                spans.append((start, end))
+        requests = [self._rewrite_request(text, start, end, strength, instruction) for start, end in spans]
+        session = self._run(editor, spans, requests)
+        if session is not None:
+            session.repeat = lambda: self._rewrite_again(editor, session, strength, instruction)
+        return session
+
+    def _rewrite_request(self, text: str, start: int, end: int, strength: float, instruction: str | None) -> InfillRequest:
+        """The request for the Qt span ``start``-``end`` of ``text``: its original and what is around it."""
+        start, end = index_of(text, start), index_of(text, end)
         original = text[start:end]
-        request = InfillRequest(
+        return InfillRequest(
             prefix=text[max(0, start - CONTEXT_CHARS) : start],
             suffix=text[end : end + CONTEXT_CHARS],
             max_new_tokens=rewrite_length(original) if original else self.options.max_new_tokens,
@@ -62,19 +72,16 @@ class InfillStarter:
             n_alternatives=self.options.alternatives,
             sampler_bound=self.options.sampler_bound,
         )
-        session = self._run(editor, [(cursor.selectionStart(), cursor.selectionEnd())], [request])
-        if session is not None:
-            session.repeat = lambda: self._rewrite_again(editor, session, strength, instruction)
-        return session
 
     def _rewrite_again(self, editor: CodeEditor, session: InfillSession, strength: float, instruction: str | None):
-        """Put the original back and rewrite it again with the same settings (a new random draw)."""
-        start = session.spans()[0][0]
+        """Put the originals back and rewrite them again with the same settings (a new random draw)."""
+        spans, shift = [], 0  # each region's place once the ones before it hold their originals again
+        for (start, end), original in zip(session.spans(), session.originals):
+            length = utf16_length(original)
+            spans.append((start - shift, start - shift + length))
+            shift += (end - start) - length
         session.reject()
-        cursor = editor.textCursor()
-        cursor.setPosition(start)
-        cursor.setPosition(start + utf16_length(session.originals[0]), QTextCursor.MoveMode.KeepAnchor)
-        editor.setTextCursor(cursor)
+        editor.extra_cursors.select(spans)
         return self.rewrite(editor, strength, instruction)
 
     def fill_gaps(self, editor: CodeEditor) -> InfillSession | None:

@@ -37,6 +37,18 @@ class ExtraCursors:
             self.cursors = []
             self._show()
 
+    def select(self, spans: list[tuple[int, int]]) -> None:
+        """The main cursor selects the first span, extra cursors the others."""
+        cursors = []
+        for start, end in spans:
+            cursor = QTextCursor(self._editor.document())
+            cursor.setPosition(start)
+            cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+            cursors.append(cursor)
+        self._editor.setTextCursor(cursors[0])
+        self.cursors = cursors[1:]
+        self._show()
+
     def add_at(self, position: int) -> None:
         """Alt+click: the main cursor stays, and ``position`` gets one too."""
         cursor = QTextCursor(self._editor.document())

@@ -157,3 +157,14 @@ def test_gap_fill_replaces_every_gap(qtbot, window, editor):
     assert document_text(editor.document()) == apply_fills(template, find_gaps(template), fills)
     editor.undo()
     assert document_text(editor.document()) == template
+
+
+def test_two_selections_are_rewritten_in_one_batch_and_land_in_their_places(qtbot, window, editor):
+    editor.extra_cursors.select([(9, 14), (36, 41)])  # "width" in the signature and in the body
+    session = window.starter.rewrite(editor, strength=0.8)
+    wait_ready(qtbot, session)
+    first, second = session.texts()
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert document_text(editor.document()) == TEXT[:9] + first + TEXT[14:36] + second + TEXT[41:]
+    qtbot.keyClick(editor, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert document_text(editor.document()) == TEXT

@@ -80,3 +80,29 @@ def test_a_session_starts_with_one_cursor(qtbot, qasync_loop, editor):  # noqa: 
     editor.add_next_occurrence()
     assert not editor.extra_cursors
     session.reject()
+
+
+def test_ctrl_k_with_several_selections_rewrites_them_all_in_one_session(qtbot, qasync_loop, editor):  # noqa: F811
+    backend = FakeBackend()
+    engine = make_engine(qasync_loop, backend, qtbot)
+    starter = InfillStarter(engine, InfillOptions(), DEFAULT_KEYS)
+    text = "a = item\nb = item + 1\n"
+    editor.setPlainText(text)
+    cursor = editor.textCursor()
+    cursor.setPosition(5)
+    editor.setTextCursor(cursor)
+    editor.add_next_occurrence()
+    editor.add_next_occurrence()  # both "item"s selected
+    session = starter.rewrite(editor, strength=0.5)
+    qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
+    [requests] = backend.requests
+    assert [r.init_text for r in requests] == ["item", "item"] and requests[1].prefix == "a = item\nb = "
+    expected = f"a = {FakeBackend.result(0)}\nb = {FakeBackend.result(1)} + 1\n"
+    assert editor.toPlainText() == expected
+    again = session.repeat()  # the originals back, both regions run again
+    qtbot.waitUntil(lambda: again.state == "ready", timeout=10000)
+    assert [r.init_text for r in backend.requests[1]] == ["item", "item"]
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert editor.toPlainText() == expected
+    editor.undo()
+    assert editor.toPlainText() == text and not editor.document().isUndoAvailable()
