@@ -97,7 +97,7 @@ def shoot(args) -> int:
     window.settings.alternatives = 2
     window._apply_settings()
     window.resize(1180, 760)
-    open_files(window, [str(SAMPLE)])
+    open_files(window, [str(SAMPLE.parent), str(SAMPLE)])  # the samples folder in the sidebar, the sample open
     window.show()
     app.processEvents()
     shown = time.perf_counter() - LAUNCHED
