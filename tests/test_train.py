@@ -104,6 +104,24 @@ def test_checkpoints_resume_and_export(tmp_path, monkeypatch, tokenizer):
     assert json.loads((folder / "sfumato.json").read_text())["joint_gaps"] is False
 
 
+def test_an_export_can_average_the_run_with_earlier_copies_of_its_checkpoint(tmp_path, monkeypatch, tokenizer):
+    documents = [Document("stdlib", f"m{i}.py", SOURCE) for i in range(3)]
+    monkeypatch.setattr(examples, "train_documents", lambda: documents)
+    monkeypatch.setattr(examples, "dev_documents", lambda: documents[:1])
+    out = tmp_path / "run"
+    train.main(["--out", str(out), "--max-steps", "2", "--eval-every", "2", *TINY])
+    earlier = tmp_path / "earlier.pt"
+    earlier.write_bytes((out / "ckpt.pt").read_bytes())
+    train.main(["--out", str(out), "--max-steps", "4", "--eval-every", "2", *TINY])
+    first = torch.load(earlier, weights_only=False)["model"]
+    last = torch.load(out / "ckpt.pt", weights_only=False)["model"]
+    folder = tmp_path / "model"
+    train.main(["--out", str(out), "--export", str(folder), "--export-dtype", "fp32", "--average-with", str(earlier)])
+    exported = dict(load_backend(str(folder), device="cpu").model.named_parameters())
+    name = next(n for n in exported if n in last and not torch.equal(first[n], last[n]))
+    torch.testing.assert_close(exported[name].float(), (first[name].float() + last[name].float()) / 2)
+
+
 def test_worker_processes_make_the_batches(tmp_path, monkeypatch, tokenizer):
     """The GPU path: examples made in worker processes, each with a stream of its own."""
     documents = [Document("stdlib", f"m{i}.py", SOURCE.replace("a + b", f"a + b + {i}")) for i in range(5)]
