@@ -13,7 +13,6 @@ from PySide6.QtCore import QEvent, QFileSystemWatcher, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QTextCursor, QTextDocument
 from PySide6.QtWidgets import (
     QApplication,
-    QDockWidget,
     QFileDialog,
     QInputDialog,
     QLabel,
@@ -31,12 +30,12 @@ from app.codeeditor import CodeEditor, position_of
 from app.document import Document, palette_is_dark
 from app.engine import Engine, load_from_spec
 from app.findbar import FindBar, replace_every
-from app.folder import FolderTree, folder_files
+from app.folder import folder_files
+from app.folderpanels import FolderPanels
 from app.infill import InfillOptions, InfillStarter
 from app.inlinebox import InlineBox
 from app.palette import Picker, menu_commands
 from app.reopen import OpenFile, recall, remember
-from app.search import SearchPanel
 from app.session import InfillSession, SessionKeys
 from app.symbols import symbols
 from app.settings import Settings
@@ -86,23 +85,10 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.tabs)
         layout.addWidget(self.find_bar)
         self.setCentralWidget(central)
-        self.folder_tree = FolderTree()
-        self.folder_tree.file_chosen.connect(self.open_path)
-        self.sidebar = QDockWidget("Folder", self)
-        self.sidebar.setObjectName("sidebar")
-        self.sidebar.setWidget(self.folder_tree)
-        self.sidebar.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetClosable | QDockWidget.DockWidgetFeature.DockWidgetMovable)
-        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.sidebar)
-        self.sidebar.hide()
-        self.search_panel = SearchPanel(loop)
-        self.search_panel.match_chosen.connect(self.open_at)
-        self.search_panel.replace_requested.connect(self.replace_in_files)
-        self.search_dock = QDockWidget("Find in Folder", self)
-        self.search_dock.setObjectName("search")
-        self.search_dock.setWidget(self.search_panel)
-        self.search_dock.setFeatures(self.sidebar.features())
-        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.search_dock)
-        self.search_dock.hide()
+        self.folder = FolderPanels(self, loop)
+        self.folder.tree.file_chosen.connect(self.open_path)
+        self.folder.search.match_chosen.connect(self.open_at)
+        self.folder.search.replace_requested.connect(self.replace_in_files)
         self._build_status_bar()
         self._build_menus()
         self._apply_settings()
@@ -171,7 +157,7 @@ class MainWindow(QMainWindow):
         self._action(edit, "Find in F&older…", self.find_in_folder, "Ctrl+Shift+F")
         view = menus.addMenu("&View")
         self._action(view, "&Command Palette…", self.show_palette, "Ctrl+Shift+P")
-        self.sidebar_action = self.sidebar.toggleViewAction()
+        self.sidebar_action = self.folder.tree_dock.toggleViewAction()
         self.sidebar_action.setText("&Sidebar")
         self.sidebar_action.setShortcut(QKeySequence("Ctrl+B"))
         view.addAction(self.sidebar_action)
@@ -352,28 +338,18 @@ class MainWindow(QMainWindow):
         document = self.current_document()
         if document is not None and document.path:
             return os.path.dirname(document.path)
-        return self.folder_tree.root or os.getcwd()
+        return self.folder.root or os.getcwd()
 
     # --- the open folder ----------------------------------------------------------------------
 
     def open_folder(self, folder: str) -> None:
         """Show ``folder``'s files in the sidebar; Go to File searches them."""
-        self.folder_tree.set_root(os.path.abspath(folder))
-        self.search_panel.root = self.folder_tree.root
-        self.sidebar.setWindowTitle(os.path.basename(self.folder_tree.root) or self.folder_tree.root)
-        self.sidebar.show()
+        self.folder.open(folder)
 
     def find_in_folder(self) -> None:
         """Show the Find in Folder panel, its box holding the selection (if any) and focused."""
-        self.search_panel.root = self.folder_tree.root
         editor = self.current_editor()
-        selected = editor.textCursor().selectedText() if editor is not None else ""
-        if selected and "\u2029" not in selected:
-            self.search_panel.query.setText(selected)
-        self.search_dock.show()
-        self.search_dock.raise_()
-        self.search_panel.query.setFocus()
-        self.search_panel.query.selectAll()
+        self.folder.show_search(editor.textCursor().selectedText() if editor is not None else "")
 
     def replace_in_files(self, paths: list[str], query: str, replacement: str, case_sensitive: bool) -> None:
         """Replace ``query`` in each file's tab (opened if need be), one undo step per file; nothing
@@ -390,7 +366,7 @@ class MainWindow(QMainWindow):
             replaced += count
             files += bool(count)
         more = f" (the first {MAX_FILES_REPLACED} files; search again for the rest)" if len(paths) > MAX_FILES_REPLACED else ""
-        self.search_panel.summary.setText(f"Replaced {replaced} in {files} files{more}: review, then Save All.")
+        self.folder.search.summary.setText(f"Replaced {replaced} in {files} files{more}: review, then Save All.")
 
     def open_at(self, path: str, line: int, column: int) -> None:
         """Open ``path`` with the cursor at ``line`` (1-based) and ``column`` (0-based, characters)."""
@@ -426,7 +402,7 @@ class MainWindow(QMainWindow):
 
     def go_to_file(self) -> None:
         """A picker over the open folder's files (or, with no folder, the current file's folder)."""
-        root = self.folder_tree.root or self._folder()
+        root = self.folder.root or self._folder()
         entries = [(path, "", lambda p=path: self.open_path(os.path.join(root, p))) for path in folder_files(root)]
         self.picker = Picker("Go to File", entries, self)
         self.picker.open()
@@ -583,7 +559,7 @@ class MainWindow(QMainWindow):
                 event.ignore()
                 return
         remember(self.store, open_now if self.settings.reopen_files else [])
-        self.settings.folder = self.folder_tree.root if self.settings.reopen_files and self.sidebar.isVisible() else ""
+        self.settings.folder = self.folder.root if self.settings.reopen_files and self.folder.tree_dock.isVisible() else ""
         self.settings.save(self.store)
         self.engine.stop()
         event.accept()
