@@ -9,9 +9,10 @@ click goes back to one cursor.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QKeyEvent, QPainter, QPalette, QTextCursor, QTextDocument
-from PySide6.QtWidgets import QPlainTextEdit, QTextEdit
+from PySide6.QtGui import QColor, QKeyEvent, QKeySequence, QPainter, QPalette, QTextCursor, QTextDocument
+from PySide6.QtWidgets import QApplication, QPlainTextEdit, QTextEdit
 
+_MODIFIERS = {Qt.Key.Key_Shift, Qt.Key.Key_Control, Qt.Key.Key_Alt, Qt.Key.Key_Meta, Qt.Key.Key_AltGr}
 _MOVES = {
     Qt.Key.Key_Left: (QTextCursor.MoveOperation.Left, QTextCursor.MoveOperation.PreviousWord),
     Qt.Key.Key_Right: (QTextCursor.MoveOperation.Right, QTextCursor.MoveOperation.NextWord),
@@ -79,8 +80,16 @@ class ExtraCursors:
         """Apply the key at every cursor; False when it is not one that multiple cursors take."""
         key, modifiers = event.key(), event.modifiers()
         control = bool(modifiers & Qt.KeyboardModifier.ControlModifier)
+        if key in _MODIFIERS:  # Ctrl on its way to Ctrl+D: the cursors stay
+            return True
         if key == Qt.Key.Key_Escape:
             self.clear()
+            return True
+        if event.matches(QKeySequence.StandardKey.Copy):
+            QApplication.clipboard().setText("\n".join(c.selectedText().replace("\u2029", "\n") for c in self._in_order()))
+            return True
+        if event.matches(QKeySequence.StandardKey.Paste):
+            self._paste(QApplication.clipboard().text())
             return True
         if key in _MOVES and not modifiers & Qt.KeyboardModifier.AltModifier:
             move = _MOVES[key][1 if control else 0]
@@ -97,6 +106,18 @@ class ExtraCursors:
             self._edit(lambda cursor: cursor.insertText(text))
             return True
         return False
+
+    def _paste(self, text: str) -> None:
+        """One line of the clipboard at each cursor, top to bottom, when the counts match (what
+        a copy from as many cursors gives); otherwise all of it at every cursor."""
+        lines = text.split("\n")
+        cursors = self._in_order()
+        # by where each cursor starts: ``_edit`` goes bottom up, so a cursor has not moved yet when its turn comes
+        pieces = dict(zip((c.selectionStart() for c in cursors), lines)) if len(lines) == len(cursors) else {}
+        self._edit(lambda cursor: cursor.insertText(pieces.get(cursor.selectionStart(), text)))
+
+    def _in_order(self) -> list[QTextCursor]:
+        return sorted(self._all(), key=lambda c: c.selectionStart())
 
     def paint_carets(self, painter: QPainter) -> None:
         """Thin carets where the extra cursors are (the main one Qt draws itself)."""

@@ -106,3 +106,29 @@ def test_ctrl_k_with_several_selections_rewrites_them_all_in_one_session(qtbot, 
     assert editor.toPlainText() == expected
     editor.undo()
     assert editor.toPlainText() == text and not editor.document().isUndoAvailable()
+
+
+def test_copy_at_several_cursors_and_paste_gives_each_cursor_its_line(qtbot, editor):
+    from PySide6.QtWidgets import QApplication
+
+    editor.setPlainText("red = 1\nblue = 2\n")
+    editor.extra_cursors.select([(0, 3), (8, 12)])
+    qtbot.keyClick(editor, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+    assert QApplication.clipboard().text() == "red\nblue"
+    editor.extra_cursors.select([(6, 7), (15, 16)])  # the two numbers
+    qtbot.keyClick(editor, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)
+    assert editor.toPlainText() == "red = red\nblue = blue\n"
+    QApplication.clipboard().setText("x")
+    editor.extra_cursors.select([(0, 0), (10, 10)])
+    qtbot.keyClick(editor, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)  # one piece, two cursors: all of it at each
+    assert editor.toPlainText() == "xred = red\nxblue = blue\n"
+
+
+def test_ctrl_d_pressed_as_a_person_does_it_keeps_adding(qtbot, editor):
+    """Each Ctrl+D is a Ctrl press and then D: the Ctrl press alone must not drop the cursors."""
+    editor.setPlainText("a a a a\n")
+    for _ in range(4):
+        qtbot.keyPress(editor, Qt.Key.Key_Control)
+        editor.add_next_occurrence()  # what the window's Ctrl+D shortcut runs
+        qtbot.keyRelease(editor, Qt.Key.Key_Control)
+    assert len(editor.extra_cursors.cursors) == 3
