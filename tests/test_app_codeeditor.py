@@ -6,6 +6,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 
+from test_app_support import select
+
 from app.codeeditor import CodeEditor
 
 
@@ -63,13 +65,6 @@ def test_go_to_line_moves_the_cursor(editor):
     assert editor.textCursor().blockNumber() == 2
     editor.go_to_line(99)
     assert editor.textCursor().blockNumber() == editor.blockCount() - 1
-
-
-def select(editor, start, end):
-    cursor = editor.textCursor()
-    cursor.setPosition(start)
-    cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
-    editor.setTextCursor(cursor)
 
 
 def test_toggle_comment_comments_at_the_block_indent_and_back_in_one_undo_step_each(editor):

@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 
-from test_app_support import FakeBackend, make_engine, qasync_loop  # noqa: F401 - fixture
+from test_app_support import FakeBackend, make_engine, qasync_loop, select  # noqa: F401 - fixture
 
 from app.codeeditor import CodeEditor, document_text
 from app.infill import InfillOptions, InfillStarter
@@ -29,13 +29,6 @@ def setup(qtbot, qasync_loop):  # noqa: F811
         return editor, starter, backend, engine
 
     yield build
-
-
-def select(editor, start, end):
-    cursor = editor.textCursor()
-    cursor.setPosition(start)
-    cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
-    editor.setTextCursor(cursor)
 
 
 def wait_ready(qtbot, session):
@@ -84,24 +77,26 @@ def test_accept_is_one_undo_step_and_ctrl_z_restores(qtbot, setup):
     assert document_text(editor.document()) == expected
 
 
-def test_a_result_with_cr_line_breaks_is_reported_as_it_lands(qtbot, setup, monkeypatch):
-    """A model may write CR LF or CR; the document keeps \\n, and the session says what it kept."""
-    monkeypatch.setattr(FakeBackend, "result", staticmethod(lambda index, alternative=0: "one\r\ntwo\rthree"))
+def rewrite_to(qtbot, setup, monkeypatch, result: str, end: int):
+    """Rewrite characters 19-``end`` with a backend that writes ``result``; the editor and the finished session."""
+    monkeypatch.setattr(FakeBackend, "result", staticmethod(lambda index, alternative=0: result))
     editor, starter, _, _ = setup()
-    select(editor, 19, 31)
+    select(editor, 19, end)
     session = starter.rewrite(editor, strength=0.7)
     wait_ready(qtbot, session)
+    return editor, session
+
+
+def test_a_result_with_cr_line_breaks_is_reported_as_it_lands(qtbot, setup, monkeypatch):
+    """A model may write CR LF or CR; the document keeps \\n, and the session says what it kept."""
+    editor, session = rewrite_to(qtbot, setup, monkeypatch, "one\r\ntwo\rthree", 31)
     assert session.texts() == ["one\ntwo\nthree"]
     qtbot.keyClick(editor, Qt.Key.Key_Tab)
     assert document_text(editor.document()) == TEXT[:19] + "one\ntwo\nthree" + TEXT[31:]
 
 
 def test_a_result_equal_to_the_original_but_for_its_line_breaks_changes_nothing(qtbot, setup, monkeypatch):
-    monkeypatch.setattr(FakeBackend, "result", staticmethod(lambda index, alternative=0: "return a + b\r\n"))
-    editor, starter, _, _ = setup()
-    select(editor, 19, 32)
-    session = starter.rewrite(editor, strength=0.7)
-    wait_ready(qtbot, session)
+    editor, _ = rewrite_to(qtbot, setup, monkeypatch, "return a + b\r\n", 32)
     qtbot.keyClick(editor, Qt.Key.Key_Tab)
     assert document_text(editor.document()) == TEXT
     assert not editor.document().isModified()

@@ -13,8 +13,17 @@ import threading
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest
+from PySide6.QtGui import QTextCursor
 
 from model.api import Candidate, Draft, ModelInfo, TokenState
+
+
+def select(editor, anchor: int, position: int) -> None:
+    """Put the editor's cursor at ``position`` with its anchor at ``anchor`` (Qt positions)."""
+    cursor = editor.textCursor()
+    cursor.setPosition(anchor)
+    cursor.setPosition(position, QTextCursor.MoveMode.KeepAnchor)
+    editor.setTextCursor(cursor)
 
 
 class FakeBackend:

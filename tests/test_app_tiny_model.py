@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QTextCursor
 
-from test_app_support import qasync_loop, window_with_model  # noqa: F401 - fixture
+from test_app_support import qasync_loop, select, window_with_model  # noqa: F401 - fixture
 
 from app.codeeditor import document_text
 from app.inlinebox import InlineBox
@@ -43,13 +42,6 @@ def editor(window):
         document.editor.session.reject()
     document.editor.document().setModified(False)
     window.close_tab(document.editor)
-
-
-def select(editor, start, end):
-    cursor = editor.textCursor()
-    cursor.setPosition(start)
-    cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
-    editor.setTextCursor(cursor)
 
 
 def press_ctrl_k(qtbot, window, editor):

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QSettings
-from PySide6.QtGui import QTextCursor
 
-from test_app_support import qasync_loop  # noqa: F401 - fixture
+from test_app_support import qasync_loop, select  # noqa: F401 - fixture
 
 from app import recovery
 from app.codeeditor import CodeEditor, document_text
@@ -22,13 +21,6 @@ def start(qtbot, loop, store, files=()):
     return window
 
 
-def put_cursor(editor, anchor, position):
-    cursor = editor.textCursor()
-    cursor.setPosition(anchor)
-    cursor.setPosition(position, QTextCursor.MoveMode.KeepAnchor)
-    editor.setTextCursor(cursor)
-
-
 def test_the_next_start_reopens_the_files_with_their_selections_and_the_current_tab(qtbot, qasync_loop, tmp_path):  # noqa: F811
     store = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
     first, second, gone = tmp_path / "a.py", tmp_path / "b.txt", tmp_path / "c.txt"
@@ -36,9 +28,9 @@ def test_the_next_start_reopens_the_files_with_their_selections_and_the_current_
     second.write_text("hello world\n")
     gone.write_text("soon deleted\n")
     window = start(qtbot, qasync_loop, store, [str(first), str(second), str(gone)])
-    put_cursor(window.documents()[0].editor, 3000, 3005)
+    select(window.documents()[0].editor, 3000, 3005)
     window.documents()[0].editor.verticalScrollBar().setValue(100)  # the cursor scrolled out of view
-    put_cursor(window.documents()[1].editor, 6, 11)
+    select(window.documents()[1].editor, 6, 11)
     window.new_document()  # untitled: nothing to reopen
     window.tabs.setCurrentIndex(0)
     window.close()
