@@ -54,7 +54,8 @@ class Document:
         editor.setPlainText(text)
         editor.document().setModified(False)
         document.rehighlight()
-        document.refresh_committed()
+        # git runs once the event loop is back: reopening a session's files does not wait on it
+        QTimer.singleShot(0, editor, document.refresh_committed)
         return document
 
     def refresh_committed(self) -> None:
