@@ -72,7 +72,7 @@ class Document:
         if self.highlighter is not None:
             self.highlighter.setDocument(None)
         self.highlighter = attach_highlighter(self.editor.document(), self.path, palette_is_dark())
-        self.editor.comment_marker = line_comment_marker(self.highlighter.aliases) if self.highlighter is not None else None
+        self.editor.comment_marker = line_comment_marker(self.highlighter.lexer.aliases) if self.highlighter is not None else None
 
     @property
     def name(self) -> str:

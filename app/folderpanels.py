@@ -35,7 +35,6 @@ class FolderPanels:
 
     def show_search(self, selected: str) -> None:
         """Show Find in Folder, its box holding ``selected`` (one line of it at most) and focused."""
-        self.search.root = self.tree.root
         if selected and "\u2029" not in selected:
             self.search.query.setText(selected)
         self.search_dock.show()

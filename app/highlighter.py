@@ -139,11 +139,6 @@ class PygmentsHighlighter(QSyntaxHighlighter):
     def lexer(self) -> Lexer:
         return self._lexer
 
-    @property
-    def aliases(self) -> list[str]:
-        """The language's pygments short names (``python``, ``py``, ...)."""
-        return list(self._lexer.aliases)
-
     def set_dark(self, dark: bool) -> None:
         self._style = get_style_by_name(DARK_STYLE if dark else LIGHT_STYLE)
         self._formats.clear()
