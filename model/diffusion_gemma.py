@@ -39,6 +39,7 @@ from model.api import (
 )
 from model.gap_fill import fill_gaps_separately
 from model.layout import Layout
+from model.project_context import context_tokens
 from model.prompt_cache import PromptCache
 from model.token_text import drop_incomplete_tail, split_text, token_bytes_table
 from model.tokenizer import decode_ids, encode_text
@@ -169,7 +170,8 @@ class DiffusionGemmaBackend:
         if self.layout is not None:
             prefix = encode_text(self.tokenizer, request.prefix)
             suffix = encode_text(self.tokenizer, request.suffix)
-            return self.layout.fim_prompt(prefix, suffix, budget)
+            context = context_tokens(self.tokenizer, request.context, budget)
+            return self.layout.fim_prompt(prefix, suffix, budget, context)
         return self._chat_prompt(request, budget)
 
     def _chat_prompt(self, request: InfillRequest, budget: int) -> list[int]:
@@ -184,6 +186,8 @@ class DiffusionGemmaBackend:
             "with no explanation and no code fences.",
             f"Document:\n{prefix}<REGION>{suffix}",
         ]
+        if request.context:
+            parts.insert(1, "Related snippets from other files of the project:\n" + "\n".join(request.context[:4]))
         if request.is_rewrite:
             parts.append(f"The region currently contains:\n{request.init_text}")
         parts.append(f"Instruction: {request.instruction or 'Fill in the region so that it fits its surroundings.'}")

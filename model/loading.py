@@ -110,6 +110,7 @@ def _load_diffusion_gemma(source, folder, config, device, allow_downloads, allow
     from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 
     from model.diffusion_gemma import DiffusionGemmaBackend
+    from model.suggest import with_suggestions
 
     dtype = torch.bfloat16 if device != "cpu" else torch.float32
     try:
@@ -132,7 +133,7 @@ def _load_diffusion_gemma(source, folder, config, device, allow_downloads, allow
         instruction_tuned=profile.prompt_layout == "chat",
         license=_read_license(folder),
     )
-    return DiffusionGemmaBackend(model, tokenizer, profile, info)
+    return with_suggestions(DiffusionGemmaBackend(model, tokenizer, profile, info), folder)
 
 
 def _read_profile(folder: Path | None):
