@@ -6,7 +6,8 @@ often retrieval saw it, the model's own score (``model.candidate_score``: mean l
 per token), and the cheap checks of ``model.checks``. A logistic model over these features (fit
 on the held-out dev part by ``model.tune_rerank``, stored as ``rerank.json`` beside the weights)
 gives each alternative the log-odds that it is exactly what belongs there. Alternatives are
-ordered by it; the best is confident when its probability clears the stored bar.
+ordered by it; the best is confident when its probability clears the stored bar and it is not a
+guess (``GUESSES``: kinds that were never exact on dev).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+# Never exact on dev (a name alone, a denoised text): ranked like the rest, never confident.
+GUESSES = ("scope", "sample", "started")
 ORIGINS = ("span", "scope", "pair", "above", "above1", "below", "sample", "started", "original")
 SOURCES = ("document", "context", "table")
 FEATURES = (*ORIGINS, *SOURCES, "log_count", "first", "log_prob", "parses", "no_parse", "bracket_excess",
@@ -71,8 +74,8 @@ class Ranker:
         return self.bias + sum(self.weights.get(name, 0.0) * value
                                for name, value in zip(FEATURES, features(alternative, evidence)))
 
-    def confident(self, log_odds: float) -> bool:
-        return 1.0 / (1.0 + math.exp(-log_odds)) >= self.confidence_bar
+    def confident(self, log_odds: float, alternative: Alternative) -> bool:
+        return alternative.origin not in GUESSES and 1.0 / (1.0 + math.exp(-log_odds)) >= self.confidence_bar
 
     @classmethod
     def load(cls, path: Path) -> Ranker:

@@ -34,7 +34,7 @@ RANKER_FILE = "rerank.json"
 @dataclass(frozen=True)
 class Settings:
     retrieved: int = 6  # retrieved candidates that enter the ranking as they are
-    started: int = 0  # of them, how many also start a denoising row
+    started: int = 0  # of them, how many also start a denoising row (never exact on dev: off)
     strength: float = 0.3  # the share of a started candidate's tokens renoised
     fresh: int = 1  # fresh denoised samples per request when retrieval found something
 
@@ -141,12 +141,14 @@ class SuggestingBackend:
         passes = max((draft.forward_passes for draft in drafts), default=0)
         tokens = max((draft.generated_tokens for draft in drafts), default=0)
         step = max((draft.step for draft in drafts), default=0)
-        return Draft(step, candidates, True, passes, tokens, confident=self.ranker.confident(scored[0][0]))
+        return Draft(step, candidates, True, passes, tokens, confident=self.ranker.confident(*scored[0]))
 
     def evidence(self, request: InfillRequest, alternatives: list[Alternative]) -> list[Evidence]:
-        """The model's score and the checks of each alternative in ``request``'s place."""
+        """The model's score (when the ranker weighs it) and the checks of each alternative in
+        ``request``'s place."""
         texts = [a.text for a in alternatives]
-        log_probs = mean_log_probs(self.backend, request, texts) or [None] * len(texts)
+        scored = self.ranker.weights.get("log_prob", 0.0) != 0.0
+        log_probs = (mean_log_probs(self.backend, request, texts) if scored else None) or [None] * len(texts)
         parsed = [parses(request.prefix, text, request.suffix) for text in texts]
         python = any(parsed)
         brackets = [bracket_errors(window(request.prefix, text, request.suffix)) for text in texts]
