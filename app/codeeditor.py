@@ -7,7 +7,6 @@ user's own edits in the undo history) and the session sees the keys first (Tab, 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from contextlib import nullcontext
 from difflib import SequenceMatcher
@@ -31,6 +30,7 @@ from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
 from app.brackets import AUTO_CLOSED, ROOM_FOR_A_PAIR, matching_bracket
 from app.comments import Marker, toggle_line_comments
 from app.multicursor import ExtraCursors
+from app.textpositions import document_text, index_of, position_of, utf16_length
 
 if TYPE_CHECKING:
     from app.session import InfillSession
@@ -525,37 +525,3 @@ class CodeEditor(QPlainTextEdit):
         cursor = QTextCursor(block)
         self.setTextCursor(cursor)
         self.centerCursor()
-
-
-def document_text(document) -> str:
-    """The document's exact text with \\n line breaks (toPlainText would turn U+00A0 into spaces)."""
-    return document.toRawText().replace("\u2029", "\n")
-
-
-_BLOCK_BREAKS = re.compile("\r\n|[\r\u2029\ufdd0\ufdd1]")  # Qt's paragraph and frame marks
-
-
-def as_stored(text: str) -> str:
-    """``text`` as a document keeps it: CR LF, CR, U+2029 and Qt's frame marks are each one \\n."""
-    return _BLOCK_BREAKS.sub("\n", text)
-
-
-def utf16_length(text: str) -> int:
-    """``text``'s length in Qt positions: UTF-16 code units (a character beyond U+FFFF takes two)."""
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
-
-
-def index_of(text: str, position: int) -> int:
-    """The index into the Python string ``text`` of the Qt ``position`` (UTF-16 code units)."""
-    return len(text.encode("utf-16-le", "surrogatepass")[: 2 * position].decode("utf-16-le", "surrogatepass"))
-
-
-def position_of(text: str, index: int) -> int:
-    """The Qt position of index ``index`` into the Python string ``text``."""
-    return utf16_length(text[:index])
-
-
-def faded(color: QColor, alpha: int) -> QColor:
-    color = QColor(color)
-    color.setAlpha(alpha)
-    return color

@@ -10,7 +10,8 @@ from PySide6.QtGui import QPalette, QTextCursor
 from PySide6.QtWidgets import QApplication
 
 from app import fileio
-from app.codeeditor import CodeEditor, document_text
+from app.codeeditor import CodeEditor
+from app.textpositions import document_text
 from app.comments import line_comment_marker
 from app.gitdiff import committed_text, line_changes
 from app.highlighter import attach_highlighter

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.codeeditor import CodeEditor, document_text, index_of, position_of, utf16_length
+from app.codeeditor import CodeEditor
+from app.textpositions import document_text, index_of, position_of, utf16_length
 from app.engine import Engine
 from app.session import InfillSession, SessionKeys
 from model.api import InfillRequest, TemplateRequest

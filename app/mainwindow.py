@@ -26,7 +26,8 @@ from PySide6.QtWidgets import (
 )
 
 from app import fileio
-from app.codeeditor import CodeEditor, position_of
+from app.codeeditor import CodeEditor
+from app.textpositions import position_of
 from app.document import Document, palette_is_dark
 from app.engine import Engine, load_from_spec
 from app.findbar import FindBar, replace_every

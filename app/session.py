@@ -23,14 +23,18 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QKeyEvent, QKeySequence, QPalette, QTextCharFormat, QTextCursor, QTextDocument
 from PySide6.QtWidgets import QTextEdit
 
-from app.codeeditor import CodeEditor, as_stored, document_text, faded, index_of, utf16_length
 from app.reviewhint import ReviewHint
+from app.textpositions import as_stored, document_text, index_of, utf16_length
 from model.api import Candidate, Draft, TokenState
+
+if TYPE_CHECKING:
+    from app.codeeditor import CodeEditor
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +82,12 @@ class _Region:
         """Stop tracking: a document updates every cursor on it at every edit."""
         self.start = QTextCursor()
         self.end = QTextCursor()
+
+
+def faded(color: QColor, alpha: int) -> QColor:
+    color = QColor(color)
+    color.setAlpha(alpha)
+    return color
 
 
 def _key_matches(event: QKeyEvent, sequence: QKeySequence) -> bool:

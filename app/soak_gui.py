@@ -56,7 +56,7 @@ class Soak:
         return self.window.current_editor()
 
     def text(self) -> str:
-        from app.codeeditor import document_text
+        from app.textpositions import document_text
 
         return document_text(self.editor.document())
 
@@ -71,7 +71,7 @@ class Soak:
         """Start one session of a random kind; the session, or None when none could start."""
         from PySide6.QtGui import QTextCursor
 
-        from app.codeeditor import position_of
+        from app.textpositions import position_of
 
         editor, text = self.editor, self.text()
         kind = self.rng.choice(["rewrite", "infill", "gap"])

@@ -8,7 +8,8 @@ from PySide6.QtGui import QTextCursor
 
 from test_app_support import FakeBackend, make_engine, qasync_loop, select  # noqa: F401 - fixture
 
-from app.codeeditor import CodeEditor, document_text
+from app.codeeditor import CodeEditor
+from app.textpositions import document_text
 from app.infill import InfillOptions, InfillStarter
 from app.session import DEFAULT_KEYS
 

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 
 from test_app_support import qasync_loop, select, window_with_model  # noqa: F401 - fixture
 
-from app.codeeditor import document_text
+from app.textpositions import document_text
 from app.inlinebox import InlineBox
 from model.template import apply_fills, find_gaps
 

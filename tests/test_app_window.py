@@ -13,7 +13,7 @@ from PySide6.QtGui import QDropEvent, QTextCursor
 
 from test_app_support import FakeBackend, qasync_loop  # noqa: F401 - fixture
 
-from app.codeeditor import document_text
+from app.textpositions import document_text
 from app.mainwindow import MainWindow
 
 REPO = Path(__file__).resolve().parent.parent

@@ -20,7 +20,7 @@ from PySide6.QtGui import QTextCursor
 from test_app_support import FakeBackend, qasync_loop  # noqa: F401 - fixture
 
 from app.cli import main
-from app.codeeditor import document_text
+from app.textpositions import document_text
 from app.mainwindow import MainWindow
 from model.api import EngineError
 from model.loading import load_backend

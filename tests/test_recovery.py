@@ -15,7 +15,8 @@ from PySide6.QtCore import QMimeData, QSettings
 from test_app_support import qasync_loop  # noqa: F401 - fixture
 
 from app import fileio, recovery
-from app.codeeditor import CodeEditor, document_text
+from app.codeeditor import CodeEditor
+from app.textpositions import document_text
 from app.document import Document
 from app.mainwindow import MainWindow
 from app.session import InfillSession

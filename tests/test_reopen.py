@@ -7,7 +7,8 @@ from PySide6.QtCore import QSettings
 from test_app_support import qasync_loop, select  # noqa: F401 - fixture
 
 from app import recovery
-from app.codeeditor import CodeEditor, document_text
+from app.codeeditor import CodeEditor
+from app.textpositions import document_text
 from app.document import Document
 from app.mainwindow import MainWindow, open_files
 from app.reopen import KEY
