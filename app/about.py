@@ -1,6 +1,6 @@
 """The About dialog (Help > About Sfumato) and the application icon.
 
-The main window calls ``show_about(self, self.engine.info)``; ``info`` is ``None`` while the model
+The main window calls ``show_about(self, self.worker.info)``; ``info`` is ``None`` while the model
 is still loading or when none could be loaded.
 """
 

@@ -87,9 +87,9 @@ def stall(spec: str) -> dict:
     editor.setPlainText(SAMPLE)
 
     async def measure() -> dict:
-        while main_window.engine.info is None:
-            if main_window.engine.error:
-                raise RuntimeError(main_window.engine.error)
+        while main_window.worker.info is None:
+            if main_window.worker.error:
+                raise RuntimeError(main_window.worker.error)
             await asyncio.sleep(0.05)
         ticks: list[float] = []
         timer = QTimer()

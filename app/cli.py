@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(1, str(error))
     except KeyboardInterrupt:
         return _fail(1, "interrupted")
-    from app.editor import run
+    from app.application import run
 
     return run(args.files, args.model)
 

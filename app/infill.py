@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from app.codeeditor import CodeEditor
 from app.textpositions import document_text, index_of, position_of, utf16_length
-from app.engine import Engine
+from app.worker_adapter import WorkerAdapter
 from app.session import InfillSession, SessionKeys
 from model.api import InfillRequest, TemplateRequest
 from model.template import find_gaps, segments_of
@@ -34,8 +34,8 @@ def rewrite_length(original: str) -> int:
 class InfillStarter:
     """Starts sessions in editors and hands their requests to the engine."""
 
-    def __init__(self, engine: Engine, options: InfillOptions, keys: SessionKeys):
-        self.engine = engine
+    def __init__(self, worker: WorkerAdapter, options: InfillOptions, keys: SessionKeys):
+        self.worker = worker
         self.options = options
         self.keys = keys
 
@@ -109,10 +109,10 @@ class InfillStarter:
         return self.fill_gaps(editor)
 
     def _run(self, editor: CodeEditor, spans, work) -> InfillSession | None:
-        if self.engine.error is not None:
-            raise ValueError(f"No model: {self.engine.error}")
+        if self.worker.error is not None:
+            raise ValueError(f"No model: {self.worker.error}")
         session = self._session(editor, spans)
-        if self.engine.submit(work, session, owner=editor) is None:
+        if self.worker.submit(work, session, owner=editor) is None:
             session.fail(RuntimeError("no model is loaded"))
             return None
         return session

@@ -29,7 +29,7 @@ from app import fileio
 from app.codeeditor import CodeEditor
 from app.textpositions import position_of
 from app.document import Document, palette_is_dark
-from app.engine import Engine, load_from_spec
+from app.worker_adapter import WorkerAdapter, load_from_spec
 from app.findbar import FindBar, replace_every
 from app.folder import folder_files
 from app.folderpanels import FolderPanels
@@ -54,9 +54,9 @@ class MainWindow(QMainWindow):
         self.store = store
         self.settings = Settings.load(store)
         self.model_override = model_spec  # `sfumato --model SPEC`: this run only, never saved
-        self.engine = Engine(loop, self)
-        self.engine.status.connect(self._show_model_status)
-        self.starter = InfillStarter(self.engine, InfillOptions(), self._session_keys())
+        self.worker = WorkerAdapter(loop, self)
+        self.worker.status.connect(self._show_model_status)
+        self.starter = InfillStarter(self.worker, InfillOptions(), self._session_keys())
         self._documents: dict[CodeEditor, Document] = {}
         self.message_box: QMessageBox | None = None
         self.picker: Picker | None = None  # the command palette or Go to File, while open
@@ -207,7 +207,7 @@ class MainWindow(QMainWindow):
             underline_low_confidence=s.underline_low_confidence,
         )
         self.starter.keys = self._session_keys()
-        self.engine.slow_motion_ms = s.slow_motion_ms
+        self.worker.slow_motion_ms = s.slow_motion_ms
         self.rewrite_action.setShortcut(QKeySequence(s.keys["rewrite"]))
         self.fill_action.setShortcut(QKeySequence(s.keys["fill_gaps"]))
         self.try_again_action.setShortcut(QKeySequence(s.keys["try_again"]))
@@ -244,19 +244,19 @@ class MainWindow(QMainWindow):
         device = None if s.device == "auto" else s.device
         self.load_progress.show()
         spec = self.model_override or s.model_spec
-        self.engine.start(load_from_spec(spec, device, s.allow_downloads, s.trust_remote_code), spec)
+        self.worker.start(load_from_spec(spec, device, s.allow_downloads, s.trust_remote_code), spec)
 
     def _show_model_status(self, text: str) -> None:
         """A short label at the right (details in its tooltip); the whole line as a message."""
-        engine = self.engine
-        if engine.info is not None:
-            self.model_label.setText(f"{engine.info.name} · {engine.info.device}")
-        elif engine.error is not None:
+        worker = self.worker
+        if worker.info is not None:
+            self.model_label.setText(f"{worker.info.name} · {worker.info.device}")
+        elif worker.error is not None:
             self.model_label.setText("No model")
         else:
             self.model_label.setText("Loading model…")
         self.model_label.setToolTip(text)
-        self.load_progress.setVisible(engine.loading)
+        self.load_progress.setVisible(worker.loading)
         self.statusBar().showMessage(text, 10000)
 
     # --- documents ----------------------------------------------------------------------------
@@ -562,7 +562,7 @@ class MainWindow(QMainWindow):
         remember(self.store, open_now if self.settings.reopen_files else [])
         self.settings.folder = self.folder.root if self.settings.reopen_files and self.folder.tree_dock.isVisible() else ""
         self.settings.save(self.store)
-        self.engine.stop()
+        self.worker.stop()
         event.accept()
 
     # --- the files of the last session --------------------------------------------------------
@@ -695,7 +695,7 @@ class MainWindow(QMainWindow):
     def show_about(self) -> None:
         from app.about import show_about
 
-        show_about(self, self.engine.info)
+        show_about(self, self.worker.info)
 
     def go_to_line(self) -> None:
         editor = self.current_editor()
@@ -782,7 +782,7 @@ class MainWindow(QMainWindow):
             return
         if editor.session is not None:
             editor.session.reject()
-        instruction_tuned = self.engine.info is not None and self.engine.info.instruction_tuned
+        instruction_tuned = self.worker.info is not None and self.worker.info.instruction_tuned
         if editor.textCursor().hasSelection() or instruction_tuned:
             box = InlineBox(editor, self.settings.rewrite_strength, instruction_tuned)
             box.submitted.connect(lambda strength, text: self._rewrite_with(editor, strength, text))
@@ -811,10 +811,10 @@ class MainWindow(QMainWindow):
             self._start(editor, editor.session.repeat)
 
     def _model_ready(self) -> bool:
-        if self.engine.error is not None:
-            self._error(f"AI edits are off: {self.engine.error}. Choose a model in Settings.")
+        if self.worker.error is not None:
+            self._error(f"AI edits are off: {self.worker.error}. Choose a model in Settings.")
             return False
-        if self.engine.loading:
+        if self.worker.loading:
             self.statusBar().showMessage("The model is still loading; the request will start when it is ready.", 4000)
         return True
 

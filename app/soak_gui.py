@@ -165,11 +165,11 @@ def main(argv: list[str] | None = None) -> int:
         window.show()
         window.starter.options = replace(window.starter.options, max_new_tokens=args.tokens, gap_tokens=args.tokens)
         window.start_engine()
-        if not wait(lambda: window.engine.info is not None or window.engine.error is not None):
+        if not wait(lambda: window.worker.info is not None or window.worker.error is not None):
             print(json.dumps({"error": "the model did not load"}))
             return 1
-        if window.engine.error is not None:
-            print(json.dumps({"error": window.engine.error}))
+        if window.worker.error is not None:
+            print(json.dumps({"error": window.worker.error}))
             return 1
         document = window.new_document()
         document.editor.setPlainText(SAMPLE)
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         print(json.dumps(report))
         document.editor.document().setModified(False)
-        window.engine.stop()
+        window.worker.stop()
         window.close()
     return 1 if soak.breaches else 0
 

@@ -122,10 +122,10 @@ def shoot(args) -> int:
 
     async def scenario() -> int:
         window.start_engine()
-        while window.engine.loading:
+        while window.worker.loading:
             await asyncio.sleep(0.05)
-        if window.engine.info is None:
-            print(f"no model: {window.engine.error}", file=sys.stderr)
+        if window.worker.info is None:
+            print(f"no model: {window.worker.error}", file=sys.stderr)
             return 1
         print(f"model loaded: {time.perf_counter() - LAUNCHED:.2f} s after launch", flush=True)
         editor = window.current_editor()

@@ -19,7 +19,7 @@ TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))
 def window(qapp, qasync_loop, tmp_path_factory, project_tokenizer):  # noqa: F811
     folder = build_bert(tmp_path_factory.mktemp("bert-app"), project_tokenizer)
     window = window_with_model(qapp, qasync_loop, str(folder), tmp_path_factory.mktemp("settings"), steps=4)
-    assert window.engine.info.backend == "masked-diffusion"
+    assert window.worker.info.backend == "masked-diffusion"
     yield window
     for document in window.documents():
         document.editor.document().setModified(False)

@@ -33,7 +33,7 @@ def window(qapp, qasync_loop, tiny_model_dir, tmp_path_factory):  # noqa: F811
 
 @pytest.fixture
 def editor(window):
-    window.engine.slow_motion_ms = 0
+    window.worker.slow_motion_ms = 0
     document = window.new_document()
     document.editor.setPlainText(TEXT)
     document.editor.document().setModified(False)
@@ -82,7 +82,7 @@ def test_accept_is_one_undo_step_and_ctrl_z_restores_the_original(qtbot, window,
 
 
 def test_typing_before_the_region_while_it_denoises_lands_the_result_in_place(qtbot, window, editor):
-    window.engine.slow_motion_ms = 120
+    window.worker.slow_motion_ms = 120
     select(editor, 29, 50)
     session = press_ctrl_k(qtbot, window, editor)
     qtbot.waitUntil(lambda: session.has_draft, timeout=60000)
@@ -101,7 +101,7 @@ def test_typing_before_the_region_while_it_denoises_lands_the_result_in_place(qt
 
 
 def test_typing_inside_the_region_cancels_cleanly(qtbot, window, editor):
-    window.engine.slow_motion_ms = 120
+    window.worker.slow_motion_ms = 120
     select(editor, 29, 50)
     session = press_ctrl_k(qtbot, window, editor)
     qtbot.waitUntil(lambda: session.has_draft, timeout=60000)

@@ -34,13 +34,13 @@ def window(qtbot, qasync_loop, tmp_path):  # noqa: F811
 
 
 def with_fake_model(window, qtbot, backend=None):
-    window.engine.start(lambda: backend or FakeBackend(), "fake")
-    qtbot.waitUntil(lambda: window.engine.info is not None, timeout=10000)
+    window.worker.start(lambda: backend or FakeBackend(), "fake")
+    qtbot.waitUntil(lambda: window.worker.info is not None, timeout=10000)
 
 
 def test_importing_the_window_does_not_import_torch():
     code = (
-        "import sys, app.mainwindow, app.editor; "
+        "import sys, app.mainwindow, app.application; "
         "heavy = [m for m in ('torch', 'transformers') if m in sys.modules]; "
         "print(heavy); sys.exit(1 if heavy else 0)"
     )
@@ -159,7 +159,7 @@ def test_every_match_is_marked_while_the_bar_is_open(window):
 def test_without_a_model_editing_works_and_ai_actions_explain_why(window, qtbot, tmp_path):
     window.settings.model_spec = str(tmp_path / "no-such-model")
     window.start_engine()
-    qtbot.waitUntil(lambda: window.engine.error is not None, timeout=30000)
+    qtbot.waitUntil(lambda: window.worker.error is not None, timeout=30000)
     assert "No model" in window.model_label.text()
     document = window.new_document()
     qtbot.keyClicks(document.editor, "still typing")
@@ -257,8 +257,8 @@ def test_a_command_line_model_is_used_for_this_run_only(qtbot, qasync_loop, tmp_
     store = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
     window = MainWindow(qasync_loop, store, model_spec=str(tmp_path / "missing-model"))
     window.start_engine()
-    qtbot.waitUntil(lambda: window.engine.error is not None, timeout=30000)
-    assert "missing-model" in window.engine.error
+    qtbot.waitUntil(lambda: window.worker.error is not None, timeout=30000)
+    assert "missing-model" in window.worker.error
     window.settings.add_recent("/tmp/x")
     window.settings.save(store)
     assert QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat).value("model_spec") == "embedded"
@@ -328,7 +328,7 @@ def test_editing_works_while_the_model_loads_and_a_request_waits_for_it(window, 
         release.wait(10)
         return backend
 
-    window.engine.start(slow_load, "slow")
+    window.worker.start(slow_load, "slow")
     assert window.model_label.text() == "Loading model…" and window.load_progress.isVisible()
     editor = window.new_document().editor
     qtbot.keyClicks(editor, "typing while it loads")

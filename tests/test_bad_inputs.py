@@ -39,14 +39,14 @@ def window(qtbot, qasync_loop, tmp_path):  # noqa: F811
             document.editor.session.reject()
         document.editor.document().setModified(False)
     window.close()
-    window.engine.stop()
+    window.worker.stop()
     window.deleteLater()
 
 
 def with_fake_model(window, qtbot) -> FakeBackend:
     backend = FakeBackend()
-    window.engine.start(lambda: backend, "fake")
-    qtbot.waitUntil(lambda: window.engine.info is not None, timeout=10000)
+    window.worker.start(lambda: backend, "fake")
+    qtbot.waitUntil(lambda: window.worker.info is not None, timeout=10000)
     return backend
 
 

@@ -205,7 +205,7 @@ def test_a_file_changed_after_the_crash_is_not_overwritten_without_asking(qtbot,
     assert path.read_text() == "written by another program after the crash\n"
     assert document_text(restored.editor.document()) == "unsaved before the crash\n"
     restored.editor.document().setModified(False)
-    window.engine.stop()
+    window.worker.stop()
 
 
 @pytest.mark.parametrize("button, restored, kept", [("Restore", True, False), ("Discard", False, False), ("Not Now", False, True)])
@@ -231,7 +231,7 @@ def test_the_offer_to_restore(qtbot, qasync_loop, tmp_path, button, restored, ke
     for document in window.documents():
         document.editor.document().setModified(False)
     store.close()
-    window.engine.stop()
+    window.worker.stop()
 
 
 def test_without_a_usable_recovery_folder_the_editor_still_starts(qtbot, qasync_loop, tmp_path, monkeypatch):  # noqa: F811
@@ -243,7 +243,7 @@ def test_without_a_usable_recovery_folder_the_editor_still_starts(qtbot, qasync_
     assert recovery.attach(window) is None
     assert "No crash recovery" in window.statusBar().currentMessage()
     assert recovery.find_orphans(blocker / "recovery") == []
-    window.engine.stop()
+    window.worker.stop()
 
 
 def test_a_copy_that_cannot_be_written_is_retried_on_the_next_tick(qtbot, tmp_path, monkeypatch):

@@ -28,8 +28,9 @@ def load_from_spec(spec: str, device: str | None, allow_downloads: bool, trust_r
     return load
 
 
-class Engine(QObject):
-    """One inference worker for the whole application.
+class WorkerAdapter(QObject):
+    """The UI's adapter to the one inference worker (model/worker.py) of the application: it
+    starts and stops the worker and hands its callbacks to the Qt thread.
 
     ``status`` carries a status-bar line: loading, loaded (model and device) or the load error.
     """
