@@ -477,21 +477,24 @@ class CodeEditor(QPlainTextEdit):
         super().dragMoveEvent(event)
 
     def contextMenuEvent(self, event) -> None:  # noqa: N802 - Qt override
-        if self.session is not None:
-            self.session.reject()  # the menu's undo/cut/paste act on the document directly
+        self.end_session()  # the menu's undo/cut/paste act on the document directly
         super().contextMenuEvent(event)
+
+    def end_session(self) -> bool:
+        """Reject the infill session of this editor, if one runs or waits: the text is as it was.
+        True when there was one."""
+        if self.session is None:
+            return False
+        self.session.reject()
+        return True
 
     def safe_undo(self) -> None:
         """Undo, ending an infill session first (its draft is not an undo step)."""
-        if self.session is not None:
-            self.session.reject()
-        else:
+        if not self.end_session():
             self.undo()
 
     def safe_redo(self) -> None:
-        if self.session is not None:
-            self.session.reject()
-        else:
+        if not self.end_session():
             self.redo()
 
     def saved_text(self) -> str:

@@ -112,8 +112,7 @@ class Document:
         """Read the file again, as one undoable edit; raises NotTextError / OSError."""
         text, fmt = fileio.read_text(self.path)
         _check_editable(text)
-        if self.editor.session is not None:
-            self.editor.session.reject()
+        self.editor.end_session()
         cursor = QTextCursor(self.editor.document())
         cursor.beginEditBlock()
         cursor.select(QTextCursor.SelectionType.Document)

@@ -239,8 +239,7 @@ class MainWindow(QMainWindow):
     def start_engine(self) -> None:
         s = self.settings
         for editor in self._documents:
-            if editor.session is not None:
-                editor.session.reject()
+            editor.end_session()
         device = None if s.device == "auto" else s.device
         self.load_progress.show()
         spec = self.model_override or s.model_spec
@@ -361,8 +360,7 @@ class MainWindow(QMainWindow):
             document = self.open_path(path)
             if document is None:
                 continue
-            if document.editor.session is not None:
-                document.editor.session.reject()
+            document.editor.end_session()
             count = replace_every(document.editor.document(), query, flags, lambda _match: replacement)
             replaced += count
             files += bool(count)
@@ -544,8 +542,7 @@ class MainWindow(QMainWindow):
         return super().eventFilter(watched, event)
 
     def _remove_tab(self, editor: CodeEditor) -> None:
-        if editor.session is not None:
-            editor.session.reject()
+        editor.end_session()
         path = self._documents[editor].path
         if path and path in self.watcher.files():
             self.watcher.removePath(path)
@@ -780,8 +777,7 @@ class MainWindow(QMainWindow):
         editor = self.current_editor()
         if editor is None or not self._model_ready():
             return
-        if editor.session is not None:
-            editor.session.reject()
+        editor.end_session()
         instruction_tuned = self.worker.info is not None and self.worker.info.instruction_tuned
         if editor.textCursor().hasSelection() or instruction_tuned:
             box = InlineBox(editor, self.settings.rewrite_strength, instruction_tuned)
@@ -805,10 +801,10 @@ class MainWindow(QMainWindow):
     def try_again(self) -> None:
         """Put the original back and run the same request again: a new draw, the same settings."""
         editor = self.current_editor()
-        if editor is None or editor.session is None or editor.session.repeat is None:
+        if editor is None or editor.session is None or editor.session.request is None:
             self.statusBar().showMessage("Nothing to try again: Ctrl+K starts a rewrite.", 4000)
         elif self._model_ready():
-            self._start(editor, editor.session.repeat)
+            self._start(editor, editor.session.again)
 
     def _model_ready(self) -> bool:
         if self.worker.error is not None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -31,10 +31,12 @@ from PySide6.QtWidgets import QTextEdit
 
 from app.reviewhint import ReviewHint
 from app.textpositions import as_stored, document_text, index_of, utf16_length
-from model.api import Candidate, Draft, TokenState
+from model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
 
 if TYPE_CHECKING:
     from app.codeeditor import CodeEditor
+    from app.worker_adapter import WorkerAdapter
+    from model.worker import Job
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +107,7 @@ class InfillSession(QObject):
 
     ended = Signal(str, str)
     progress = Signal(str)
-    again_requested = Signal()  # the review hint's "Again" link; the window runs ``repeat``
+    again_requested = Signal()  # the review hint's "Again" link; the window runs ``again``
 
     def __init__(
         self,
@@ -116,13 +118,13 @@ class InfillSession(QObject):
         keys: SessionKeys = DEFAULT_KEYS,
     ):
         super().__init__(editor)
-        if editor.session is not None:
-            editor.session.reject()
+        editor.end_session()
         self.editor = editor
         self.document = editor.document()
         self.state = "running"
-        self.job = None  # the worker's Job, cancelled when the session ends early
-        self.repeat: Callable[[], InfillSession | None] | None = None  # "Try Again": set by the starter
+        self.request: Sequence[InfillRequest] | TemplateRequest | None = None  # what ``run`` submitted
+        self.job: Job | None = None  # the worker's, cancelled when the session ends early
+        self._worker: WorkerAdapter | None = None
         self._hint: ReviewHint | None = None  # under the result while it waits for the user
         self.keys = keys
         self.underline_low_confidence = underline_low_confidence
@@ -144,6 +146,30 @@ class InfillSession(QObject):
         editor.extra_cursors.clear()  # a session edits with one cursor
         editor.session = self
         self._paint()
+
+    # --- the model run ------------------------------------------------------------------------
+
+    def run(self, worker: WorkerAdapter, request: Sequence[InfillRequest] | TemplateRequest) -> bool:
+        """Submit ``request`` (one per region, or a template) to ``worker``; its drafts come back
+        here. False, with the session ended as failed, when no model is loaded."""
+        self.request, self._worker = request, worker
+        self.job = worker.submit(request, self.receive, self.finish, self.fail, self.cancelled, owner=self.editor)
+        if self.job is None:
+            self.fail(RuntimeError("no model is loaded"))
+            return False
+        return True
+
+    def again(self) -> InfillSession | None:
+        """Try Again: put the originals back and run the same request once more (a new random
+        draw, the same settings) in a new session over the originals; None without a model."""
+        spans, shift = [], 0  # each region's place once the ones before it hold their originals again
+        for (start, end), original in zip(self.spans(), self.originals):
+            length = utf16_length(original)
+            spans.append((start - shift, start - shift + length))
+            shift += (end - start) - length
+        self.reject()
+        session = InfillSession(self.editor, spans, self._total_steps, self.underline_low_confidence, self.keys)
+        return session if session.run(self._worker, self.request) else None
 
     # --- what the rest of the editor asks -----------------------------------------------------
 

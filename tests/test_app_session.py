@@ -219,7 +219,7 @@ def test_trying_a_gap_fill_again_refills_the_template_from_its_gaps(qtbot, setup
     editor, starter, backend, _ = setup(text=template)
     first = starter.fill_gaps(editor)
     wait_ready(qtbot, first)
-    second = first.repeat()
+    second = first.again()
     assert first.state == "ended" and editor.session is second
     wait_ready(qtbot, second)
     assert backend.requests[1] == backend.requests[0]
