@@ -69,6 +69,13 @@ class Settings:
                 store.setValue(item.name, value)
         store.sync()
 
+    def replace_with(self, other: Settings) -> set[str]:
+        """Take ``other``'s values in place (the window's parts share this object); the names that changed."""
+        changed = {item.name for item in fields(self) if getattr(self, item.name) != getattr(other, item.name)}
+        for name in changed:
+            setattr(self, name, getattr(other, name))
+        return changed
+
     def add_recent(self, path: str) -> None:
         self.recent_files = [path] + [p for p in self.recent_files if p != path][: MAX_RECENT - 1]
 

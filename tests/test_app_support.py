@@ -114,12 +114,12 @@ def window_with_model(qapp, loop, spec: str, settings_dir, **settings):
     window.settings.device = "cpu"
     for name, value in settings.items():
         setattr(window.settings, name, value)
-    window._apply_settings()
+    window.apply_settings()
     window.show()
-    window.start_engine()
+    window.ai.start_engine()
     start = time.monotonic()
-    while window.worker.loading and time.monotonic() - start < 120:
+    while window.ai.worker.loading and time.monotonic() - start < 120:
         qapp.processEvents()
         time.sleep(0.01)
-    assert window.worker.info is not None, window.worker.error
+    assert window.ai.worker.info is not None, window.ai.worker.error
     return window
