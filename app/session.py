@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QKeyEvent, QKeySequence, QPalette, QTextCharFormat, QTextCursor, QTextDocument
-from PySide6.QtWidgets import QTextEdit
+from PySide6.QtGui import QKeyEvent, QKeySequence, QTextCursor, QTextDocument
 
+from app.draftpaint import draft_selections
 from app.reviewhint import ReviewHint
 from app.textpositions import as_stored, document_text, index_of, utf16_length
 from model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FRAME_MS = 16  # draw the newest draft at most once per frame
-LOW_CONFIDENCE = 0.5
 
 
 @dataclass
@@ -51,7 +50,6 @@ class SessionKeys:
     next_alternative: QKeySequence
     previous_alternative: QKeySequence
     try_again: QKeySequence
-
 
 
 DEFAULT_KEYS = SessionKeys(
@@ -84,12 +82,6 @@ class _Region:
         """Stop tracking: a document updates every cursor on it at every edit."""
         self.start = QTextCursor()
         self.end = QTextCursor()
-
-
-def faded(color: QColor, alpha: int) -> QColor:
-    color = QColor(color)
-    color.setAlpha(alpha)
-    return color
 
 
 def _key_matches(event: QKeyEvent, sequence: QKeySequence) -> bool:
@@ -386,53 +378,12 @@ class InfillSession(QObject):
         self._paint()
 
     def _paint(self) -> None:
-        palette = self.editor.palette()
-        text = palette.color(QPalette.ColorRole.Text)
-        accent = palette.color(QPalette.ColorRole.Highlight)
-        selections = []
         candidates = self._candidates() if self.has_draft else [None] * len(self._regions)
-        for candidate, (start, end) in zip(candidates, self.spans()):
-            if candidate is None:
-                selections.append(self._selection(start, end, self._format(background=faded(accent, 60))))
-                continue
-            if self.showing_original:
-                selections.append(self._selection(start, end, self._format(background=faded(text, 22))))
-                continue
-            if sum(utf16_length(as_stored(token.text)) for token in candidate.tokens) != end - start:
-                selections.append(self._selection(start, end, self._format(background=faded(accent, 40))))
-                continue
-            position = start
-            for token in candidate.tokens:
-                stop = position + utf16_length(as_stored(token.text))
-                if self.state == "ready" or token.accepted:
-                    fmt = self._format(background=faded(accent, 34))
-                    if self.state == "ready" and self.underline_low_confidence and token.confidence < LOW_CONFIDENCE:
-                        fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
-                        fmt.setUnderlineColor(QColor("#d04040"))
-                else:
-                    unsure = 1.0 - max(0.0, min(1.0, token.confidence))
-                    fmt = self._format(background=faded(accent, int(30 + 110 * unsure)), foreground=faded(text, 110))
-                selections.append(self._selection(position, stop, fmt))
-                position = stop
-        self.editor.set_layer("infill", selections)
+        self.editor.set_layer("infill", draft_selections(
+            self.document, self.editor.palette(), self.spans(), candidates, done=self.state == "ready",
+            showing_original=self.showing_original, underline_low_confidence=self.underline_low_confidence))
         if self._hint is not None:
             self._hint.place()
-
-    @staticmethod
-    def _format(background: QColor, foreground: QColor | None = None) -> QTextCharFormat:
-        fmt = QTextCharFormat()
-        fmt.setBackground(background)
-        if foreground is not None:
-            fmt.setForeground(foreground)
-        return fmt
-
-    def _selection(self, start: int, end: int, fmt: QTextCharFormat) -> QTextEdit.ExtraSelection:
-        selection = QTextEdit.ExtraSelection()
-        selection.cursor = QTextCursor(self.document)
-        selection.cursor.setPosition(start)
-        selection.cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
-        selection.format = fmt
-        return selection
 
     # --- the document edits -------------------------------------------------------------------
 
