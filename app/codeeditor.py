@@ -12,9 +12,8 @@ from contextlib import nullcontext
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QRect, QSize, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import (
-    QColor,
     QFontDatabase,
     QKeyEvent,
     QKeySequence,
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
 
 from app.brackets import AUTO_CLOSED, ROOM_FOR_A_PAIR, matching_bracket
 from app.comments import Marker, toggle_line_comments
+from app.gutter import LineNumberArea
 from app.multicursor import ExtraCursors
 from app.textpositions import document_text, index_of, position_of, utf16_length
 
@@ -42,7 +42,6 @@ _NAVIGATION_KEYS = {
 }
 _OPENERS = (":", "{", "(", "[")
 BRACKET_SCAN_CHARS = 20_000  # how far to look for a bracket's partner before giving up
-_MARK_COLORS = {"added": QColor("#3fa34d"), "modified": QColor("#3b7dd8"), "deleted": QColor("#d04040")}
 
 
 def is_navigation(event: QKeyEvent) -> bool:
@@ -52,18 +51,6 @@ def is_navigation(event: QKeyEvent) -> bool:
         or event.matches(QKeySequence.StandardKey.Copy)
         or event.matches(QKeySequence.StandardKey.SelectAll)
     )
-
-
-class LineNumberArea(QWidget):
-    def __init__(self, editor: CodeEditor):
-        super().__init__(editor)
-        self._editor = editor
-
-    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
-        return QSize(self._editor.line_number_width(), 0)
-
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
-        self._editor.paint_line_numbers(event)
 
 
 class CodeEditor(QPlainTextEdit):
@@ -89,58 +76,15 @@ class CodeEditor(QPlainTextEdit):
         self.setFont(font)
         self._base_point_size = font.pointSizeF()
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.blockCountChanged.connect(self._update_margins)
-        self.updateRequest.connect(self._scroll_numbers)
         self.cursorPositionChanged.connect(self._highlight_current_line)
         self.cursorPositionChanged.connect(self._highlight_brackets)
-        self._update_margins()
+        self._numbers.fit()
         self._apply_tab_stop()
         self._highlight_current_line()
 
-    # --- line numbers -------------------------------------------------------------------------
-
-    def line_number_width(self) -> int:
-        digits = len(str(max(1, self.blockCount())))
-        return 12 + self.fontMetrics().horizontalAdvance("9") * max(3, digits)
-
-    def _update_margins(self) -> None:
-        self.setViewportMargins(self.line_number_width(), 0, 0, 0)
-
-    def _scroll_numbers(self, rect: QRect, dy: int) -> None:
-        if dy:
-            self._numbers.scroll(0, dy)
-        else:
-            self._numbers.update(0, rect.y(), self._numbers.width(), rect.height())
-        if rect.contains(self.viewport().rect()):
-            self._update_margins()
-
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
-        area = self.contentsRect()
-        self._numbers.setGeometry(QRect(area.left(), area.top(), self.line_number_width(), area.height()))
-
-    def paint_line_numbers(self, event) -> None:
-        painter = QPainter(self._numbers)
-        palette = self.palette()
-        painter.fillRect(event.rect(), palette.color(QPalette.ColorRole.AlternateBase))
-        block = self.firstVisibleBlock()
-        top = round(self.blockBoundingGeometry(block).translated(self.contentOffset()).top())
-        current = self.textCursor().blockNumber()
-        width = self._numbers.width() - 6
-        height = self.fontMetrics().height()
-        while block.isValid() and top <= event.rect().bottom():
-            bottom = top + round(self.blockBoundingRect(block).height())
-            if block.isVisible() and bottom >= event.rect().top():
-                role = QPalette.ColorRole.Text if block.blockNumber() == current else QPalette.ColorRole.PlaceholderText
-                painter.setPen(palette.color(role))
-                painter.drawText(0, top, width, height, Qt.AlignmentFlag.AlignRight, str(block.blockNumber() + 1))
-                mark = self.line_marks.get(block.blockNumber())
-                if mark == "deleted":
-                    painter.fillRect(0, top - 1, 6, 3, _MARK_COLORS[mark])
-                elif mark is not None:
-                    painter.fillRect(0, top, 3, bottom - top, _MARK_COLORS[mark])
-            block = block.next()
-            top = bottom
+        self._numbers.place()
 
     # --- extra selections, in named layers ----------------------------------------------------
 
@@ -514,7 +458,7 @@ class CodeEditor(QPlainTextEdit):
         font.setPointSizeF(max(4.0, self._base_point_size + self._zoom))
         self.setFont(font)
         self._apply_tab_stop()
-        self._update_margins()
+        self._numbers.fit()
         self.zoom_changed.emit(self._zoom)
 
     def wheelEvent(self, event) -> None:  # noqa: N802 - Qt override
