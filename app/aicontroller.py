@@ -17,6 +17,7 @@ from app.inlinebox import InlineBox
 from app.notices import Notices
 from app.session import InfillSession, SessionKeys
 from app.settings import Settings
+from app.textpositions import document_text
 from app.worker_adapter import WorkerAdapter, load_from_spec
 
 
@@ -35,6 +36,10 @@ class AiController(QObject):
         self.worker = WorkerAdapter(loop, self)
         self.worker.status.connect(self._show_model_status)
         self.starter = InfillStarter(self.worker, InfillOptions(), self._session_keys())
+        self.starter.project_files = lambda editor: [
+            (document.name, document_text(document.editor.document()))
+            for document in self.tabs.documents() if document.editor is not editor
+        ]
         self.model_label = QLabel("No model")
         self.load_progress = QProgressBar()
         self.load_progress.setRange(0, 0)

@@ -204,6 +204,9 @@ class InfillSession(QObject):
     def finish(self, drafts: tuple[Draft, ...]) -> None:
         if self.state != "running":
             return
+        if not isinstance(self.request, TemplateRequest) and not any(draft.confident for draft in drafts):
+            self._end("rejected", "No confident suggestion. Your text is unchanged.")
+            return
         self._frame.stop()
         self._pending = None
         self.state = "ready"
