@@ -66,6 +66,8 @@ class SuggestingBackend:
     def stream(self, requests: Sequence[InfillRequest], cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
         plans = [self.plan(request) for request in requests]
         per_plan: list[list[Draft]] = [[] for _ in plans]
+        if any(plan.retrieved for plan in plans):  # something to show before the first pass
+            yield tuple(self._preview(plan, []) for plan in plans)
         for final, per_plan in self.denoise(plans, cancel):
             if not final:
                 yield tuple(self._preview(plan, drafts) for plan, drafts in zip(plans, per_plan))
@@ -115,9 +117,10 @@ class SuggestingBackend:
 
     def _preview(self, plan: Plan, drafts: list[Draft]) -> Draft:
         """While the batch denoises: the best retrieved text if any, else the first denoising row."""
-        if plan.retrieved and plan.retrieved[0].origin != "original":
-            return Draft(drafts[0].step, (self._candidate(plan.retrieved[0].text),), False,
-                         drafts[0].forward_passes, drafts[0].generated_tokens)
+        if plan.retrieved and plan.retrieved[0].origin != "original" or not drafts:
+            text = plan.retrieved[0].text if plan.retrieved else ""
+            step, passes, tokens = (drafts[0].step, drafts[0].forward_passes, drafts[0].generated_tokens) if drafts else (0, 0, 0)
+            return Draft(step, (self._candidate(text),), False, passes, tokens)
         return drafts[0]
 
     def alternatives(self, plan: Plan, drafts: Sequence[Draft]) -> list[Alternative]:
