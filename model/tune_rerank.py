@@ -91,10 +91,11 @@ def exact_by_kind(choices: list[tuple[float, bool]], rows: list[dict]) -> dict[s
 
 
 CHECKS = ("parses", "no_parse", "bracket_excess", "unknown_names")
-# (what is left out, features held at 0, origins left out of the ranking)
+# (what is left out, features held at 0, origins left out of the ranking); UNPAID is always left out
 ABLATIONS = {
-    "nothing": ((), ()),
-    "the model's score": (("log_prob",), ()),
+    "nothing more": ((), ()),
+    "the retrieval features (key kind, source, count, rank)": (
+        ("span", "scope", "pair", "above", "above1", "below", "document", "context", "table", "log_count", "first"), ()),
     "the checks": (CHECKS, ()),
     "fresh samples": ((), ("sample",)),
     "retrieval-started rows": ((), ("started",)),
@@ -104,11 +105,12 @@ ABLATIONS = {
 
 def ablations(rows: list[dict]) -> dict[str, dict[str, float]]:
     """Dev exact match of the top choice (in-sample: fit and scored on the same rows) with each
-    part left out and the ranker refit without it."""
+    part left out and the ranker refit without it; "the model's score" puts it back in."""
     report = {}
     for name, (drop, origins) in ABLATIONS.items():
         kept = [{**row, "alternatives": [a for a in row["alternatives"] if a["origin"] not in origins]} for row in rows]
-        report[name] = exact_by_kind(top_choices(fit(kept, drop), kept), kept)
+        report[name] = exact_by_kind(top_choices(fit(kept, (*UNPAID, *drop)), kept), kept)
+    report["nothing (with the model's score)"] = exact_by_kind(top_choices(fit(rows), rows), rows)
     return report
 
 
