@@ -17,7 +17,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-# Never exact on dev (a name alone, a denoised text): ranked like the rest, never confident.
+# Never exactly right on dev unless retrieval proposed the same text (a name alone, a denoised
+# text): ranked like the rest, never confident.
 GUESSES = ("scope", "sample", "started")
 ORIGINS = ("span", "scope", "pair", "above", "above1", "below", "sample", "started", "original")
 SOURCES = ("document", "context", "table")

@@ -34,7 +34,7 @@ RANKER_FILE = "rerank.json"
 @dataclass(frozen=True)
 class Settings:
     retrieved: int = 6  # retrieved candidates that enter the ranking as they are
-    started: int = 0  # of them, how many also start a denoising row (never exact on dev: off)
+    started: int = 0  # of them, how many also start a denoising row (did not pay on dev: off)
     strength: float = 0.3  # the share of a started candidate's tokens renoised
     fresh: int = 1  # fresh denoised samples per request when retrieval found something
 
