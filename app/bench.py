@@ -132,7 +132,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--plot", default="bench.png", help="where to write the PNG plot")
     args = parser.parse_args(argv)
 
-    from model.benchmark import engine_figures
+    from model.training.benchmark import engine_figures
     from model.loading import load_backend
 
     backend = load_backend(args.model)

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     """``python -m model.tokenizer OUT``: train on the corpus' train split and save to OUT."""
     import argparse
 
-    from model.corpus import iter_documents
+    from model.training.corpus import iter_documents
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("out")

@@ -49,12 +49,12 @@ from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
     EntropyBoundSamplerConfig,
 )
 
-from model import examples
-from model.architecture import small_config
-from model.examples import ExampleMaker, batch_stream
+from model.training import examples
+from model.training.architecture import small_config
+from model.training.examples import ExampleMaker, batch_stream
 from model.tokenizer import load_tokenizer
 
-TOKENIZER_DIR = Path(__file__).resolve().parent.parent / "resources" / "tokenizer"
+TOKENIZER_DIR = Path(__file__).resolve().parents[2] / "resources" / "tokenizer"
 
 
 def corrupt(canvas: torch.Tensor, noise: str, mask_id: int, vocab_size: int, generator: torch.Generator):

@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 
 from model.api import InfillRequest
-from model.corpus import Document, heldout_part, iter_documents
+from model.training.corpus import Document, heldout_part, iter_documents
 from model.loading import load_backend
 from model.tokenizer import encode_text
 

@@ -17,7 +17,7 @@ import time
 import torch
 
 from model.api import InfillRequest
-from model.evaluate import ENTROPY_BOUNDS, ONE_PER_PASS, heldout_documents, make_tasks, pass_time_ms, run, set_sampler
+from model.training.evaluate import ENTROPY_BOUNDS, ONE_PER_PASS, heldout_documents, make_tasks, pass_time_ms, run, set_sampler
 from model.worker import InferenceWorker
 
 
