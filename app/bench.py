@@ -4,7 +4,7 @@
 
 Process-level figures (window shown, model ready, GUI stall, peak memory) come from
 ``app.bench_probe`` subprocesses, medians of several runs; engine figures (prefill, pass,
-first draft, quality against speed) from ``model.benchmark`` on a loaded model.
+first draft, quality against speed) from ``model.training.benchmark`` on a loaded model.
 """
 
 from __future__ import annotations
