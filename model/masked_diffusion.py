@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 
@@ -218,59 +217,6 @@ class MaskedDiffusionBackend:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.mask_id
         self.window = self._window(config, tokenizer)
         self._bytes = token_bytes_table(tokenizer)
-
-    @classmethod
-    def from_pretrained(
-        cls,
-        folder_or_id: str | Path,
-        device: str | None = None,
-        trust_remote_code: bool = False,
-        local_files_only: bool = True,
-        **options,
-    ) -> MaskedDiffusionBackend:
-        """Load a checkpoint (safetensors only); ``options`` go to the constructor.
-
-        Masked LMs load with ``AutoModelForMaskedLM``; LLaDA and Dream ship their own code and load
-        with ``AutoModel``, only when ``trust_remote_code`` is on.
-        """
-        from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer, PreTrainedConfig
-
-        from model.loading import pick_device
-
-        source = str(folder_or_id)
-        try:
-            raw, _ = PreTrainedConfig.get_config_dict(source, local_files_only=local_files_only)
-        except Exception as error:  # transformers raises many types for a bad config
-            raise EngineError(f"{source}: cannot read the model config ({_first_line(error)})") from None
-        family = masked_diffusion_family(raw)
-        if family is None:
-            name = architecture_name(raw)
-            raise EngineError(f"{source}: unsupported architecture {name} (not a masked-diffusion model)")
-        remote = family != "masked-lm"
-        if remote and not trust_remote_code:
-            name = architecture_name(raw)
-            raise EngineError(f"{source}: {name} runs the checkpoint's own code; allow remote code to load it")
-        device = pick_device(device)
-        dtype = torch.bfloat16 if device != "cpu" else torch.float32
-        loader = AutoModel if remote else AutoModelForMaskedLM
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(
-                source, local_files_only=local_files_only, trust_remote_code=trust_remote_code
-            )
-            model = loader.from_pretrained(
-                source, dtype=dtype, use_safetensors=True, local_files_only=local_files_only,
-                trust_remote_code=trust_remote_code,
-            ).to(device)
-        except Exception as error:
-            raise EngineError(f"{source}: cannot load the model ({_first_line(error)})") from None
-        info = ModelInfo(
-            name=Path(source).name if Path(source).is_dir() else source,
-            backend="masked-diffusion",
-            device=device,
-            parameters=sum(p.numel() for p in model.parameters()),
-            instruction_tuned=False,
-        )
-        return cls(model, tokenizer, info, **options)
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -501,8 +447,3 @@ def _prefix_pieces(tokenizer, ids: list[int], text: str) -> list[str]:
         else:
             pieces.append("")
     return pieces + [text[len(done) :]] if ids else []
-
-
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__
