@@ -70,8 +70,9 @@ class PinnedTokens(LogitsProcessor):
 
 
 @dataclass
-class _Row:
-    """One line of the batch: a request's alternative, or one gap of a template."""
+class _RowRequest:
+    """What one row of the batch asks for: a request's alternative, or a template's gaps on one
+    canvas. Its output after each pass is a ``_RowState``."""
 
     prompt: list[int]
     max_new_tokens: int
@@ -87,8 +88,8 @@ class _RowState:
     ids: list[int]
     accepted: list[bool]
     confidence: list[float]
-    step: int
-    passes: int
+    batch_passes: int
+    forward_passes: int
     final: bool = False
 
 
@@ -143,16 +144,16 @@ class DiffusionGemmaBackend:
         keep_first = min(len(segments[0]), room * 3 // 4)
         segments[0] = segments[0][len(segments[0]) - keep_first :]
         segments[-1] = segments[-1][: max(0, room - keep_first)]
-        row = _Row(self.layout.multi_gap_prompt(segments), self.canvas_length, sentinels=self.layout.gaps[:n_gaps])
+        row = _RowRequest(self.layout.multi_gap_prompt(segments), self.canvas_length, sentinels=self.layout.gaps[:n_gaps])
         for (state,) in _in_inference_mode(self._denoise([row], template.steps, template.seed, None, cancel)):
             yield tuple(self._draft(part) for part in _split_gaps(state, row.sentinels))
 
     # ---- prompts ------------------------------------------------------------------------------
 
-    def _row(self, request: InfillRequest) -> _Row:
+    def _row(self, request: InfillRequest) -> _RowRequest:
         init_ids = encode_text(self.tokenizer, request.init_text) if request.is_rewrite else None
         max_new = max(request.max_new_tokens, len(init_ids) + 1) if init_ids is not None else request.max_new_tokens
-        return _Row(self.prompt_ids(request), max_new, init_ids, request.strength)
+        return _RowRequest(self.prompt_ids(request), max_new, init_ids, request.strength)
 
     def prompt_ids(self, request: InfillRequest) -> list[int]:
         """The prompt the engine encodes for ``request``, within the model's context budget."""
@@ -186,7 +187,7 @@ class DiffusionGemmaBackend:
 
     # ---- the denoising loop -------------------------------------------------------------------
 
-    def _denoise(self, rows: list[_Row], steps, seed, sampler_bound, cancel: CancelFlag | None):
+    def _denoise(self, rows: list[_RowRequest], steps, seed, sampler_bound, cancel: CancelFlag | None):
         model, L, device = self.model, self.canvas_length, self.device
         config = library.generation_config(model, steps, sampler_bound)
         torch.manual_seed(seed if seed is not None else torch.seed())
@@ -217,7 +218,7 @@ class DiffusionGemmaBackend:
         generated: list[list[int]] = [[] for _ in rows]
         finished = [False] * B
         passes = [0] * B
-        step = 0
+        batch_passes = 0
         cur_len = width
         new_ids = input_ids[:, reused:]
         decoder_attention_mask = torch.nn.functional.pad(attention_mask, (0, L), value=True)
@@ -250,14 +251,14 @@ class DiffusionGemmaBackend:
                     dict(decoder_attention_mask=mask_mapping, cache=cache, decoder_position_ids=decoder_position_ids),
                     self.draw_tokens,
                 )
-                step += 1
+                batch_passes += 1
                 accepted = sampler.accepted_token_mask | pinned.pinned
                 shown = torch.where(accepted, canvas, argmax)
                 if self.profile.canvas_noise == "mask":  # absorbing: accepted tokens never change again
                     pinned.ids = torch.where(accepted & ~pinned.pinned, canvas, pinned.ids)
                     pinned.pinned = accepted
                     done = done | self._settled(accepted, pinned.ids)
-                yield self._states(rows, generated, shown, accepted, probs, step, passes, finished)
+                yield self._states(rows, generated, shown, accepted, probs, batch_passes, passes, finished)
 
             final_canvas = torch.where(pinned.pinned, pinned.ids, argmax)
             self._append(rows, generated, finished, final_canvas)
@@ -268,7 +269,7 @@ class DiffusionGemmaBackend:
             attention_mask = torch.nn.functional.pad(attention_mask, (0, L), value=True)
             decoder_attention_mask = torch.nn.functional.pad(decoder_attention_mask, (0, L), value=True)
         yield [
-            _RowState(drop_incomplete_tail(self._bytes, ids), [True] * len(ids), [1.0] * len(ids), step, passes[b], True)
+            _RowState(drop_incomplete_tail(self._bytes, ids), [True] * len(ids), [1.0] * len(ids), batch_passes, passes[b], True)
             for b, ids in enumerate(generated)
         ]
 
@@ -281,7 +282,7 @@ class DiffusionGemmaBackend:
         before_end = torch.arange(L, device=ids.device).unsqueeze(0) < first_end.unsqueeze(1)
         return (accepted | ~before_end).all(dim=1)
 
-    def _start_canvas(self, rows: list[_Row], canvas_index: int, sampler, pinned: PinnedTokens) -> torch.LongTensor:
+    def _start_canvas(self, rows: list[_RowRequest], canvas_index: int, sampler, pinned: PinnedTokens) -> torch.LongTensor:
         """Noise everywhere, except a rewrite's pinned tokens: (1 - strength) of its text and EOS."""
         L = self.canvas_length
         start = sampler.initialize_canvas(len(rows), self.device)
@@ -314,7 +315,7 @@ class DiffusionGemmaBackend:
 
     # ---- drafts -------------------------------------------------------------------------------
 
-    def _states(self, rows, generated, shown, accepted, probs, step, passes, finished) -> list[_RowState]:
+    def _states(self, rows, generated, shown, accepted, probs, batch_passes, passes, finished) -> list[_RowState]:
         """Each row's output so far: finished canvases, then the current canvas up to its first end."""
         confidence = probs.gather(-1, shown.unsqueeze(-1)).squeeze(-1)
         states = []
@@ -327,14 +328,14 @@ class DiffusionGemmaBackend:
                     ids.append(token_id)
                     flags.append(ok)
                     scores.append(score)
-            states.append(_RowState(ids, flags, scores, step, passes[b]))
+            states.append(_RowState(ids, flags, scores, batch_passes, passes[b]))
         return states
 
     def _draft(self, state: _RowState) -> Draft:
         pieces = split_text(self._bytes, state.ids)
         text = decode_ids(self.tokenizer, state.ids) if state.final else "".join(pieces)
         tokens = tuple(TokenState(p, c, a) for p, c, a in zip(pieces, state.confidence, state.accepted))
-        return Draft(state.step, (Candidate(text, tokens),), state.final, state.passes, len(state.ids))
+        return Draft(state.batch_passes, (Candidate(text, tokens),), state.final, state.forward_passes, len(state.ids))
 
 
 def _in_inference_mode(steps: Iterator):
@@ -371,7 +372,7 @@ def _split_gaps(state: _RowState, sentinels: list[int]) -> list[_RowState]:
         begin, end = spans.get(sentinel, (0, 0))
         parts.append(
             _RowState(state.ids[begin:end], state.accepted[begin:end], state.confidence[begin:end],
-                      state.step, state.passes, state.final)
+                      state.batch_passes, state.forward_passes, state.final)
         )
     return parts
 
@@ -380,7 +381,7 @@ def _merge(drafts: list[Draft]) -> Draft:
     """One request's draft from its alternatives' rows: candidates side by side."""
     first = drafts[0]
     return Draft(
-        first.step,
+        first.batch_passes,
         tuple(candidate for draft in drafts for candidate in draft.candidates),
         all(draft.final for draft in drafts),
         max(draft.forward_passes for draft in drafts),

@@ -151,8 +151,9 @@ class _Span:
 
 
 @dataclass
-class _Row:
-    """One sequence of the batch: token runs around its gaps, one more run than gaps."""
+class _GappedSequence:
+    """One row of the batch: the token runs around its gaps (one more run than gaps), the span
+    being denoised in each gap, and its random generator."""
 
     segments: list[list[int]]
     spans: list[_Span]
@@ -227,8 +228,8 @@ class MaskedDiffusionBackend:
         for request in requests:
             generator = self._generator(request.seed)
             groups.append([self._infill_row(request, generator) for _ in range(request.n_alternatives)])
-        for step in self._denoise([row for group in groups for row in group], cancel):
-            yield tuple(self._draft(group, step, gap=0) for group in groups)
+        for batch_passes in self._denoise([row for group in groups for row in group], cancel):
+            yield tuple(self._draft(group, batch_passes, gap=0) for group in groups)
 
     def stream_template(
         self, template: TemplateRequest, cancel: CancelFlag | None = None
@@ -242,9 +243,9 @@ class MaskedDiffusionBackend:
             return
         first, last = _fit(segments[0], segments[-1], budget)
         spans = [self._blank_span(cap, template.steps) for cap in template.max_new_tokens]
-        row = _Row([first, *segments[1:-1], last], spans, self._generator(template.seed))
-        for step in self._denoise([row], cancel):
-            yield tuple(self._draft([row], step, gap) for gap in range(len(spans)))
+        row = _GappedSequence([first, *segments[1:-1], last], spans, self._generator(template.seed))
+        for batch_passes in self._denoise([row], cancel):
+            yield tuple(self._draft([row], batch_passes, gap) for gap in range(len(spans)))
 
     # ---- rows ---------------------------------------------------------------------------------
 
@@ -275,7 +276,7 @@ class MaskedDiffusionBackend:
         return _Span([self.mask_id] * length, [False] * length, [0.0] * length, [self.mask_id] * length,
                      cap, self._quota(cap, steps))
 
-    def _infill_row(self, request: InfillRequest, generator: torch.Generator) -> _Row:
+    def _infill_row(self, request: InfillRequest, generator: torch.Generator) -> _GappedSequence:
         init = encode_text(self.tokenizer, request.init_text) if request.init_text else []
         room = self._budget(0)
         if len(init) > room:
@@ -293,11 +294,11 @@ class MaskedDiffusionBackend:
         prefix = encode_text(self.tokenizer, request.prefix)
         suffix = encode_text(self.tokenizer, request.suffix)
         prefix, suffix = _fit(prefix, suffix, self._budget(span.cap))
-        return _Row([prefix, suffix], [span], generator)
+        return _GappedSequence([prefix, suffix], [span], generator)
 
     # ---- denoising ----------------------------------------------------------------------------
 
-    def _denoise(self, rows: list[_Row], cancel: CancelFlag | None) -> Iterator[int]:
+    def _denoise(self, rows: list[_GappedSequence], cancel: CancelFlag | None) -> Iterator[int]:
         """Run passes until every row is finished; yield the pass count after each (0 if none ran)."""
         step = 0
         while True:
@@ -316,7 +317,7 @@ class MaskedDiffusionBackend:
             step += 1
             yield step
 
-    def _pass(self, rows: list[_Row]) -> None:
+    def _pass(self, rows: list[_GappedSequence]) -> None:
         sequences, positions = [], []
         for row in rows:
             sequence, where = self._sequence(row)
@@ -329,7 +330,7 @@ class MaskedDiffusionBackend:
             self._update(row, logits[index])  # (n, V)
             row.passes += 1
 
-    def _sequence(self, row: _Row) -> tuple[list[int], list[int]]:
+    def _sequence(self, row: _GappedSequence) -> tuple[list[int], list[int]]:
         """The row's token ids, and the sequence positions of its masks (recorded in ``row.masked``)."""
         ids, where = list(self.head), []
         row.masked = []
@@ -364,7 +365,7 @@ class MaskedDiffusionBackend:
                 logits[b] = row_logits
         return logits
 
-    def _update(self, row: _Row, logits: torch.Tensor) -> None:
+    def _update(self, row: _GappedSequence, logits: torch.Tensor) -> None:
         """Sample the row's masks, let the sampler commit some per gap, close gaps at end tokens."""
         logits = logits[:, : self._vocab].float()
         logits[:, self._suppressed] = -math.inf
@@ -403,11 +404,11 @@ class MaskedDiffusionBackend:
 
     # ---- drafts -------------------------------------------------------------------------------
 
-    def _draft(self, rows: list[_Row], step: int, gap: int) -> Draft:
+    def _draft(self, rows: list[_GappedSequence], batch_passes: int, gap: int) -> Draft:
         """One request's (or one template gap's) draft: a candidate per row."""
         spans = [row.spans[gap] for row in rows]
         return Draft(
-            step,
+            batch_passes,
             tuple(self._candidate(span) for span in spans),
             final=all(row.finished for row in rows),
             forward_passes=max(row.passes for row in rows),

@@ -35,7 +35,7 @@ def test_request_streams_drafts_then_a_final_text(tiny_backend):
     draft = last[0]
     assert draft.text and draft.generated_tokens <= 12
     assert "".join(t.text for t in draft.tokens) == draft.text
-    steps = [d.step for (d,) in drafts]
+    steps = [d.batch_passes for (d,) in drafts]
     assert steps == sorted(steps)
     # intermediate drafts carry per-token confidence and accepted flags
     middle = drafts[0][0]

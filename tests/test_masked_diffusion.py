@@ -109,7 +109,7 @@ def test_infill_feeds_prefix_and_suffix_untouched_and_drafts_have_the_right_shap
         row = ids[0].tolist()
         assert row[: len(prefix)] == prefix and row[len(prefix) + 6 :] == suffix
     assert all(len(tuple_) == 2 for tuple_ in drafts)
-    assert [tuple_[0].step for tuple_ in drafts] == list(range(1, len(drafts) + 1))
+    assert [tuple_[0].batch_passes for tuple_ in drafts] == list(range(1, len(drafts) + 1))
     assert all(draft.final for draft in drafts[-1]) and not all(draft.final for draft in drafts[0])
     assert len(drafts[-1][0].candidates) == 2 and len(drafts[-1][1].candidates) == 1
     for tuple_ in drafts:
