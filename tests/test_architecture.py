@@ -17,7 +17,7 @@ import pytest
 from packaging.requirements import Requirement
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ["model"]
+PACKAGES = ["model", "app"]
 MAX_LINES = 500
 TRANSFORMERS_ADAPTER = "model.diffusion_gemma_library"
 
@@ -37,24 +37,28 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _runtime_nodes(node: ast.AST):
-    """Every node under ``node``, leaving out the bodies of ``if TYPE_CHECKING:``."""
+def _runtime_nodes(node: ast.AST, in_functions: bool = True):
+    """Every node under ``node``, leaving out the bodies of ``if TYPE_CHECKING:`` (and of functions
+    unless ``in_functions``)."""
     for child in ast.iter_child_nodes(node):
         if isinstance(child, ast.If) and _is_type_checking(child.test):
             for other in child.orelse:
                 yield other
-                yield from _runtime_nodes(other)
+                yield from _runtime_nodes(other, in_functions)
+            continue
+        if not in_functions and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
         yield child
-        yield from _runtime_nodes(child)
+        yield from _runtime_nodes(child, in_functions)
 
 
-def imported_names(name: str, path: Path) -> set[str]:
-    """Dotted names module ``name`` imports at run time: ``from a.b import c`` gives ``a.b.c``."""
+def imported_names(name: str, path: Path, in_functions: bool = True) -> set[str]:
+    """Dotted names module ``name`` imports at run time: ``from a.b import c`` gives ``a.b.c``.
+    Without ``in_functions``, only those imported when the module itself is imported."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     names = set()
-    for node in _runtime_nodes(tree):
+    for node in _runtime_nodes(tree, in_functions):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -170,6 +174,14 @@ def test_the_runtime_never_imports_training():
     assert {name: targets for name, targets in offending.items() if targets} == {}
 
 
+def test_the_app_imports_training_only_inside_the_commands_that_train_or_evaluate():
+    loaded_with_the_app = {
+        name: sorted(imported for imported in imported_names(name, path, in_functions=False) if imported.startswith("model.training"))
+        for name, path in modules("app").items()
+    }
+    assert {name: names for name, names in loaded_with_the_app.items() if names} == {}
+
+
 def test_transformers_private_generation_api_is_called_from_one_module():
     calls = private_calls("model", "_prepare_")
     assert set(calls) == {TRANSFORMERS_ADAPTER}
@@ -193,12 +205,14 @@ def test_the_helpers_find_a_cycle_a_long_module_and_a_missed_move(tmp_path, monk
     (package / "b.py").write_text("def f():\n    from pkg import a\n" + "x = 1\n" * MAX_LINES)
     (package / "c.py").write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\nfrom pkg import gone\n"
-        "x._prepare_sampler(config)\n"
+        "x._prepare_sampler(config)\ndef later():\n    import pkg.b\n"
     )
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
     graph = import_graph("pkg")
-    assert graph["pkg.c"] == {"pkg"}  # the TYPE_CHECKING import of a does not count
+    assert graph["pkg.c"] == {"pkg", "pkg.b"}  # the TYPE_CHECKING import of a does not count
+    assert imported_names("pkg.c", package / "c.py", in_functions=False) == {"typing.TYPE_CHECKING", "pkg.gone"}
     assert sorted(import_cycle(graph)[:2]) == ["pkg.a", "pkg.b"]
+    assert import_cycle({"x": {"y"}, "y": {"z"}, "z": set()}) is None  # a chain is no cycle
     assert set(long_modules("pkg")) == {"pkg.b"}
     assert unresolved_imports("pkg") == {"pkg.c: pkg.gone"}
     assert private_calls("pkg", "_prepare_") == {"pkg.c": {"_prepare_sampler"}}
