@@ -119,7 +119,7 @@ class SuggestingBackend:
         """While the batch denoises: the best retrieved text if any, else the first denoising row."""
         if plan.retrieved and plan.retrieved[0].origin != "original" or not drafts:
             text = plan.retrieved[0].text if plan.retrieved else ""
-            step, passes, tokens = (drafts[0].step, drafts[0].forward_passes, drafts[0].generated_tokens) if drafts else (0, 0, 0)
+            step, passes, tokens = (drafts[0].batch_passes, drafts[0].forward_passes, drafts[0].generated_tokens) if drafts else (0, 0, 0)
             return Draft(step, (self._candidate(text),), False, passes, tokens)
         return drafts[0]
 
@@ -143,7 +143,7 @@ class SuggestingBackend:
         candidates = tuple(self._candidate(a.text, score, a.origin) for score, a in scored)
         passes = max((draft.forward_passes for draft in drafts), default=0)
         tokens = max((draft.generated_tokens for draft in drafts), default=0)
-        step = max((draft.step for draft in drafts), default=0)
+        step = max((draft.batch_passes for draft in drafts), default=0)
         return Draft(step, candidates, True, passes, tokens, confident=self.ranker.confident(*scored[0]))
 
     def evidence(self, request: InfillRequest, alternatives: list[Alternative]) -> list[Evidence]:
