@@ -4,7 +4,7 @@ Each alternative is described by a few features: where it came from (retrieval k
 source, a fresh denoised sample, a retrieval-started one, or the region's current text), how
 often retrieval saw it, the model's own score (``model.candidate_score``: mean log-probability
 per token), and the cheap checks of ``model.checks``. A logistic model over these features (fit
-on the held-out dev part by ``model.tune_rerank``, stored as ``rerank.json`` beside the weights)
+on the held-out dev part by ``model.training.tune_rerank``, stored as ``rerank.json`` beside the weights)
 gives each alternative the log-odds that it is exactly what belongs there. Alternatives are
 ordered by it; the best is confident when its probability clears the stored bar and it is not a
 guess (``GUESSES``: kinds that were never exact on dev).

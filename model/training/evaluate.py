@@ -20,7 +20,7 @@ the smallest accepts one token per pass) to draw quality against tokens per pass
 one decoder pass over a full canvas with a 512-token prompt, batch 1.
 
 The editor-shaped figures of issue 14 (cursor after the indentation, prose gaps, repair, each
-beside the repeat, lookup and model-alone baselines) are ``model.evaluate_edits``.
+beside the repeat, lookup and model-alone baselines) are ``model.training.evaluate_edits``.
 """
 
 from __future__ import annotations

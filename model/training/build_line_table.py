@@ -1,6 +1,6 @@
 """Build the line table (``model.line_table``) from the training split only.
 
-    python -m model.build_line_table resources/models/sfumato-small/lines
+    python -m model.training.build_line_table resources/models/sfumato-small/lines
 
 Held-out documents are never read into it, so the held-out evaluation stays honest.
 """
@@ -11,7 +11,7 @@ import argparse
 import json
 import time
 
-from model.corpus import iter_documents
+from model.training.corpus import iter_documents
 from model.line_table import build
 
 

@@ -1,8 +1,8 @@
 """The issue-14 figures: held-out edits as the editor sends them, each beside its baselines.
 
-    python -m model.evaluate_edits embedded --part test --lines 1000 --prose 300 --repair 300 --out runs/edits-test.json
+    python -m model.training.evaluate_edits embedded --part test --lines 300 --prose 100 --repair 100 --out runs/edits-test.json
 
-For every task kind (``model.edit_tasks``: line, prose, repair) it reports exact match and
+For every task kind (``model.training.edit_tasks``: line, prose, repair) it reports exact match and
 character similarity of: the suggestion engine (retrieval, denoising, reranking: what the editor
 gets), the model alone (the bare backend, no retrieval or ranking), and the baselines ``repeat``
 and ``lookup``. The engine's ``confident`` share and the exact match among confident results show
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import torch
 
-from model.edit_tasks import exact, line_tasks, lookup_baseline, prose_tasks, repeat_baseline, similarity
 from model.loading import load_backend
+from model.training.edit_tasks import exact, line_tasks, lookup_baseline, prose_tasks, repeat_baseline, similarity
 
 BATCH = 8
 
@@ -86,7 +86,7 @@ def timing(engine, tasks, seed: int) -> dict:
 
 
 def main(argv=None) -> None:
-    from model.evaluate import heldout_documents
+    from model.training.evaluate import heldout_documents
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="model folder or spec (e.g. embedded)")

@@ -1,6 +1,6 @@
 """Fit the reranker (``model.rerank``) on the held-out dev part and store it beside the weights.
 
-    python -m model.tune_rerank resources/models/sfumato-small --lines 300 --repair 100 --prose 100
+    python -m model.training.tune_rerank resources/models/sfumato-small --lines 120 --repair 40 --prose 48
 
 Every dev task runs through the suggestion engine with retrieval-started rows and a fresh sample,
 so each kind of alternative is seen; each alternative's features are labelled by whether it is
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import torch
 
-from model.edit_tasks import exact, line_tasks, prose_tasks
 from model.line_table import LineTable
 from model.loading import load_backend
 from model.rerank import DEFAULT, FEATURES, Ranker, features
 from model.suggest import RANKER_FILE, TABLE_FOLDER, Settings, SuggestingBackend
+from model.training.edit_tasks import exact, line_tasks, prose_tasks
 
 TARGET_PRECISION = 0.5
 L2 = 1e-2
@@ -127,7 +127,7 @@ def confidence_bar(choices: list[tuple[float, bool]], rows: list[dict]) -> float
 
 
 def main(argv=None) -> None:
-    from model.evaluate import heldout_documents
+    from model.training.evaluate import heldout_documents
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="model folder (rerank.json is written there)")
