@@ -144,7 +144,9 @@ class SuggestingBackend:
         passes = max((draft.forward_passes for draft in drafts), default=0)
         tokens = max((draft.generated_tokens for draft in drafts), default=0)
         step = max((draft.batch_passes for draft in drafts), default=0)
-        return Draft(step, candidates, True, passes, tokens, confident=self.ranker.confident(*scored[0]))
+        # a rewrite whose best text is the one already there suggests nothing
+        confident = self.ranker.confident(*scored[0]) and scored[0][1].origin != "original"
+        return Draft(step, candidates, True, passes, tokens, confident=confident)
 
     def evidence(self, request: InfillRequest, alternatives: list[Alternative]) -> list[Evidence]:
         """The model's score (when the ranker weighs it) and the checks of each alternative in

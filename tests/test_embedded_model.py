@@ -72,6 +72,7 @@ def test_the_shipped_engine_gives_a_rewrite_back_when_nothing_beats_it(backend):
     draft = final_draft(backend, InfillRequest(prefix=prefix, suffix="\n", init_text="return width * height",
                                                strength=0.3, max_new_tokens=16, seed=0))
     assert draft.text == "return width * height" and draft.candidates[0].origin == "original"
+    assert not draft.confident
 
 
 def test_the_shipped_engine_holds_back_a_guess(backend):

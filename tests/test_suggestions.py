@@ -73,6 +73,7 @@ def test_the_unchanged_text_can_win_a_rewrite(tiny_backend):
     request = InfillRequest(prefix=PREFIX, suffix=SUFFIX, init_text="stem = base", strength=0.5, seed=0)
     draft = final(engine, request)
     assert draft.text == "stem = base" and draft.candidates[0].origin == "original"
+    assert not draft.confident  # keeping the text is no suggestion: the editor says so
 
 
 def test_fresh_samples_join_the_ranking(tiny_backend):
