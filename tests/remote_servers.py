@@ -16,6 +16,7 @@ import http.server
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import httpx
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
 CANCEL_MARK = "SFUMATO-TEST stream cancelled by the client"
 CHAT_TEMPLATE = (
     "{% for message in messages %}<bos>{{ message['role'] }}\n{{ message['content'] }}<eos>\n{% endfor %}"
@@ -65,6 +67,17 @@ def build_tiny_llama(folder: Path, tokenizer) -> Path:
     tokenizer.chat_template = CHAT_TEMPLATE
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
+    """(certificate, key) for 127.0.0.1, signed by nobody a client trusts."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )
+    return cert, key
 
 
 def free_port() -> int:
@@ -182,11 +195,14 @@ class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     replay: "ReplayServer"
 
+    def handle_error(self, request, client_address) -> None:  # a refused TLS handshake is expected
+        pass
+
 
 class ReplayServer:
     """Loopback server; ``replies[(method, path)]`` scripts each answer (``/v1/models`` has a default)."""
 
-    def __init__(self, model: str = "replay-model", owned_by: str = "replay"):
+    def __init__(self, model: str = "replay-model", owned_by: str = "replay", certificate: tuple[Path, Path] | None = None):
         self.requests: list[tuple[str, str, object, dict]] = []
         self.disconnects = 0
         self.replies: dict[tuple[str, str], Reply] = {
@@ -194,8 +210,12 @@ class ReplayServer:
         }
         self._server = _Server(("127.0.0.1", 0), ReplayHandler)
         self._server.replay = self
+        if certificate is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*certificate)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self.port = self._server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.url = f"{'https' if certificate else 'http'}://127.0.0.1:{self.port}/v1"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
@@ -228,3 +248,55 @@ def stream_reply(chunks: list, done: bool = True, pause: float = 0.0) -> Reply:
             handler.event("[DONE]")
 
     return reply
+
+
+# ---- bad servers: each case scripts a ReplayServer; the backend must fail with one clear line ---------
+
+CHAT = ("POST", "/v1/chat/completions")
+
+
+def _close_at_once(handler: ReplayHandler) -> None:
+    handler.close_connection = True
+    handler.connection.shutdown(socket.SHUT_RDWR)
+
+
+def _huge_json(handler: ReplayHandler) -> None:
+    size = 100 << 20
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(size))
+    handler.end_headers()
+    block = b" " * (1 << 16)
+    for _ in range(size // len(block)):
+        handler.wfile.write(block)
+
+
+def _cut_after_two_chunks(handler: ReplayHandler) -> None:
+    stream_reply([chat_chunk("def "), chat_chunk("area(")], done=False)(handler)
+
+
+def _too_many_tokens(handler: ReplayHandler) -> None:
+    usage = {"prompt_tokens": 5, "completion_tokens": 500, "total_tokens": 505}
+    stream_reply([chat_chunk("x"), {**chat_chunk(None, "length"), "usage": usage}])(handler)
+
+
+def _endless_text(handler: ReplayHandler) -> None:
+    stream_reply([chat_chunk("word " * 50) for _ in range(20)])(handler)
+
+
+BAD_SERVERS: dict[str, tuple[dict, str]] = {
+    # case: (replies to install, what the one-line message must say)
+    "401 unauthorized": ({CHAT: lambda h: h.send_json(401, {"error": {"message": "Invalid API key"}})}, "Settings > Server"),
+    "403 forbidden": ({CHAT: lambda h: h.send_json(403, {"detail": "Forbidden"})}, "refused the API key"),
+    "404 model": ({CHAT: lambda h: h.send_json(404, {"error": {"message": "The model `m` does not exist."}})}, "no such model"),
+    "429 retry-after": ({CHAT: lambda h: h.send_json(429, {"error": "slow down"}, {"Retry-After": "7"})}, "try again in 7 s"),
+    "500 server error": ({CHAT: lambda h: h.send_json(500, {"detail": "CUDA out of memory"})}, "HTTP 500: CUDA out of memory"),
+    "502 html page": ({CHAT: lambda h: h.send_raw(502, "text/html", b"<html><body>Bad Gateway</body></html>")}, "HTTP 502: an HTML page"),
+    "malformed SSE": ({CHAT: stream_reply([chat_chunk("a"), "{not json"])}, "malformed stream"),
+    "stream cut mid-way": ({CHAT: _cut_after_two_chunks}, "before the answer was complete"),
+    "more tokens than asked": ({CHAT: _too_many_tokens}, "more than the 16 asked for"),
+    "endless text": ({CHAT: _endless_text}, "far more text than the 16 tokens"),
+    "100 MB response": ({CHAT: _huge_json}, "more than 8 MiB"),
+    "HTML instead of JSON": ({CHAT: lambda h: h.send_raw(200, "text/html", b"<!DOCTYPE html><html></html>")}, "HTML page"),
+    "dropped twice": ({CHAT: _close_at_once}, "broke before the answer was complete"),
+}

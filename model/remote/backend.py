@@ -116,6 +116,7 @@ class RemoteBackend:
                     tokens[index] = count
                     yield drafts(False)
                 slots[index][alternative] = settled_candidate(slots[index][alternative].text)
+                tokens[index] = self.round_trip.tokens  # the server's count, when it gave one
         yield drafts(True)
 
     def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
@@ -146,7 +147,9 @@ class RemoteBackend:
             self.profile.extras = False
         elif "diffusing" in body and refused and "diffusing" in detail:
             self.profile.draft_stream = False
-        elif "messages" in body and (error.status in (404, 405) or "chat template" in detail or "chat_template" in detail):
+        elif "messages" in body and (
+            (error.status in (404, 405) and "model" not in detail) or "chat template" in detail or "chat_template" in detail
+        ):
             self.profile.chat = False
         else:
             return False

@@ -6,13 +6,14 @@ of letters and digits, a run of whitespace, or one punctuation character. The pi
 text exactly; they are drawing units, never counted as the model's tokens.
 
 What a piece says about the model is only what the server sent: text of a finished canvas is
-settled; in a server's intermediate draft (a draft stream), a piece is settled when it is
-unchanged since the previous draft, and unsettled (drawn as still denoising) when it changed.
+settled; in a server's intermediate draft (a draft stream), a piece is settled when difflib
+finds it kept from the previous draft, and unsettled (drawn as still denoising) when it is new.
 """
 
 from __future__ import annotations
 
 import re
+from difflib import SequenceMatcher
 
 from model.api import Candidate, TokenState
 
@@ -29,10 +30,9 @@ def settled_candidate(text: str) -> Candidate:
 
 
 def draft_candidate(text: str, previous: str) -> Candidate:
-    """An intermediate draft: pieces unchanged at their place since ``previous`` are settled."""
-    before = split_pieces(previous)
-    tokens = []
-    for index, piece in enumerate(split_pieces(text)):
-        kept = index < len(before) and before[index] == piece
-        tokens.append(TokenState(piece, 1.0 if kept else 0.0, kept))
-    return Candidate(text, tuple(tokens))
+    """An intermediate draft: pieces kept from ``previous`` (matched by difflib) are settled."""
+    before, now = split_pieces(previous), split_pieces(text)
+    kept = [False] * len(now)
+    for block in SequenceMatcher(None, before, now, autojunk=False).get_matching_blocks():
+        kept[block.b : block.b + block.size] = [True] * block.size
+    return Candidate(text, tuple(TokenState(piece, 1.0 if keep else 0.0, keep) for piece, keep in zip(now, kept)))
