@@ -93,15 +93,20 @@ def test_vllm_extras_are_sent_to_vllm_and_dropped_for_good_when_refused(replay_s
 
 def test_a_rewrite_on_vllm_seeds_the_canvas_with_the_selections_tokens_and_pins_the_kept_ones(replay_server):
     replay_server.replies[("GET", "/v1/models")] = lambda h: h.send_json(200, {"data": [{"id": "dg", "owned_by": "vllm"}]})
-    replay_server.replies[("POST", "/tokenize")] = lambda h: h.send_json(200, {"tokens": [11, 12, 13, 14]})
+    ids = {"w * h": [11, 12, 13, 14], "<eos>": [1], "<pad>": [0]}  # FIM markers: several tokens, so no FIM
+
+    def tokenize(handler):
+        text = replay_server.posts("/tokenize")[-1]["prompt"]
+        handler.send_json(200, {"tokens": ids.get(text, [7, 8, 9, 10, 11])})
+
+    replay_server.replies[("POST", "/tokenize")] = tokenize
     replay_server.replies[CHAT] = stream_reply([chat_chunk("w*h", "stop")])
-    backend = connect(replay_server.url)
+    backend = connect(replay_server.url, RemoteOptions(canvas_length=8))
     final_text(backend, InfillRequest(prefix="a", init_text="w * h", strength=0.5, seed=3))
     extras = replay_server.posts("/v1/chat/completions")[0]["vllm_xargs"]
-    assert extras["diffusion_seed_canvas"] == "11,12,13,14"
-    pinned = [int(i) for i in extras["diffusion_pinned"].split(",")]
-    assert len(pinned) == 2 and set(pinned) <= {0, 1, 2, 3}
-    assert all(isinstance(value, (str, int, float)) for value in extras.values())  # vllm_xargs is flat
+    assert extras["diffusion_seed_canvas"] == [11, 12, 13, 14, 1, 0, 0, 0]  # exactly canvas_length ids
+    pinned = extras["diffusion_pinned"]
+    assert len(pinned) == 2 and set(pinned) <= {0, 1, 2, 3}  # half the selection, never EOS or padding
 
 
 # ---- draft streams -----------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from model.remote.connection import DONE, MAX_RESPONSE_BYTES, Connection, HttpSt
 from model.remote.credentials import api_key_for
 from model.remote.pieces import draft_candidate, settled_candidate, split_pieces
 from model.remote.prompts import diffusion_extras, request_body
-from model.remote.server import ServerProfile, discover, tokenize
+from model.remote.server import ServerProfile, discover, seed_canvas
 
 EMPTY = Candidate("", ())
 
@@ -36,6 +36,7 @@ class RemoteOptions:
     model: str | None = None  # None: the first model the server lists
     api_key: str | None = None  # None: SFUMATO_API_KEY or the OS keyring
     context_tokens: int = 4096  # prompt budget; longer documents lose the prefix's start
+    canvas_length: int = 256  # the served DiffusionGemma's canvas (vLLM seeds exactly this many ids)
     timeouts: Timeouts = field(default_factory=Timeouts)
     max_response_bytes: int = MAX_RESPONSE_BYTES
     draft_stream: bool | None = None  # None: only for servers known to stream drafts
@@ -129,8 +130,11 @@ class RemoteBackend:
         while True:
             path, body = request_body(self.profile, request, self.options.context_tokens)
             if self.profile.extras:
-                seed_ids = tokenize(self.connection, self.profile.model, request.init_text) if request.is_rewrite else None
-                extras = diffusion_extras(request, seed_ids)
+                seeded = None
+                if request.is_rewrite:
+                    seeded = seed_canvas(self.connection, self.profile.model, request.init_text, self.options.canvas_length)
+                canvas, selection_tokens = seeded or (None, 0)
+                extras = diffusion_extras(request, canvas, selection_tokens)
                 if extras:
                     body["vllm_xargs"] = extras
             try:

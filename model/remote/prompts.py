@@ -56,18 +56,19 @@ def fim_prompt(markers: tuple[str, str, str], request: InfillRequest, budget_tok
     return f"{begin}{before}{hole}{after}{end}"
 
 
-def diffusion_extras(request: InfillRequest, seed_ids: list[int] | None) -> dict:
-    """vLLM's per-request diffusion settings (``vllm_xargs``: flat str / int / float values only).
+def diffusion_extras(request: InfillRequest, canvas: list[int] | None, selection_tokens: int) -> dict:
+    """vLLM's per-request diffusion settings (``vllm_xargs``).
 
-    ``diffusion_max_steps`` carries ``steps``; a rewrite seeds the canvas with the selection's
-    token ids and pins the fraction ``1 - strength`` of them, chosen with the request's seed.
+    ``diffusion_max_steps`` carries ``steps``. A rewrite seeds the canvas (exactly
+    ``canvas_length`` ids: the selection's tokens, EOS, padding) and pins the fraction
+    ``1 - strength`` of the selection's positions, chosen with the request's seed; the rest of
+    the canvas stays free, so the new text may be shorter or longer.
     """
     extras: dict = {}
     if request.steps is not None:
         extras["diffusion_max_steps"] = request.steps
-    if seed_ids:
-        keep = round(len(seed_ids) * (1.0 - request.strength))
-        pinned = sorted(random.Random(request.seed).sample(range(len(seed_ids)), keep))
-        extras["diffusion_seed_canvas"] = ",".join(map(str, seed_ids))
-        extras["diffusion_pinned"] = ",".join(map(str, pinned))
+    if canvas:
+        keep = round(selection_tokens * (1.0 - request.strength))
+        extras["diffusion_seed_canvas"] = list(canvas)
+        extras["diffusion_pinned"] = sorted(random.Random(request.seed).sample(range(selection_tokens), keep))
     return extras

@@ -5,7 +5,8 @@
   the common FIM families; a marker that is one token means the served tokenizer has FIM tokens.
   Servers without ``/tokenize`` (``transformers serve``, hosted APIs) get chat prompts;
 * diffusion extras (``vllm_xargs``): only for vLLM (``owned_by: vllm`` in the model list), and
-  dropped for good the first time the server rejects them;
+  dropped for good the first time the server rejects them; a rewrite's seed canvas is built from
+  the served tokenizer's ids (``/tokenize``) of the selection, ``<eos>`` and ``<pad>`` (Gemma's);
 * chat: dropped for good when the server has no chat template (then prefix-only completions);
 * draft streams (``"diffusing": true``): Inception's Mercury API, or when the user says so.
 """
@@ -83,3 +84,12 @@ def tokenize(connection: Connection, model: str, text: str) -> list[int] | None:
         return None
     tokens = answer.get("tokens") if isinstance(answer, dict) else None
     return tokens if isinstance(tokens, list) and all(isinstance(t, int) for t in tokens) else None
+
+
+def seed_canvas(connection: Connection, model: str, text: str, canvas_length: int) -> tuple[list[int], int] | None:
+    """(canvas, n): ``text``'s ids, EOS, padding to ``canvas_length``; None where that cannot be built."""
+    ids = tokenize(connection, model, text)
+    eos, pad = tokenize(connection, model, "<eos>"), tokenize(connection, model, "<pad>")
+    if ids is None or eos is None or pad is None or len(eos) != 1 or len(pad) != 1 or len(ids) >= canvas_length:
+        return None
+    return ids + eos + pad * (canvas_length - len(ids) - 1), len(ids)
