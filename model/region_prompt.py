@@ -12,16 +12,27 @@ from model.api import InfillRequest
 CHARS_PER_TOKEN = 3  # rough; the in-process engine refines the cut with its tokenizer
 
 
-def region_message(request: InfillRequest, budget_tokens: int) -> str:
-    """The user message for ``request``, its document cut to about ``budget_tokens`` tokens.
+def context_window(request: InfillRequest, budget_tokens: int) -> tuple[str, str]:
+    """The prefix and suffix that are sent: at most half the budget before, a quarter after.
 
     The prefix loses its start in steps, so typing at the cursor keeps the prompt's start (and a
-    cached encoding of it) unchanged; the suffix keeps at most a quarter of the budget.
+    cached encoding of it) unchanged.
     """
+    before, after = character_budgets(budget_tokens)
+    step = max(1, budget_tokens * CHARS_PER_TOKEN // 32)
+    drop = -(-max(0, len(request.prefix) - before) // step) * step
+    return request.prefix[drop:], request.suffix[:after]
+
+
+def character_budgets(budget_tokens: int) -> tuple[int, int]:
+    """(characters before, characters after) the region that a prompt of ``budget_tokens`` carries."""
     chars = budget_tokens * CHARS_PER_TOKEN
-    step = max(1, chars // 32)
-    drop = -(-max(0, len(request.prefix) - chars // 2) // step) * step
-    prefix, suffix = request.prefix[drop:], request.suffix[: chars // 4]
+    return chars // 2, chars // 4
+
+
+def region_message(request: InfillRequest, budget_tokens: int) -> str:
+    """The user message for ``request``, its document cut to about ``budget_tokens`` tokens."""
+    prefix, suffix = context_window(request, budget_tokens)
     parts = [
         "You are editing a document. Write only the text that belongs in the region marked <REGION>, "
         "with no explanation and no code fences.",

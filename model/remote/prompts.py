@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 
 from model.api import InfillRequest
-from model.region_prompt import CHARS_PER_TOKEN, region_messages
+from model.region_prompt import context_window, region_messages
 from model.remote.server import ServerProfile
 
 
@@ -34,7 +34,7 @@ def request_body(profile: ServerProfile, request: InfillRequest, budget_tokens: 
         body["prompt"] = fim_prompt(profile.fim, request, budget_tokens)
     else:
         path = "completions"
-        body["prompt"] = request.prefix[-budget_tokens * CHARS_PER_TOKEN :]
+        body["prompt"] = context_window(request, budget_tokens)[0]
     if profile.draft_stream:
         body["diffusing"] = True
     return path, body
@@ -48,10 +48,8 @@ def request_tokens(request: InfillRequest) -> int:
 
 
 def fim_prompt(markers: tuple[str, str, str], request: InfillRequest, budget_tokens: int) -> str:
-    """Prefix-suffix-middle; the prefix keeps three quarters of the budget, the suffix the rest."""
-    chars = budget_tokens * CHARS_PER_TOKEN
-    before = request.prefix[-(chars * 3 // 4) :] if chars * 3 // 4 else ""
-    after = request.suffix[: chars // 4]
+    """Prefix-suffix-middle, with the same context window as the chat prompt."""
+    before, after = context_window(request, budget_tokens)
     begin, hole, end = markers
     return f"{begin}{before}{hole}{after}{end}"
 
