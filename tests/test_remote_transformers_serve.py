@@ -135,3 +135,20 @@ def test_infill_jsonl_where_nothing_listens_exits_1_with_one_clean_line():
     assert run.stdout == ""
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "connection refused" in lines[0] and "Traceback" not in run.stderr
+
+
+def test_fill_and_bench_run_against_the_server(transformers_server, tmp_path):
+    template = tmp_path / "t.py"
+    template.write_text("x = [MASK:3]\ny = [MASK:3]\n")
+    out = tmp_path / "out.py"
+    fill = subprocess.run([sys.executable, "-m", "app.cli", "fill", str(template), "-o", str(out), "--model", transformers_server.url],
+                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert fill.returncode == 0, fill.stderr
+    assert "[MASK" not in out.read_text() and out.read_text().startswith("x = ")
+    bench = subprocess.run([sys.executable, "-m", "app.cli", "bench", "--quick", "--json", "--model", transformers_server.url],
+                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
+    assert bench.returncode == 0, bench.stderr
+    figures = json.loads(bench.stdout)
+    assert figures["server"] == f"127.0.0.1:{transformers_server.port}" and figures["tokens_counted_by_server"]
+    assert figures["first_chunk_ms_median"] > 0 and figures["tokens_per_second_median"] > 0
+    assert figures["cancel_to_closed_ms_median"] >= 0
