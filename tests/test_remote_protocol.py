@@ -6,7 +6,10 @@ server; the replaying server sends chunks of the recorded shapes instead.
 
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -14,7 +17,7 @@ import pytest
 from model.api import CancelFlag, Cancelled, EngineError, InfillRequest
 from model.loading import load_backend
 from model.remote.backend import RemoteOptions, connect
-from remote_servers import BAD_SERVERS, CHAT, chat_chunk, free_port, stream_reply
+from remote_servers import BAD_SERVERS, CHAT, REPO_ROOT, chat_chunk, free_port, stream_reply
 
 ALLOWED_KEYS = {"model", "messages", "prompt", "max_tokens", "stream", "diffusing", "vllm_xargs"}
 REQUEST = InfillRequest(prefix="def area(w, h):\n    return ", suffix="\n\nprint(area(2, 3))\n", max_new_tokens=16)
@@ -225,3 +228,14 @@ def test_a_model_list_that_is_html_or_empty_or_lacks_the_named_model_is_refused(
 def test_an_unverifiable_tls_certificate_is_refused(tls_replay_server):
     with pytest.raises(EngineError, match="TLS certificate of 127.0.0.1:.* could not be verified"):
         load_backend(tls_replay_server.url)
+
+
+def test_infill_jsonl_gives_an_error_line_per_request_when_the_server_fails(replay_server):
+    replay_server.replies[CHAT] = lambda h: h.send_json(503, {"detail": "overloaded"})
+    lines = [json.dumps({"id": 1, "prefix": "a"}), json.dumps({"id": 2, "prefix": "b"})]
+    run = subprocess.run([sys.executable, "-m", "app.cli", "infill", "--jsonl", "--model", replay_server.url, "--batch-size", "1"],
+                         input="\n".join(lines), capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    assert run.returncode == 0 and run.stderr == ""
+    records = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [set(record) for record in records] == [{"id", "error"}] * 2
+    assert [record["id"] for record in records] == [1, 2] and "HTTP 503: overloaded" in records[0]["error"]
