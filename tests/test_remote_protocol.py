@@ -239,3 +239,16 @@ def test_infill_jsonl_gives_an_error_line_per_request_when_the_server_fails(repl
     records = [json.loads(line) for line in run.stdout.splitlines()]
     assert [set(record) for record in records] == [{"id", "error"}] * 2
     assert [record["id"] for record in records] == [1, 2] and "HTTP 503: overloaded" in records[0]["error"]
+
+
+def test_a_model_list_request_dropped_twice_fails_with_one_line(replay_server):
+    calls = []
+
+    def drop(handler):
+        calls.append(1)
+        handler.connection.shutdown(socket.SHUT_RDWR)
+
+    replay_server.replies[("GET", "/v1/models")] = drop
+    with pytest.raises(EngineError, match="^the connection to 127.0.0.1:[0-9]+ broke before the answer was complete$"):
+        connect(replay_server.url)
+    assert len(calls) == 2

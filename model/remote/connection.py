@@ -77,10 +77,15 @@ class Connection:
         return self._json("POST", self.url(path, at_root), body)
 
     def _json(self, method: str, url: str, body: dict | None) -> object:
-        with self._transport_errors(), self._client.stream(method, url, json=body) as response:
-            self._check(response)
-            data = self._read(response, self.max_response_bytes)
-        return self._decode_json(data, response)
+        for attempt in (1, 2):  # a connection dropped under the request is retried once
+            try:
+                with self._transport_errors(), self._client.stream(method, url, json=body) as response:
+                    self._check(response)
+                    data = self._read(response, self.max_response_bytes)
+                return self._decode_json(data, response)
+            except _Dropped:
+                if attempt == 2:
+                    raise EngineError(f"the connection to {self.label} broke before the answer was complete") from None
 
     # ---- streams -----------------------------------------------------------------------------
 
