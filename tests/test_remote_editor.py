@@ -1,0 +1,139 @@
+"""An editor session on a served model: a real ``transformers serve``, then every bad server.
+
+What is asserted is the user's document: byte-identical after every failure and every cancel,
+with one line in the status bar; the result in place after an accept.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
+
+from test_app_support import qasync_loop, select, window_with_model  # noqa: F401 - fixture
+
+from app.codeeditor import document_text
+from app.inlinebox import InlineBox
+from remote_servers import BAD_SERVERS, CHAT, ReplayServer, chat_chunk, stream_reply
+
+TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))\n"
+REGION = (29, 50)  # "return width * height"'s "width * height" and the line end
+
+
+def ctrl_k(qtbot, editor):
+    """Ctrl+K as the user presses it; a served chat model asks for an instruction: Enter runs it."""
+    qtbot.keyClick(editor, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+    box = editor.viewport().findChild(InlineBox)
+    if box is not None and box.isVisible():
+        qtbot.keyClick(box, Qt.Key.Key_Return)
+    return editor.session
+
+
+@contextmanager
+def fresh_editor(window):
+    """A new tab holding TEXT with REGION selected; closed afterwards, as a user would."""
+    document = window.new_document()
+    document.editor.setPlainText(TEXT)
+    document.editor.document().setModified(False)
+    select(document.editor, *REGION)
+    window.activateWindow()  # Ctrl+K is the window's shortcut: it needs the window active
+    document.editor.setFocus()
+    QApplication.processEvents()
+    try:
+        yield document.editor
+    finally:
+        if document.editor.session is not None:
+            document.editor.session.reject()
+        document.editor.document().setModified(False)
+        window.close_tab(document.editor)
+
+
+def assert_untouched(editor):
+    assert document_text(editor.document()) == TEXT
+    assert not editor.document().isModified()
+    assert not editor.document().isUndoAvailable()
+
+
+def close_window(window):
+    for document in window.documents():
+        if document.editor.session is not None:
+            document.editor.session.reject()
+        document.editor.document().setModified(False)
+    window.close()
+    window.deleteLater()
+
+
+# ---- a real server -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def served_window(qapp, qasync_loop, transformers_server, tmp_path_factory):  # noqa: F811
+    window = window_with_model(qapp, qasync_loop, transformers_server.url, tmp_path_factory.mktemp("settings"), max_new_tokens=8)
+    yield window
+    close_window(window)
+
+
+def test_a_rewrite_on_the_server_lands_in_place_and_is_one_undo_step(qtbot, served_window):
+    with fresh_editor(served_window) as editor:
+        session = ctrl_k(qtbot, editor)
+        qtbot.waitUntil(lambda: session.state in ("ready", "ended"), timeout=120000)
+        assert session.state == "ready"
+        result = session.texts()[0]
+        qtbot.keyClick(editor, Qt.Key.Key_Tab)
+        assert document_text(editor.document()) == TEXT[: REGION[0]] + result + TEXT[REGION[1] :]
+        qtbot.keyClick(editor, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+        assert document_text(editor.document()) == TEXT
+
+
+def test_esc_mid_stream_restores_the_text_and_the_server_sees_the_disconnect(qtbot, served_window, transformers_server):
+    served_window.settings.max_new_tokens = 3000
+    served_window._apply_settings()
+    try:
+        before = transformers_server.cancels_seen()
+        with fresh_editor(served_window) as editor:
+            session = ctrl_k(qtbot, editor)
+            qtbot.waitUntil(lambda: session.has_draft, timeout=120000)
+            qtbot.keyClick(editor, Qt.Key.Key_Escape)
+            assert_untouched(editor)
+        qtbot.waitUntil(lambda: transformers_server.cancels_seen() == before + 1, timeout=60000)
+    finally:
+        served_window.settings.max_new_tokens = 8
+        served_window._apply_settings()
+
+
+# ---- bad servers ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def replay_window(qapp, qasync_loop, tmp_path_factory):  # noqa: F811
+    server = ReplayServer()
+    window = window_with_model(qapp, qasync_loop, server.url, tmp_path_factory.mktemp("settings"), max_new_tokens=16)
+    yield window, server
+    close_window(window)
+    server.stop()
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SERVERS))
+def test_a_bad_server_leaves_the_document_byte_identical_with_one_line(qtbot, replay_window, case):
+    window, server = replay_window
+    replies, expected = BAD_SERVERS[case]
+    server.replies.update(replies)
+    with fresh_editor(window) as editor:
+        session = ctrl_k(qtbot, editor)
+        qtbot.waitUntil(lambda: session.state == "ended", timeout=60000)
+        assert_untouched(editor)
+    message = window.statusBar().currentMessage()
+    assert expected in message and "\n" not in message
+
+
+def test_a_good_answer_after_bad_ones_still_lands(qtbot, replay_window):
+    window, server = replay_window
+    server.replies[CHAT] = stream_reply([chat_chunk("w * h"), chat_chunk("\n", "stop")])
+    with fresh_editor(window) as editor:
+        session = ctrl_k(qtbot, editor)
+        qtbot.waitUntil(lambda: session.state in ("ready", "ended"), timeout=60000)
+        assert session.texts() == ["w * h\n"]
+        qtbot.keyClick(editor, Qt.Key.Key_Tab)
+        assert document_text(editor.document()) == TEXT[: REGION[0]] + "w * h\n" + TEXT[REGION[1] :]
