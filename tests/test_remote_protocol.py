@@ -252,3 +252,12 @@ def test_a_model_list_request_dropped_twice_fails_with_one_line(replay_server):
     with pytest.raises(EngineError, match="^the connection to 127.0.0.1:[0-9]+ broke before the answer was complete$"):
         connect(replay_server.url)
     assert len(calls) == 2
+
+
+def test_a_server_that_answers_without_streaming_still_gives_the_result(replay_server):
+    answer = {"id": "c", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "w * h"},
+              "finish_reason": "stop"}], "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12}}
+    replay_server.replies[CHAT] = lambda h: h.send_json(200, answer)
+    backend = connect(replay_server.url)
+    final = list(backend.stream([REQUEST]))[-1][0]
+    assert final.text == "w * h" and final.generated_tokens == 3

@@ -196,9 +196,9 @@ class RemoteBackend:
         if not isinstance(choices, list) or not isinstance(choices[0], dict):
             raise EngineError(f"{self.connection.label} sent a malformed stream (a chunk without choices)")
         choice = choices[0]
-        if "delta" in choice:
-            delta = choice["delta"] if isinstance(choice["delta"], dict) else {}
-            piece = delta.get("content")
+        if "delta" in choice or "message" in choice:  # a stream's chunk, or a whole answer (no streaming)
+            message = choice.get("delta", choice.get("message"))
+            piece = message.get("content") if isinstance(message, dict) else None
         else:
             piece = choice.get("text")
         if piece is not None and not isinstance(piece, str):
