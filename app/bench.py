@@ -125,7 +125,7 @@ def table(figures: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from app.cli import ArgumentParser
+    from app.arguments import ArgumentParser
 
     parser = ArgumentParser(prog="sfumato bench", description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -15,24 +15,15 @@ import json
 import sys
 import time
 from collections.abc import Iterable, Iterator
+from importlib import metadata
 from pathlib import Path
 
+from app.arguments import ArgumentParser, UsageError
 from model.api import EngineError, InfillRequest, TemplateRequest
 
-VERSION = "0.1.0"
+VERSION = metadata.version("sfumato")  # pyproject.toml's, as installed
 COMMANDS = ("infill", "fill", "bench")
 MAX_NEW_TOKENS = 4096  # per JSONL request; a larger number would keep the model busy for hours
-
-
-class UsageError(Exception):
-    """Bad arguments: exit code 2."""
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """Usage errors become ``UsageError`` (exit 2, one line) instead of argparse's own exit."""
-
-    def error(self, message: str):  # argparse would print usage and exit itself
-        raise UsageError(message)
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
@@ -86,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(1, str(error))
     except KeyboardInterrupt:
         return _fail(1, "interrupted")
-    from app.editor import run
+    from app.application import run
 
     return run(args.files, args.model)
 

@@ -7,15 +7,13 @@ user's own edits in the undo history) and the session sees the keys first (Tab, 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from contextlib import nullcontext
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QRect, QSize, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import (
-    QColor,
     QFontDatabase,
     QKeyEvent,
     QKeySequence,
@@ -30,7 +28,9 @@ from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
 
 from app.brackets import AUTO_CLOSED, ROOM_FOR_A_PAIR, matching_bracket
 from app.comments import Marker, toggle_line_comments
+from app.gutter import LineNumberArea
 from app.multicursor import ExtraCursors
+from app.textpositions import document_text, index_of, position_of, utf16_length
 
 if TYPE_CHECKING:
     from app.session import InfillSession
@@ -42,7 +42,6 @@ _NAVIGATION_KEYS = {
 }
 _OPENERS = (":", "{", "(", "[")
 BRACKET_SCAN_CHARS = 20_000  # how far to look for a bracket's partner before giving up
-_MARK_COLORS = {"added": QColor("#3fa34d"), "modified": QColor("#3b7dd8"), "deleted": QColor("#d04040")}
 
 
 def is_navigation(event: QKeyEvent) -> bool:
@@ -52,18 +51,6 @@ def is_navigation(event: QKeyEvent) -> bool:
         or event.matches(QKeySequence.StandardKey.Copy)
         or event.matches(QKeySequence.StandardKey.SelectAll)
     )
-
-
-class LineNumberArea(QWidget):
-    def __init__(self, editor: CodeEditor):
-        super().__init__(editor)
-        self._editor = editor
-
-    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
-        return QSize(self._editor.line_number_width(), 0)
-
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
-        self._editor.paint_line_numbers(event)
 
 
 class CodeEditor(QPlainTextEdit):
@@ -89,58 +76,15 @@ class CodeEditor(QPlainTextEdit):
         self.setFont(font)
         self._base_point_size = font.pointSizeF()
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.blockCountChanged.connect(self._update_margins)
-        self.updateRequest.connect(self._scroll_numbers)
         self.cursorPositionChanged.connect(self._highlight_current_line)
         self.cursorPositionChanged.connect(self._highlight_brackets)
-        self._update_margins()
+        self._numbers.fit()
         self._apply_tab_stop()
         self._highlight_current_line()
 
-    # --- line numbers -------------------------------------------------------------------------
-
-    def line_number_width(self) -> int:
-        digits = len(str(max(1, self.blockCount())))
-        return 12 + self.fontMetrics().horizontalAdvance("9") * max(3, digits)
-
-    def _update_margins(self) -> None:
-        self.setViewportMargins(self.line_number_width(), 0, 0, 0)
-
-    def _scroll_numbers(self, rect: QRect, dy: int) -> None:
-        if dy:
-            self._numbers.scroll(0, dy)
-        else:
-            self._numbers.update(0, rect.y(), self._numbers.width(), rect.height())
-        if rect.contains(self.viewport().rect()):
-            self._update_margins()
-
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
-        area = self.contentsRect()
-        self._numbers.setGeometry(QRect(area.left(), area.top(), self.line_number_width(), area.height()))
-
-    def paint_line_numbers(self, event) -> None:
-        painter = QPainter(self._numbers)
-        palette = self.palette()
-        painter.fillRect(event.rect(), palette.color(QPalette.ColorRole.AlternateBase))
-        block = self.firstVisibleBlock()
-        top = round(self.blockBoundingGeometry(block).translated(self.contentOffset()).top())
-        current = self.textCursor().blockNumber()
-        width = self._numbers.width() - 6
-        height = self.fontMetrics().height()
-        while block.isValid() and top <= event.rect().bottom():
-            bottom = top + round(self.blockBoundingRect(block).height())
-            if block.isVisible() and bottom >= event.rect().top():
-                role = QPalette.ColorRole.Text if block.blockNumber() == current else QPalette.ColorRole.PlaceholderText
-                painter.setPen(palette.color(role))
-                painter.drawText(0, top, width, height, Qt.AlignmentFlag.AlignRight, str(block.blockNumber() + 1))
-                mark = self.line_marks.get(block.blockNumber())
-                if mark == "deleted":
-                    painter.fillRect(0, top - 1, 6, 3, _MARK_COLORS[mark])
-                elif mark is not None:
-                    painter.fillRect(0, top, 3, bottom - top, _MARK_COLORS[mark])
-            block = block.next()
-            top = bottom
+        self._numbers.place()
 
     # --- extra selections, in named layers ----------------------------------------------------
 
@@ -477,21 +421,24 @@ class CodeEditor(QPlainTextEdit):
         super().dragMoveEvent(event)
 
     def contextMenuEvent(self, event) -> None:  # noqa: N802 - Qt override
-        if self.session is not None:
-            self.session.reject()  # the menu's undo/cut/paste act on the document directly
+        self.end_session()  # the menu's undo/cut/paste act on the document directly
         super().contextMenuEvent(event)
+
+    def end_session(self) -> bool:
+        """Reject the infill session of this editor, if one runs or waits: the text is as it was.
+        True when there was one."""
+        if self.session is None:
+            return False
+        self.session.reject()
+        return True
 
     def safe_undo(self) -> None:
         """Undo, ending an infill session first (its draft is not an undo step)."""
-        if self.session is not None:
-            self.session.reject()
-        else:
+        if not self.end_session():
             self.undo()
 
     def safe_redo(self) -> None:
-        if self.session is not None:
-            self.session.reject()
-        else:
+        if not self.end_session():
             self.redo()
 
     def saved_text(self) -> str:
@@ -511,7 +458,7 @@ class CodeEditor(QPlainTextEdit):
         font.setPointSizeF(max(4.0, self._base_point_size + self._zoom))
         self.setFont(font)
         self._apply_tab_stop()
-        self._update_margins()
+        self._numbers.fit()
         self.zoom_changed.emit(self._zoom)
 
     def wheelEvent(self, event) -> None:  # noqa: N802 - Qt override
@@ -525,37 +472,3 @@ class CodeEditor(QPlainTextEdit):
         cursor = QTextCursor(block)
         self.setTextCursor(cursor)
         self.centerCursor()
-
-
-def document_text(document) -> str:
-    """The document's exact text with \\n line breaks (toPlainText would turn U+00A0 into spaces)."""
-    return document.toRawText().replace("\u2029", "\n")
-
-
-_BLOCK_BREAKS = re.compile("\r\n|[\r\u2029\ufdd0\ufdd1]")  # Qt's paragraph and frame marks
-
-
-def as_stored(text: str) -> str:
-    """``text`` as a document keeps it: CR LF, CR, U+2029 and Qt's frame marks are each one \\n."""
-    return _BLOCK_BREAKS.sub("\n", text)
-
-
-def utf16_length(text: str) -> int:
-    """``text``'s length in Qt positions: UTF-16 code units (a character beyond U+FFFF takes two)."""
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
-
-
-def index_of(text: str, position: int) -> int:
-    """The index into the Python string ``text`` of the Qt ``position`` (UTF-16 code units)."""
-    return len(text.encode("utf-16-le", "surrogatepass")[: 2 * position].decode("utf-16-le", "surrogatepass"))
-
-
-def position_of(text: str, index: int) -> int:
-    """The Qt position of index ``index`` into the Python string ``text``."""
-    return utf16_length(text[:index])
-
-
-def faded(color: QColor, alpha: int) -> QColor:
-    color = QColor(color)
-    color.setAlpha(alpha)
-    return color
