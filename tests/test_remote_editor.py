@@ -34,7 +34,7 @@ def ctrl_k(qtbot, editor):
 @contextmanager
 def fresh_editor(window):
     """A new tab holding TEXT with REGION selected; closed afterwards, as a user would."""
-    document = window.new_document()
+    document = window.tabs.new_document()
     document.editor.setPlainText(TEXT)
     document.editor.document().setModified(False)
     select(document.editor, *REGION)
@@ -44,10 +44,9 @@ def fresh_editor(window):
     try:
         yield document.editor
     finally:
-        if document.editor.session is not None:
-            document.editor.session.reject()
+        document.editor.end_session()
         document.editor.document().setModified(False)
-        window.close_tab(document.editor)
+        window.tabs.close_tab(document.editor)
 
 
 def assert_untouched(editor):
@@ -57,9 +56,8 @@ def assert_untouched(editor):
 
 
 def close_window(window):
-    for document in window.documents():
-        if document.editor.session is not None:
-            document.editor.session.reject()
+    for document in window.tabs.documents():
+        document.editor.end_session()
         document.editor.document().setModified(False)
     window.close()
     window.deleteLater()
@@ -89,7 +87,7 @@ def test_a_rewrite_on_the_server_lands_in_place_and_is_one_undo_step(qtbot, serv
 
 def test_esc_mid_stream_restores_the_text_and_the_server_sees_the_disconnect(qtbot, served_window, transformers_server):
     served_window.settings.max_new_tokens = 3000
-    served_window._apply_settings()
+    served_window.apply_settings()
     try:
         before = transformers_server.cancels_seen()
         with fresh_editor(served_window) as editor:
@@ -100,7 +98,7 @@ def test_esc_mid_stream_restores_the_text_and_the_server_sees_the_disconnect(qtb
         qtbot.waitUntil(lambda: transformers_server.cancels_seen() == before + 1, timeout=60000)
     finally:
         served_window.settings.max_new_tokens = 8
-        served_window._apply_settings()
+        served_window.apply_settings()
 
 
 # ---- bad servers ---------------------------------------------------------------------------------
