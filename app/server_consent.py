@@ -18,10 +18,14 @@ Ask = Callable[[str, str], bool]  # (title, question) -> yes
 
 
 class ServerConsent:
-    def __init__(self, settings: Settings, ask: Ask, kind_of: Callable[[str], str] = address_kind):
+    def __init__(
+        self, settings: Settings, ask: Ask, remembered: Callable[[], None] = lambda: None,
+        kind_of: Callable[[str], str] = address_kind,
+    ):
         self.settings = settings
         self.ask = ask
-        self.kind_of = kind_of
+        self.remembered = remembered  # called when an answer was added to the settings (to save them)
+        self.kind_of = kind_of  # resolves the host: once per server
         self._kinds: dict[str, str] = {}
 
     def allows(self, url: str) -> bool:
@@ -38,6 +42,7 @@ class ServerConsent:
             if not self.ask("Send text to a server?", question):
                 return False
             self.settings.servers_allowed.append(server)
+            self.remembered()
         if kind == PUBLIC and not is_encrypted(url) and server not in self.settings.plain_http_allowed:
             question = (
                 f"{server} is on the internet and the connection is not encrypted (http, not https): "
@@ -46,4 +51,5 @@ class ServerConsent:
             if not self.ask("Unencrypted connection", question):
                 return False
             self.settings.plain_http_allowed.append(server)
+            self.remembered()
         return True

@@ -6,6 +6,7 @@ with one line in the status bar; the result in place after an accept.
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 
 import pytest
@@ -16,6 +17,7 @@ from test_app_support import qasync_loop, select, window_with_model  # noqa: F40
 
 from app.codeeditor import document_text
 from app.inlinebox import InlineBox
+from model.remote.addresses import PRIVATE, address_kind
 from remote_servers import BAD_SERVERS, CHAT, ReplayServer, chat_chunk, stream_reply
 
 TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))\n"
@@ -135,3 +137,86 @@ def test_a_good_answer_after_bad_ones_still_lands(qtbot, replay_window):
         assert session.texts() == ["w * h\n"]
         qtbot.keyClick(editor, Qt.Key.Key_Tab)
         assert document_text(editor.document()) == TEXT[: REGION[0]] + "w * h\n" + TEXT[REGION[1] :]
+
+
+# ---- privacy, waiting, the server's status line, the Server settings -----------------------------
+
+
+class Asker:
+    def __init__(self, *answers: bool):
+        self.answers = list(answers)
+        self.asked: list[str] = []
+
+    def __call__(self, title: str, question: str) -> bool:
+        self.asked.append(title)
+        return self.answers.pop(0)
+
+
+def test_nothing_is_sent_until_the_user_allows_a_non_loopback_server(qtbot, replay_window):
+    window, server = replay_window
+    server.replies[CHAT] = stream_reply([chat_chunk("w * h", "stop")])
+    consent = window.ai.consent
+    consent.kind_of, consent._kinds = (lambda url: PRIVATE), {}  # as if the server were on the LAN
+    try:
+        consent.ask = Asker(False)
+        sent = len(server.posts("/v1/chat/completions"))
+        with fresh_editor(window) as editor:
+            assert ctrl_k(qtbot, editor) is None
+            assert_untouched(editor)
+        assert len(server.posts("/v1/chat/completions")) == sent
+        assert "Nothing was sent" in window.statusBar().currentMessage()
+        consent.ask = Asker(True)
+        with fresh_editor(window) as editor:
+            session = ctrl_k(qtbot, editor)
+            qtbot.waitUntil(lambda: session.state in ("ready", "ended"), timeout=60000)
+            assert session.texts() == ["w * h"]
+        assert consent.ask.asked == ["Send text to a server?"]
+        assert window.store.value("servers_allowed") in ([server.url[: -len("/v1")]], server.url[: -len("/v1")])
+        consent.ask = Asker()  # remembered: never asked again
+        with fresh_editor(window) as editor:
+            session = ctrl_k(qtbot, editor)
+            qtbot.waitUntil(lambda: session.state in ("ready", "ended"), timeout=60000)
+    finally:
+        consent.kind_of, consent._kinds = address_kind, {}
+        window.settings.servers_allowed.clear()
+
+
+def test_the_status_bar_says_waiting_then_shows_the_servers_round_trip(qtbot, replay_window):
+    window, server = replay_window
+    release = threading.Event()
+
+    def slow(handler):
+        release.wait(30)
+        stream_reply([chat_chunk("w * h"), chat_chunk(None, "stop")])(handler)
+
+    server.replies[CHAT] = slow
+    with fresh_editor(window) as editor:
+        session = ctrl_k(qtbot, editor)
+        assert window.statusBar().currentMessage().startswith(f"Waiting for server 127.0.0.1:{server.port}")
+        release.set()
+        qtbot.waitUntil(lambda: session.state in ("ready", "ended"), timeout=60000)
+        assert session.state == "ready"
+    qtbot.waitUntil(lambda: "round trip" in window.ai.model_label.text(), timeout=10000)
+    label = window.ai.model_label.text()
+    assert label.startswith(f"Server 127.0.0.1:{server.port} · ") and "tokens/s" in label
+    assert label.endswith("unencrypted · drafts are not streamed by this server")
+
+
+def test_the_server_settings_choose_the_served_model(qtbot, replay_window):
+    window, server = replay_window
+    settings, override = window.settings, window.ai.model_override
+    try:
+        window.ai.model_override = None
+        settings.use_server, settings.server_url, settings.server_model = True, server.url, "no-such-model"
+        window.ai.start_engine()
+        qtbot.waitUntil(lambda: window.ai.worker.error is not None, timeout=60000)
+        assert "does not serve 'no-such-model' (it serves: replay-model)" in window.ai.worker.error
+        settings.server_model = "replay-model"
+        window.ai.start_engine()
+        qtbot.waitUntil(lambda: window.ai.worker.info is not None, timeout=60000)
+        assert window.ai.worker.info.backend == "remote" and window.ai.worker.info.name == "replay-model"
+    finally:
+        settings.use_server, settings.server_url, settings.server_model = False, "", ""
+        window.ai.model_override = override
+        window.ai.start_engine()
+        qtbot.waitUntil(lambda: window.ai.worker.info is not None, timeout=60000)
