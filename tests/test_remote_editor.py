@@ -18,6 +18,7 @@ from test_app_support import qasync_loop, select, window_with_model  # noqa: F40
 from app.codeeditor import document_text
 from app.inlinebox import InlineBox
 from model.remote.addresses import PRIVATE, address_kind
+from model.remote.backend import RemoteOptions, connect
 from remote_servers import BAD_SERVERS, CHAT, ReplayServer, chat_chunk, stream_reply
 
 TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))\n"
@@ -217,6 +218,39 @@ def test_the_server_settings_choose_the_served_model(qtbot, replay_window):
         assert window.ai.worker.info.backend == "remote" and window.ai.worker.info.name == "replay-model"
     finally:
         settings.use_server, settings.server_url, settings.server_model = False, "", ""
+        window.ai.model_override = override
+        window.ai.start_engine()
+        qtbot.waitUntil(lambda: window.ai.worker.info is not None, timeout=60000)
+
+
+def test_a_draft_stream_animates_in_the_region_each_chunk_replacing_the_last(qtbot, replay_window):
+    """Mercury-style ``"diffusing": true``: the region shows each whole draft in turn, then the result."""
+    window, server = replay_window
+    drafts = ["q# x1 zz", "w * x1 z", "w * h"]
+    steps = [threading.Event() for _ in drafts]
+
+    def stepped(handler):
+        handler.start_events()
+        for text, step in zip(drafts, steps):
+            step.wait(30)
+            handler.event(chat_chunk(text))
+        handler.event(chat_chunk(None, "stop"))
+
+    server.replies[CHAT] = stepped
+    override = window.ai.model_override
+    window.ai.worker.start(lambda: connect(server.url, RemoteOptions(draft_stream=True)), "draft stream")
+    qtbot.waitUntil(lambda: window.ai.worker.info is not None, timeout=60000)
+    try:
+        with fresh_editor(window) as editor:
+            session = ctrl_k(qtbot, editor)
+            for text, step in zip(drafts, steps):
+                step.set()
+                qtbot.waitUntil(lambda t=text: document_text(editor.document()) == TEXT[: REGION[0]] + t + TEXT[REGION[1] :], timeout=30000)
+            qtbot.waitUntil(lambda: session.state == "ready", timeout=30000)
+            assert server.posts("/v1/chat/completions")[-1]["diffusing"] is True
+            qtbot.keyClick(editor, Qt.Key.Key_Escape)
+            assert_untouched(editor)
+    finally:
         window.ai.model_override = override
         window.ai.start_engine()
         qtbot.waitUntil(lambda: window.ai.worker.info is not None, timeout=60000)
