@@ -129,6 +129,18 @@ class TransformersServer:
         self._log.close()
 
 
+class Asker:
+    """Scripted answers to the editor's privacy questions; ``asked`` records their titles."""
+
+    def __init__(self, *answers: bool):
+        self.answers = list(answers)
+        self.asked: list[str] = []
+
+    def __call__(self, title: str, question: str) -> bool:
+        self.asked.append(title)
+        return self.answers.pop(0)
+
+
 # ---- the replaying server ------------------------------------------------------------------------
 
 Reply = Callable[["ReplayHandler"], None]

@@ -12,6 +12,7 @@ from app.server_status import server_status_line
 from app.settings import Settings
 from model.remote.addresses import LOOPBACK, PRIVATE, PUBLIC, address_kind
 from model.remote.backend import RoundTrip
+from remote_servers import Asker
 
 
 class MemoryKeyring(KeyringBackend):
@@ -43,16 +44,6 @@ def memory_keyring(monkeypatch):
     keyring.set_keyring(previous)
 
 
-class Asker:
-    def __init__(self, *answers: bool):
-        self.answers = list(answers)
-        self.questions: list[str] = []
-
-    def __call__(self, title: str, question: str) -> bool:
-        self.questions.append(title)
-        return self.answers.pop(0)
-
-
 def test_addresses_are_sorted_into_loopback_private_and_public():
     assert address_kind("http://127.0.0.1:8000/v1") == LOOPBACK
     assert address_kind("http://localhost:8000/v1") == LOOPBACK
@@ -66,14 +57,14 @@ def test_addresses_are_sorted_into_loopback_private_and_public():
 def test_a_loopback_server_needs_no_question():
     asker = Asker()
     assert ServerConsent(Settings(), asker).allows("http://127.0.0.1:8000/v1")
-    assert asker.questions == []
+    assert asker.asked == []
 
 
 def test_a_private_server_is_asked_about_once_and_remembered():
     settings, asker = Settings(), Asker(True)
     consent = ServerConsent(settings, asker)
     assert consent.allows("http://192.168.1.20:8000/v1") and consent.allows("http://192.168.1.20:8000/v1")
-    assert asker.questions == ["Send text to a server?"]
+    assert asker.asked == ["Send text to a server?"]
     assert settings.servers_allowed == ["http://192.168.1.20:8000"]
 
 
@@ -81,9 +72,9 @@ def test_plain_http_to_a_public_server_is_asked_about_once_more():
     settings, asker = Settings(), Asker(True, True)
     consent = ServerConsent(settings, asker)
     assert consent.allows("http://8.8.8.8:8000/v1") and consent.allows("http://8.8.8.8:8000/v1")
-    assert asker.questions == ["Send text to a server?", "Unencrypted connection"]
+    assert asker.asked == ["Send text to a server?", "Unencrypted connection"]
     https = Asker(True)
-    assert ServerConsent(Settings(), https).allows("https://8.8.8.8/v1") and https.questions == ["Send text to a server?"]
+    assert ServerConsent(Settings(), https).allows("https://8.8.8.8/v1") and https.asked == ["Send text to a server?"]
 
 
 def test_a_no_sends_nothing_and_is_asked_again_next_time():

@@ -19,7 +19,7 @@ from app.codeeditor import document_text
 from app.inlinebox import InlineBox
 from model.remote.addresses import PRIVATE, address_kind
 from model.remote.backend import RemoteOptions, connect
-from remote_servers import BAD_SERVERS, CHAT, ReplayServer, chat_chunk, stream_reply
+from remote_servers import BAD_SERVERS, CHAT, Asker, ReplayServer, chat_chunk, stream_reply
 
 TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))\n"
 REGION = (29, 50)  # "return width * height"'s "width * height" and the line end
@@ -141,16 +141,6 @@ def test_a_good_answer_after_bad_ones_still_lands(qtbot, replay_window):
 
 
 # ---- privacy, waiting, the server's status line, the Server settings -----------------------------
-
-
-class Asker:
-    def __init__(self, *answers: bool):
-        self.answers = list(answers)
-        self.asked: list[str] = []
-
-    def __call__(self, title: str, question: str) -> bool:
-        self.asked.append(title)
-        return self.answers.pop(0)
 
 
 def test_nothing_is_sent_until_the_user_allows_a_non_loopback_server(qtbot, replay_window):
