@@ -75,7 +75,7 @@ class SettingsDialog(QDialog):
         self.model_spec.setEditable(True)
         self.model_spec.addItems(["embedded", "google/diffusiongemma-26B-A4B-it"])
         self.model_spec.setCurrentText(s.model_spec)
-        self.model_spec.setToolTip("'embedded', a model folder, or a hub id (owner/name)")
+        self.model_spec.setToolTip("'embedded', a model folder, or a hub id (owner/name); a served model: the Server tab")
         browse = QPushButton("Folder…")
         browse.clicked.connect(self._browse_model)
         row = QHBoxLayout()
