@@ -349,7 +349,7 @@ class InfillSession(QObject):
             drafts, self._pending = self._pending, None
             self._show(drafts)
             total = f"/{self._total_steps}" if self._total_steps else ""
-            self.progress.emit(f"Pass {drafts[0].step}{total} · {self._stats(drafts)}")
+            self.progress.emit(f"Pass {drafts[0].batch_passes}{total} · {self._stats(drafts)}")
 
     def _stats(self, drafts: tuple[Draft, ...]) -> str:
         draft = drafts[0]
