@@ -136,7 +136,6 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--plot", default="bench.png", help="where to write the PNG plot")
     args = parser.parse_args(argv)
 
-    from model.training.benchmark import engine_figures
     from model.loading import load_backend
 
     backend = load_backend(args.model, remote_model=args.remote_model)
@@ -146,6 +145,8 @@ def main(argv: list[str]) -> int:
         figures = {"model": backend.info.name, **remote_figures(backend, runs=5 if args.quick else 20)}
         print(json.dumps(figures, indent=1) if args.json else table(figures))
         return 0
+    from model.training.benchmark import engine_figures
+
     figures: dict = {"model": backend.info.name, "machine": machine()}
     figures.update(engine_figures(backend, quick=args.quick))
     figures.update(process_figures(args.model, runs=1 if args.quick else 3))
