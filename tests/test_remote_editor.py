@@ -236,6 +236,9 @@ def test_a_draft_stream_animates_in_the_region_each_chunk_replacing_the_last(qtb
             for text, step in zip(drafts, steps):
                 step.set()
                 qtbot.waitUntil(lambda t=text: document_text(editor.document()) == TEXT[: REGION[0]] + t + TEXT[REGION[1] :], timeout=30000)
+                shown = window.statusBar().currentMessage()
+                assert "pass" not in shown.lower()  # a server reports no passes: none are invented
+                assert shown.startswith("Receiving · ") or text == drafts[-1]  # the last one may already be done
             qtbot.waitUntil(lambda: session.state == "ready", timeout=30000)
             assert server.posts("/v1/chat/completions")[-1]["diffusing"] is True
             qtbot.keyClick(editor, Qt.Key.Key_Escape)

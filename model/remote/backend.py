@@ -7,8 +7,8 @@ Two kinds of stream, both honest about what the model did:
 * draft streams (``"diffusing": true``, Inception's Mercury): each chunk is the whole current
   draft and replaces the previous one; pieces that changed are drawn as still denoising.
 
-A draft is made per received chunk, never invented between chunks: ``step`` counts chunks and
-``forward_passes`` is 0, because servers do not report their passes. Requests of a batch, and a
+A draft is made per received chunk, never invented between chunks; ``batch_passes`` and
+``forward_passes`` are 0 (unknown), because servers do not report their passes. Requests of a batch, and a
 request's alternatives, are sent one after the other. A stream must end properly (a
 ``finish_reason`` or ``[DONE]``); a cut, oversized or over-long answer is an ``EngineError`` and
 nothing of it is kept.
@@ -99,12 +99,11 @@ class RemoteBackend:
     def stream(self, requests: Sequence[InfillRequest], cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
         cancel = cancel or CancelFlag()
         slots = [[EMPTY] * request.n_alternatives for request in requests]
-        steps = [0] * len(requests)
         tokens = [0] * len(requests)
 
         def drafts(final: bool) -> tuple[Draft, ...]:
             return tuple(
-                Draft(steps[i], tuple(slots[i]), final=final, forward_passes=0, generated_tokens=tokens[i])
+                Draft(0, tuple(slots[i]), final=final, forward_passes=0, generated_tokens=tokens[i])
                 for i in range(len(requests))
             )
 
@@ -113,7 +112,6 @@ class RemoteBackend:
                 cancel.raise_if_set()
                 for candidate, count in self._run(request, cancel):
                     slots[index][alternative] = candidate
-                    steps[index] += 1
                     tokens[index] = count
                     yield drafts(False)
                 slots[index][alternative] = settled_candidate(slots[index][alternative].text)
