@@ -86,3 +86,13 @@ def test_nearest_snippets_share_names_with_the_cursor(project_tokenizer):
     assert len(snippets) == 1 and snippets[0].startswith("# a.py\n")
     tokens = context_tokens(project_tokenizer, snippets * 50, budget=128)
     assert 0 < len(tokens) <= 128 // 4
+
+
+def test_chat_and_served_prompts_carry_the_context():
+    from model.api import InfillRequest
+    from model.region_prompt import context_text, region_message
+
+    request = InfillRequest(prefix="x = ", suffix="\n", context=("# a.py\ndef helper():\n    pass\n",))
+    assert "def helper" in region_message(request, 512)
+    assert context_text(request, 512) == request.context[0]
+    assert context_text(request, 8) == ""  # a snippet that does not fit whole is left out
