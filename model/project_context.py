@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from model.tokenizer import encode_text
-
 CHUNK_LINES = 16
 MAX_SNIPPETS = 8
 AROUND_CHARS = 1500  # the text either side of the cursor whose names are looked for
@@ -54,6 +52,8 @@ def nearest_snippets(prefix: str, suffix: str, files: Iterable[tuple[str, str]],
 def context_tokens(tokenizer, snippets: Sequence[str], budget: int) -> list[int]:
     """The snippets' tokens that fit in ``budget // CONTEXT_SHARE``, nearest snippet last (next
     to the document); a snippet that does not fit whole is left out."""
+    from model.tokenizer import encode_text  # here: the editor imports this module before torch is loaded
+
     room = budget // CONTEXT_SHARE
     kept: list[list[int]] = []
     for snippet in snippets:
