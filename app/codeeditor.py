@@ -27,6 +27,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
 
 from app.brackets import AUTO_CLOSED, ROOM_FOR_A_PAIR, matching_bracket
+from app.commandkeys import default_command_keys, is_command_key
 from app.comments import Marker, toggle_line_comments
 from app.gutter import LineNumberArea
 from app.multicursor import ExtraCursors
@@ -68,6 +69,7 @@ class CodeEditor(QPlainTextEdit):
         self.extra_cursors = ExtraCursors(self)  # beside the main cursor (Ctrl+D, Alt+click)
         self.line_marks: dict[int, str] = {}  # line index: "added" | "modified" | "deleted" since the commit
         self.comment_marker: Marker | None = None  # the language's one-line comment, set with its highlighter
+        self.command_keys = default_command_keys()  # Sfumato's keys: never the text widget's (the window sets them)
         self._base_point_size = 0.0
         self._zoom = 0
         self._layers: dict[str, list[QTextEdit.ExtraSelection]] = {}
@@ -282,6 +284,8 @@ class CodeEditor(QPlainTextEdit):
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
         if self.session is not None and self.session.handle_key(event):
+            return
+        if is_command_key(event, self.command_keys):  # no shortcut took it (none active): it does nothing
             return
         if self.extra_cursors and self.extra_cursors.handle_key(event):  # never during a session
             return
