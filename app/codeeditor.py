@@ -12,7 +12,7 @@ from contextlib import nullcontext
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import (
     QFontDatabase,
     QKeyEvent,
@@ -281,6 +281,13 @@ class CodeEditor(QPlainTextEdit):
         self.setTextCursor(cursor)
 
     # --- keys and edits -----------------------------------------------------------------------
+
+    def event(self, event: QEvent) -> bool:
+        """The window's shortcuts get Sfumato's keys first: the text widget does not claim them."""
+        if event.type() == QEvent.Type.ShortcutOverride and is_command_key(event, self.command_keys):
+            event.ignore()
+            return True
+        return super().event(event)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
         if self.session is not None and self.session.handle_key(event):
