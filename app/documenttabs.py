@@ -207,28 +207,36 @@ class DocumentTabs(QTabWidget):
 
     def close_tab(self, editor: CodeEditor | None) -> bool:
         """Close a tab, asking first when it has unsaved changes; False when the user cancels."""
-        if editor is None:
-            return False
-        document = self._documents[editor]
-        if document.is_modified():
-            self.setCurrentWidget(editor)
-            answer = QMessageBox.question(
-                self,
-                "Unsaved changes",
-                f"Save the changes to {document.name}?",
-                QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
-                QMessageBox.StandardButton.Save,
-            )
-            if answer == QMessageBox.StandardButton.Cancel or (answer == QMessageBox.StandardButton.Save and not self.save(document)):
-                return False
-        self._remove_tab(editor)
-        if document.path is not None:
-            self._closed_paths = [p for p in self._closed_paths if p != document.path][-MAX_CLOSED_REMEMBERED + 1 :] + [document.path]
-        return True
+        return editor is not None and self.close_all([editor])
 
     def close_all(self, editors: list[CodeEditor]) -> bool:
-        """Close these tabs in turn; a Cancel at an unsaved one stops there (False)."""
-        return all(self.close_tab(editor) for editor in editors)
+        """Close these tabs. Every unsaved one is asked about before any tab closes, so a Cancel
+        (or a failed save) leaves them all open, the current tab as it was (False)."""
+        current = self.currentWidget()
+        if not all(self._may_close(editor) for editor in editors):
+            self.setCurrentWidget(current)
+            return False
+        for editor in editors:
+            path = self._documents[editor].path
+            self._remove_tab(editor)
+            if path is not None:
+                self._closed_paths = [p for p in self._closed_paths if p != path][-MAX_CLOSED_REMEMBERED + 1 :] + [path]
+        return True
+
+    def _may_close(self, editor: CodeEditor) -> bool:
+        """Save the changes, or discard them, as the user answers; False for Cancel or a failed save."""
+        document = self._documents[editor]
+        if not document.is_modified():
+            return True
+        self.setCurrentWidget(editor)
+        answer = QMessageBox.question(
+            self,
+            "Unsaved changes",
+            f"Save the changes to {document.name}?",
+            QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Save,
+        )
+        return answer == QMessageBox.StandardButton.Discard or (answer == QMessageBox.StandardButton.Save and self.save(document))
 
     def _remove_tab(self, editor: CodeEditor) -> None:
         editor.end_session()

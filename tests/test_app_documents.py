@@ -1,0 +1,51 @@
+"""Closing and saving documents: what the user did not ask for never happens."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QMessageBox
+
+from test_app_support import qasync_loop, window  # noqa: F401 - fixtures
+
+from app.reopen import recall
+
+
+def answer_unsaved(monkeypatch, answer: QMessageBox.StandardButton) -> list[str]:
+    """Answer every "Save the changes?" with ``answer``; the questions asked, in order."""
+    asked = []
+
+    def question(parent, title, text, *args):
+        asked.append(text)
+        return answer
+
+    monkeypatch.setattr(QMessageBox, "question", question)
+    return asked
+
+
+def test_cancelling_quit_leaves_every_tab_and_the_reopen_list_as_they_were(window, qtbot, tmp_path, monkeypatch):
+    paths = [tmp_path / f"{name}.txt" for name in "abcde"]
+    for path in paths:
+        path.write_text("saved\n")
+        window.tabs.open_path(str(path))
+    window.tabs.documents()[-1].editor.insertPlainText("changed ")
+    window.tabs.setCurrentIndex(1)
+    asked = answer_unsaved(monkeypatch, QMessageBox.StandardButton.Cancel)
+    assert not window.close()
+    assert asked == ["Save the changes to e.txt?"]
+    assert [d.path for d in window.tabs.documents()] == [str(p) for p in paths]
+    assert window.tabs.currentIndex() == 1
+    assert recall(window.store) == []
+    answer_unsaved(monkeypatch, QMessageBox.StandardButton.Discard)
+    assert window.close()
+    assert [item.path for item in recall(window.store)] == [str(p) for p in paths]
+    assert paths[-1].read_text() == "saved\n"
+
+
+def test_cancelling_close_others_closes_none_of_them(window, tmp_path, monkeypatch):
+    paths = [tmp_path / f"{name}.txt" for name in "abc"]
+    for path in paths:
+        path.write_text("saved\n")
+        window.tabs.open_path(str(path))
+    window.tabs.documents()[2].editor.insertPlainText("changed ")
+    answer_unsaved(monkeypatch, QMessageBox.StandardButton.Cancel)
+    {action.text(): action for action in window.tabs.tab_menu(1).actions()}["Close Others"].trigger()
+    assert [d.path for d in window.tabs.documents()] == [str(p) for p in paths]
