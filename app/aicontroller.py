@@ -148,12 +148,15 @@ class AiController(QObject):
             return
         session.progress.connect(self.notices.say)
         session.again_requested.connect(self.try_again)
-        session.ended.connect(lambda outcome, text, e=editor: self._session_ended(e, text))
+        session.ended.connect(lambda outcome, text, e=editor: self._session_ended(e, outcome, text))
         if editor.document().isRedoAvailable():
             self.notices.say("Denoising… (the redo history is replaced by this edit)")
         else:
             self.notices.say("Denoising…")
 
-    def _session_ended(self, editor: CodeEditor, text: str) -> None:
-        self.notices.say(text, 6000)
+    def _session_ended(self, editor: CodeEditor, outcome: str, text: str) -> None:
+        if outcome == "accepted":  # "Ctrl+Z brings back the original" holds until the next change
+            self.notices.say_until_edited(text, editor.document(), 6000)
+        else:
+            self.notices.say(text, 6000)
         self.tabs.update_title(editor)

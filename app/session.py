@@ -154,16 +154,21 @@ class InfillSession(QObject):
     def again(self) -> InfillSession | None:
         """Try Again: put the originals back and run the same request once more (a new random
         draw, the same settings) in a new session over the originals; None without a model."""
-        spans, shift = [], 0  # each region's place once the ones before it hold their originals again
-        for (start, end), original in zip(self.spans(), self.originals):
-            length = utf16_length(original)
-            spans.append((start - shift, start - shift + length))
-            shift += (end - start) - length
+        spans = self._original_spans()
         self.reject()
         session = InfillSession(self.editor, spans, self._total_steps, self.underline_low_confidence, self.keys)
         return session if session.run(self._worker, self.request) else None
 
     # --- what the rest of the editor asks -----------------------------------------------------
+
+    def _original_spans(self) -> list[tuple[int, int]]:
+        """Each region's place once every region holds its original again."""
+        spans, shift = [], 0
+        for (start, end), original in zip(self.spans(), self.originals):
+            length = utf16_length(original)
+            spans.append((start - shift, start - shift + length))
+            shift += (end - start) - length
+        return spans
 
     @property
     def originals(self) -> list[str]:
@@ -238,6 +243,7 @@ class InfillSession(QObject):
         cursor = self.editor.textCursor()
         cursor.setPosition(end)
         self.editor.setTextCursor(cursor)
+        self.editor.selection_after_undo = (self.document.availableUndoSteps(), self._original_spans())
         self._end("accepted", "Accepted. Ctrl+Z brings back the original.")
 
     def reject(self) -> None:

@@ -1,0 +1,50 @@
+"""Reviewing a result: where the cursor and the selection are, what the status bar and tab say."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+
+from test_app_support import FakeBackend, qasync_loop, select, window, with_fake_model  # noqa: F401 - fixtures
+
+from app.textpositions import document_text
+
+TEXT = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n"
+CTRL = Qt.KeyboardModifier.ControlModifier
+
+
+@pytest.fixture
+def reviewed(window, qtbot):
+    """Characters 19-31 of TEXT rewritten in the window's editor, the result shown for review."""
+    def start(backend=None):
+        with_fake_model(window, qtbot, backend)
+        editor = window.tabs.new_document().editor
+        editor.setPlainText(TEXT)
+        window.activateWindow()
+        select(editor, 19, 31)
+        window.ai.start(editor, lambda: window.ai.starter.rewrite(editor, 0.7))
+        session = editor.session
+        qtbot.waitUntil(lambda: session.state in ("ready", "ended"), timeout=10000)
+        return editor, session
+
+    return start
+
+
+def test_undo_after_accept_selects_the_original_where_it_was_and_clears_the_accepted_message(window, qtbot, reviewed):
+    editor, _ = reviewed()
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert "Accepted" in window.statusBar().currentMessage()
+    qtbot.keyClick(editor, Qt.Key.Key_Z, CTRL)
+    assert document_text(editor.document()) == TEXT
+    cursor = editor.textCursor()
+    assert (cursor.selectionStart(), cursor.selectionEnd()) == (19, 31)
+    assert cursor.selectedText() == TEXT[19:31]
+    assert "Accepted" not in window.statusBar().currentMessage()
+
+
+def test_an_edit_after_accept_clears_the_accepted_message(window, qtbot, reviewed):
+    editor, _ = reviewed()
+    window.ai.on_session(lambda session: session.accept())
+    assert "Accepted" in window.statusBar().currentMessage()
+    qtbot.keyClicks(editor, "x")
+    assert "Accepted" not in window.statusBar().currentMessage()
