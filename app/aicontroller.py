@@ -11,11 +11,12 @@ from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QLabel, QProgressBar
 
 from app.codeeditor import CodeEditor
+from app.commandkeys import session_keys
 from app.documenttabs import DocumentTabs
 from app.infill import InfillOptions, InfillStarter
 from app.inlinebox import InlineBox
 from app.notices import Notices
-from app.session import InfillSession, SessionKeys
+from app.session import InfillSession
 from app.settings import Settings
 from app.worker_adapter import WorkerAdapter, load_from_spec
 
@@ -34,7 +35,7 @@ class AiController(QObject):
         self.model_override = model_override
         self.worker = WorkerAdapter(loop, self)
         self.worker.status.connect(self._show_model_status)
-        self.starter = InfillStarter(self.worker, InfillOptions(), self._session_keys())
+        self.starter = InfillStarter(self.worker, InfillOptions(), session_keys(settings.keys))
         self.model_label = QLabel("No model")
         self.load_progress = QProgressBar()
         self.load_progress.setRange(0, 0)
@@ -51,15 +52,11 @@ class AiController(QObject):
             alternatives=s.alternatives,
             underline_low_confidence=s.underline_low_confidence,
         )
-        self.starter.keys = self._session_keys()
+        self.starter.keys = session_keys(s.keys)
         self.worker.slow_motion_ms = s.slow_motion_ms
         for document in self.tabs.documents():
             if document.editor.session is not None:
                 document.editor.session.set_underline(s.underline_low_confidence)
-
-    def _session_keys(self) -> SessionKeys:
-        keys = self.settings.keys
-        return SessionKeys(*(QKeySequence(keys[name]) for name in ("accept", "reject", "next_alternative", "previous_alternative", "try_again")))
 
     # --- the model ----------------------------------------------------------------------------
 

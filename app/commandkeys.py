@@ -9,12 +9,32 @@ command, and with none active the key does nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
 
 from app.settings import DEFAULT_KEYS
 
 REVIEW_ONLY = ("accept", "reject")  # Tab and Esc are ordinary keys outside a review
+
+
+@dataclass
+class SessionKeys:
+    """The keys an infill session answers to while it runs or waits for review."""
+
+    accept: QKeySequence
+    reject: QKeySequence
+    next_alternative: QKeySequence
+    previous_alternative: QKeySequence
+    try_again: QKeySequence
+
+
+def session_keys(keys: dict[str, str]) -> SessionKeys:
+    """The session's keys from the settings' names for them."""
+    return SessionKeys(*(QKeySequence(keys[name]) for name in ("accept", "reject", "next_alternative", "previous_alternative", "try_again")))
+
+
+DEFAULT_SESSION_KEYS = session_keys(DEFAULT_KEYS)
 
 # The text widget's own editing keys stay its own even where a menu entry shows them too
 # (Ctrl+C copies every cursor's selection, Ctrl+Z ends a session first).
@@ -33,8 +53,13 @@ def is_command_key(event: QKeyEvent, command_keys: Iterable[QKeySequence]) -> bo
     """Whether ``event`` is one of ``command_keys`` and not one of the text widget's own."""
     if any(event.matches(standard) for standard in TEXT_WIDGET_KEYS):
         return False
+    return any(key_matches(event, key) for key in command_keys)
+
+
+def key_matches(event: QKeyEvent, sequence: QKeySequence) -> bool:
+    """Whether the key pressed is exactly ``sequence``."""
     pressed = QKeySequence(event.keyCombination())
-    return any(not key.isEmpty() and pressed.matches(key) == QKeySequence.SequenceMatch.ExactMatch for key in command_keys)
+    return not sequence.isEmpty() and pressed.matches(sequence) == QKeySequence.SequenceMatch.ExactMatch
 
 
 def command_keys_of(keys: dict[str, str], actions: Iterable[QAction]) -> list[QKeySequence]:

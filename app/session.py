@@ -22,12 +22,12 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QKeyEvent, QKeySequence, QTextCursor, QTextDocument
 
+from app.commandkeys import DEFAULT_SESSION_KEYS, SessionKeys, key_matches
 from app.draftpaint import draft_selections
 from app.reviewhint import ReviewHint
 from app.textpositions import as_stored, document_text, index_of, utf16_length
@@ -41,24 +41,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FRAME_MS = 16  # draw the newest draft at most once per frame
-
-
-@dataclass
-class SessionKeys:
-    accept: QKeySequence
-    reject: QKeySequence
-    next_alternative: QKeySequence
-    previous_alternative: QKeySequence
-    try_again: QKeySequence
-
-
-DEFAULT_KEYS = SessionKeys(
-    QKeySequence(Qt.Key.Key_Tab),
-    QKeySequence(Qt.Key.Key_Escape),
-    QKeySequence("Alt+]"),
-    QKeySequence("Alt+["),
-    QKeySequence("Alt+R"),
-)
 
 
 class _Region:
@@ -84,11 +66,6 @@ class _Region:
         self.end = QTextCursor()
 
 
-def _key_matches(event: QKeyEvent, sequence: QKeySequence) -> bool:
-    pressed = QKeySequence(event.keyCombination())
-    return not sequence.isEmpty() and pressed.matches(sequence) == QKeySequence.SequenceMatch.ExactMatch
-
-
 class InfillSession(QObject):
     """Shows the drafts of one model run in ``editor`` and applies or discards the result.
 
@@ -107,7 +84,7 @@ class InfillSession(QObject):
         spans: Sequence[tuple[int, int]],
         total_steps: int | None = None,
         underline_low_confidence: bool = False,
-        keys: SessionKeys = DEFAULT_KEYS,
+        keys: SessionKeys = DEFAULT_SESSION_KEYS,
     ):
         super().__init__(editor)
         editor.end_session()
@@ -288,16 +265,16 @@ class InfillSession(QObject):
 
     def handle_key(self, event: QKeyEvent) -> bool:
         """Session keys; True when the key was used. Undo/redo end the session first."""
-        if _key_matches(event, self.keys.reject):
+        if key_matches(event, self.keys.reject):
             self.reject()
-        elif _key_matches(event, self.keys.accept):  # reserved while a session runs: no stray indent
+        elif key_matches(event, self.keys.accept):  # reserved while a session runs: no stray indent
             if self.state == "ready":
                 self.accept()
             else:
                 self.progress.emit("Still denoising: the result can be accepted when it is done.")
-        elif _key_matches(event, self.keys.next_alternative):
+        elif key_matches(event, self.keys.next_alternative):
             self.cycle(1)
-        elif _key_matches(event, self.keys.previous_alternative):
+        elif key_matches(event, self.keys.previous_alternative):
             self.cycle(-1)
         elif event.matches(QKeySequence.StandardKey.Undo) or event.matches(QKeySequence.StandardKey.Redo):
             self.reject()
