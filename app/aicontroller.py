@@ -145,6 +145,7 @@ class AiController(QObject):
             return
         session.progress.connect(self.notices.say)
         session.again_requested.connect(self.try_again)
+        session.modification_changed.connect(lambda _modified, e=editor: self.tabs.update_title(e))
         session.ended.connect(lambda outcome, text, e=editor: self._session_ended(e, outcome, text))
         if editor.document().isRedoAvailable():
             self.notices.say("Denoising… (the redo history is replaced by this edit)")

@@ -77,6 +77,7 @@ class InfillSession(QObject):
     ended = Signal(str, str)
     progress = Signal(str)
     again_requested = Signal()  # the review hint's "Again" link; the window runs ``again``
+    modification_changed = Signal(bool)  # the user's text, draft aside, differs from the saved one (or no longer)
 
     def __init__(
         self,
@@ -317,7 +318,9 @@ class InfillSession(QObject):
             yield
         finally:
             self._inside_user_edit = False
-            self._modified = self.document.isModified()
+            if self._modified != self.document.isModified():
+                self._modified = self.document.isModified()
+                self.modification_changed.emit(self._modified)
             if self.state != "ended" and had_draft:
                 cursor = self.editor.textCursor()
                 anchor, position, before = cursor.anchor(), cursor.position(), self.spans()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextCursor
 
 from test_app_support import FakeBackend, qasync_loop, select, window, with_fake_model  # noqa: F401 - fixtures
 
@@ -48,3 +49,23 @@ def test_an_edit_after_accept_clears_the_accepted_message(window, qtbot, reviewe
     assert "Accepted" in window.statusBar().currentMessage()
     qtbot.keyClicks(editor, "x")
     assert "Accepted" not in window.statusBar().currentMessage()
+
+
+def test_the_tab_shows_unsaved_changes_typed_while_a_rewrite_is_pending(window, qtbot):
+    backend = FakeBackend()
+    backend.hold.set()
+    with_fake_model(window, qtbot, backend)
+    editor = window.tabs.new_document().editor
+    editor.setPlainText(TEXT)
+    editor.document().setModified(False)
+    select(editor, 19, 31)
+    window.ai.start(editor, lambda: window.ai.starter.rewrite(editor, 0.7))
+    session = editor.session
+    qtbot.waitUntil(lambda: session.has_draft, timeout=10000)
+    index = window.tabs.indexOf(editor)
+    assert not window.tabs.tabText(index).endswith("•")
+    editor.moveCursor(QTextCursor.MoveOperation.End)
+    qtbot.keyClicks(editor, "x")
+    assert session.state == "running"
+    assert window.tabs.tabText(index).endswith("•")
+    assert window.windowTitle().startswith(f"{window.tabs.current_document().name} •")
