@@ -70,7 +70,7 @@ class CodeEditor(QPlainTextEdit):
         self.line_marks: dict[int, str] = {}  # line index: "added" | "modified" | "deleted" since the commit
         self.comment_marker: Marker | None = None  # the language's one-line comment, set with its highlighter
         self.command_keys = default_command_keys()  # Sfumato's keys: never the text widget's (the window sets them)
-        self.selection_after_undo: tuple[int, list[tuple[int, int]]] | None = None  # (undo steps, spans): an accept's
+        self.selection_after_undo: tuple[int, int, int] | None = None  # (undo steps, start, end): an accept's
         self._base_point_size = 0.0
         self._zoom = 0
         self._layers: dict[str, list[QTextEdit.ExtraSelection]] = {}
@@ -449,13 +449,13 @@ class CodeEditor(QPlainTextEdit):
 
     def safe_undo(self) -> None:
         """Undo, ending an infill session first (its draft is not an undo step). Undoing an accepted
-        rewrite selects the original text again, where it was."""
+        rewrite selects the original text again, where it was (the first region's, of several)."""
         if self.end_session():
             return
         steps = self.document().availableUndoSteps()
         self.undo()
         if self.selection_after_undo is not None and self.selection_after_undo[0] == steps:
-            self.extra_cursors.select(self.selection_after_undo[1])
+            self._move_cursor(*self.selection_after_undo[1:])
             self.selection_after_undo = None
 
     def safe_redo(self) -> None:

@@ -221,7 +221,7 @@ class InfillSession(QObject):
         cursor = self.editor.textCursor()
         cursor.setPosition(end)
         self.editor.setTextCursor(cursor)
-        self.editor.selection_after_undo = (self.document.availableUndoSteps(), self._original_spans())
+        self.editor.selection_after_undo = (self.document.availableUndoSteps(), *self._original_spans()[0])
         self._end("accepted", "Accepted. Ctrl+Z brings back the original.")
 
     def reject(self) -> None:
