@@ -36,6 +36,7 @@ class AiController(QObject):
         self.worker = WorkerAdapter(loop, self)
         self.worker.status.connect(self._show_model_status)
         self.starter = InfillStarter(self.worker, InfillOptions(), session_keys(settings.keys))
+        self._empty_result: InfillSession | None = None  # the last session that ended with nothing written
         self.model_label = QLabel("No model")
         self.load_progress = QProgressBar()
         self.load_progress.setRange(0, 0)
@@ -122,10 +123,13 @@ class AiController(QObject):
     def try_again(self) -> None:
         """Put the original back and run the same request again: a new draw, the same settings."""
         editor = self.tabs.current_editor()
-        if editor is None or editor.session is None or editor.session.request is None:
+        session = editor.session if editor is not None else None
+        if session is None and self._empty_result is not None and self._empty_result.editor is editor:
+            session = self._empty_result  # ended, but its request can run again
+        if session is None or session.request is None:
             self.notices.say("Nothing to try again: Ctrl+K starts a rewrite.", 4000)
         elif self._model_ready():
-            self.start(editor, editor.session.again)
+            self.start(editor, session.again)
 
     def on_session(self, action: Callable[[InfillSession], object]) -> None:
         """Accept, reject, the alternatives: ``action`` on the current editor's session, if any."""
@@ -146,13 +150,15 @@ class AiController(QObject):
         session.progress.connect(self.notices.say)
         session.again_requested.connect(self.try_again)
         session.modification_changed.connect(lambda _modified, e=editor: self.tabs.update_title(e))
-        session.ended.connect(lambda outcome, text, e=editor: self._session_ended(e, outcome, text))
+        session.ended.connect(lambda outcome, text, s=session: self._session_ended(s, outcome, text))
         if editor.document().isRedoAvailable():
             self.notices.say("Denoising… (the redo history is replaced by this edit)")
         else:
             self.notices.say("Denoising…")
 
-    def _session_ended(self, editor: CodeEditor, outcome: str, text: str) -> None:
+    def _session_ended(self, session: InfillSession, outcome: str, text: str) -> None:
+        editor = session.editor
+        self._empty_result = session if outcome == "empty" else None
         if outcome == "accepted":  # "Ctrl+Z brings back the original" holds until the next change
             self.notices.say_until_edited(text, editor.document(), 6000)
         else:

@@ -71,7 +71,7 @@ class InfillSession(QObject):
 
     States: ``running`` (drafts arriving), ``ready`` (the final result is shown: accept, reject
     or cycle alternatives) and ``ended``. ``ended`` is emitted once with an outcome
-    ("accepted", "rejected", "cancelled", "failed") and a status-bar message.
+    ("accepted", "rejected", "cancelled", "failed", "empty": the model wrote nothing) and a status-bar message.
     """
 
     ended = Signal(str, str)
@@ -106,6 +106,7 @@ class InfillSession(QObject):
         self._alternative = 0
         self._draft_undo_steps: int | None = None  # None: no draft in the document
         self._draft_revision = -1
+        self._ended_at: tuple[int, list[tuple[int, int]]] | None = None
         self._inside_user_edit = False
         self._modified = self.document.isModified()
         self._started = time.monotonic()
@@ -131,8 +132,14 @@ class InfillSession(QObject):
 
     def again(self) -> InfillSession | None:
         """Try Again: put the originals back and run the same request once more (a new random
-        draw, the same settings) in a new session over the originals; None without a model."""
-        spans = self._original_spans()
+        draw, the same settings) in a new session over the originals; None without a model, or
+        when the session has ended (an empty result) and the text has changed since."""
+        if self.state == "ended":
+            revision, spans = self._ended_at
+            if revision != self.document.revision():
+                return None
+        else:
+            spans = self._original_spans()
         self.reject()
         session = InfillSession(self.editor, spans, self._total_steps, self.underline_low_confidence, self.keys)
         return session if session.run(self._worker, self.request) else None
@@ -189,6 +196,10 @@ class InfillSession(QObject):
             return
         self._frame.stop()
         self._pending = None
+        if all(not candidate.text.strip() for draft in drafts for candidate in draft.candidates):
+            again = self.keys.try_again.toString(QKeySequence.SequenceFormat.NativeText)
+            self._end("empty", f"The model wrote nothing here; {again} tries again.")
+            return
         self.state = "ready"
         self._show(drafts)
         if self.state == "ready":
@@ -464,6 +475,7 @@ class InfillSession(QObject):
         self._frame.stop()
         self._take_out_draft()
         self.state = "ended"
+        self._ended_at = (self.document.revision(), self.spans())  # where the originals are, for ``again``
         if self.job is not None:
             self.job.cancel()
         self.editor.session = None

@@ -69,3 +69,19 @@ def test_the_tab_shows_unsaved_changes_typed_while_a_rewrite_is_pending(window, 
     assert session.state == "running"
     assert window.tabs.tabText(index).endswith("•")
     assert window.windowTitle().startswith(f"{window.tabs.current_document().name} •")
+
+
+def test_an_empty_result_says_so_ends_without_an_undo_step_and_alt_r_tries_again(window, qtbot, reviewed, monkeypatch):
+    monkeypatch.setattr(FakeBackend, "result", staticmethod(lambda index, alternative=0: ""))
+    backend = FakeBackend()
+    editor, session = reviewed(backend)
+    assert session.state == "ended"
+    assert editor.session is None
+    assert document_text(editor.document()) == TEXT
+    assert not editor.document().isUndoAvailable()
+    assert window.statusBar().currentMessage() == "The model wrote nothing here; Alt+R tries again."
+    qtbot.keyClick(editor, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier)
+    qtbot.waitUntil(lambda: len(backend.requests) == 2, timeout=10000)
+    assert backend.requests[1] == backend.requests[0]
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage().startswith("The model wrote nothing"), timeout=10000)
+    assert document_text(editor.document()) == TEXT

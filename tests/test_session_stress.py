@@ -298,6 +298,10 @@ class SessionMachine(RuleBasedStateMachine):
         texts = self.texts(True, data)
         self.results = texts
         self.session.finish(drafts_of(texts, self.step, final=True))
+        if all(not text.strip() for alternatives in texts for text in alternatives):  # nothing written: it ends
+            assert self.session.state == "ended"
+            self.end_session()
+            return
         self.show(texts)
 
     @precondition(lambda self: self.session is not None and self.session.state == "running")
