@@ -111,7 +111,7 @@ def build_menus(window: MainWindow) -> MenuActions:
     fill = _action(window, ai_menu, "&Fill Every [MASK] Gap", ai.fill_gaps)
     ai_menu.addSeparator()
     accept = _action(window, ai_menu, "&Accept", lambda: ai.on_session(InfillSession.accept))
-    reject = _action(window, ai_menu, "Re&ject", lambda: ai.on_session(InfillSession.reject))
+    reject = _action(window, ai_menu, "Re&ject", lambda: ai.on_session(InfillSession.dismiss))
     _action(window, ai_menu, "&Next Alternative", lambda: ai.on_session(lambda s: s.cycle(1)))
     _action(window, ai_menu, "&Previous Alternative", lambda: ai.on_session(lambda s: s.cycle(-1)))
     try_again = _action(window, ai_menu, "&Try Again", ai.try_again)

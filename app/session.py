@@ -205,7 +205,7 @@ class InfillSession(QObject):
         if self.state == "ready":
             self._hint = ReviewHint(self.editor, lambda: (self.spans()[0][0], self.spans()[-1][1]), {
                 "accept": ("Accept", self.keys.accept, self.accept),
-                "reject": ("Reject", self.keys.reject, self.reject),
+                "reject": ("Reject", self.keys.reject, self.dismiss),
                 "next": (self._next_label(), self.keys.next_alternative, lambda: self.cycle(1)),
                 "again": ("Again", self.keys.try_again, self.again_requested.emit),
             })
@@ -237,6 +237,12 @@ class InfillSession(QObject):
 
     def reject(self) -> None:
         self._end("rejected", "Rejected. Your text is unchanged.")
+
+    def dismiss(self) -> None:
+        """The user's reject (Esc): the original text is selected again, to retry or act on it
+        (the first region's, of several)."""
+        self.reject()
+        self._move_cursor(*self._ended_at[1][0])
 
     @property
     def showing_original(self) -> bool:
@@ -278,7 +284,7 @@ class InfillSession(QObject):
     def handle_key(self, event: QKeyEvent) -> bool:
         """Session keys; True when the key was used. Undo/redo end the session first."""
         if key_matches(event, self.keys.reject):
-            self.reject()
+            self.dismiss()
         elif key_matches(event, self.keys.accept):  # reserved while a session runs: no stray indent
             if self.state == "ready":
                 self.accept()

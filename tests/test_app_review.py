@@ -85,3 +85,19 @@ def test_an_empty_result_says_so_ends_without_an_undo_step_and_alt_r_tries_again
     assert backend.requests[1] == backend.requests[0]
     qtbot.waitUntil(lambda: window.statusBar().currentMessage().startswith("The model wrote nothing"), timeout=10000)
     assert document_text(editor.document()) == TEXT
+
+
+def test_esc_selects_the_original_again(window, qtbot, reviewed):
+    editor, _ = reviewed()
+    editor.moveCursor(QTextCursor.MoveOperation.End)  # looking elsewhere while the result waits
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert document_text(editor.document()) == TEXT
+    cursor = editor.textCursor()
+    assert (cursor.selectionStart(), cursor.selectionEnd()) == (19, 31)
+
+
+def test_the_reject_command_selects_the_original_again(window, qtbot, reviewed):
+    editor, _ = reviewed()
+    window.menu_actions.reject.trigger()
+    assert editor.session is None
+    assert editor.textCursor().selectedText() == TEXT[19:31]
