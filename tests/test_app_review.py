@@ -101,3 +101,33 @@ def test_the_reject_command_selects_the_original_again(window, qtbot, reviewed):
     window.menu_actions.reject.trigger()
     assert editor.session is None
     assert editor.textCursor().selectedText() == TEXT[19:31]
+
+
+@pytest.mark.parametrize("where", ["top", "bottom"])
+def test_the_strength_box_hides_none_of_the_lines_above_the_selection(window, qtbot, where):
+    """Under the selection where there is room, else beside it; inside the view either way."""
+    from PySide6.QtCore import QRect
+
+    from app.inlinebox import InlineBox
+
+    with_fake_model(window, qtbot)
+    editor = window.tabs.new_document().editor
+    editor.setPlainText("".join(f"line {n}\n" for n in range(300)))
+    qtbot.waitUntil(lambda: editor.cursorRect().height() > 0)
+    visible = editor.viewport().height() // editor.cursorRect().height()
+    top = 3 if where == "top" else visible - 3  # the selection: three lines, at the top or the bottom of the view
+
+    def line_rect(number: int, width: int) -> QRect:
+        rect = editor.cursorRect(QTextCursor(editor.document().findBlockByNumber(number)))
+        return QRect(0, rect.top(), width, rect.height())
+
+    first, last = editor.document().findBlockByNumber(top), editor.document().findBlockByNumber(top + 2)
+    select(editor, first.position(), last.position() + last.length() - 1)
+    window.ai.rewrite()
+    box = editor.viewport().findChild(InlineBox)
+    assert box is not None and box.isVisible()
+    assert editor.viewport().rect().contains(box.geometry())
+    for number in range(top):
+        assert not box.geometry().intersects(line_rect(number, editor.viewport().width())), number
+    for number in range(top, top + 3):  # the selected lines' text ("line 123") stays in view too
+        assert not box.geometry().intersects(line_rect(number, editor.fontMetrics().horizontalAdvance("line 000"))), number
