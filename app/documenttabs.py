@@ -3,6 +3,7 @@ when another program changes them on disk."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 
@@ -145,6 +146,9 @@ class DocumentTabs(QTabWidget):
             return False
         if document.path is None:
             return self.save_as(document)
+        if not document.is_modified() and document.disk_state() == "same":
+            self.notices.say(f"{document.name} has no unsaved changes; nothing was written.", 3000)
+            return True  # the file stays as it is, byte for byte (mixed line endings too)
         return self._write(document, None)
 
     def save_all(self) -> bool:
@@ -173,7 +177,7 @@ class DocumentTabs(QTabWidget):
             if answer != QMessageBox.StandardButton.Yes:
                 self.notices.say("Not saved; the text is still here.", 6000)
                 return False
-            document.format = fileio.TextFormat("utf-8", False, document.format.newline)
+            document.format = dataclasses.replace(document.format, encoding="utf-8", bom=False)
             self.format_changed.emit(document)
             return self._write(document, path)
         except OSError as error:
@@ -185,7 +189,11 @@ class DocumentTabs(QTabWidget):
         self._watch(document)
         self.file_used.emit(document.path)
         self.update_title(document.editor)
-        self.notices.say(f"Saved {document.path}", 3000)
+        if document.format.mixed_newlines:  # said once: the file now has one ending
+            document.format = dataclasses.replace(document.format, mixed_newlines=False)
+            self.notices.say(f"Saved {document.path}; its mixed line endings are all {document.format.newline_name} now.", 8000)
+        else:
+            self.notices.say(f"Saved {document.path}", 3000)
         return True
 
     def _overwrite_changed(self, document: Document) -> bool:

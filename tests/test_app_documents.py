@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QMessageBox
 
 from test_app_support import qasync_loop, window  # noqa: F401 - fixtures
@@ -49,3 +50,27 @@ def test_cancelling_close_others_closes_none_of_them(window, tmp_path, monkeypat
     answer_unsaved(monkeypatch, QMessageBox.StandardButton.Cancel)
     {action.text(): action for action in window.tabs.tab_menu(1).actions()}["Close Others"].trigger()
     assert [d.path for d in window.tabs.documents()] == [str(p) for p in paths]
+
+
+def test_saving_an_unmodified_document_writes_nothing(window, tmp_path):
+    path = tmp_path / "mixed.txt"
+    path.write_bytes(b"a\r\nb\nc\r\n")
+    document = window.tabs.open_path(str(path))
+    assert window.tabs.save(document)
+    assert path.read_bytes() == b"a\r\nb\nc\r\n"
+    assert not document.is_modified()
+
+
+def test_mixed_line_endings_become_one_with_a_real_edit_and_the_status_bar_says_so_once(window, qtbot, tmp_path):
+    path = tmp_path / "mixed.txt"
+    path.write_bytes(b"a\r\nb\nc\r\n")
+    document = window.tabs.open_path(str(path))
+    document.editor.moveCursor(QTextCursor.MoveOperation.End)
+    qtbot.keyClicks(document.editor, "d")
+    assert window.tabs.save(document)
+    assert path.read_bytes() == b"a\r\nb\r\nc\r\nd"
+    assert "line endings" in window.statusBar().currentMessage() and "CRLF" in window.statusBar().currentMessage()
+    qtbot.keyClicks(document.editor, "e")
+    assert window.tabs.save(document)
+    assert path.read_bytes() == b"a\r\nb\r\nc\r\nde"
+    assert "line endings" not in window.statusBar().currentMessage()
