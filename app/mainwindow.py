@@ -93,6 +93,8 @@ class MainWindow(QMainWindow):
         actions.rewrite.setShortcut(QKeySequence(s.keys["rewrite"]))
         actions.fill.setShortcut(QKeySequence(s.keys["fill_gaps"]))
         actions.try_again.setShortcut(QKeySequence(s.keys["try_again"]))
+        actions.next_alternative.setShortcut(QKeySequence(s.keys["next_alternative"]))
+        actions.previous_alternative.setShortcut(QKeySequence(s.keys["previous_alternative"]))
         actions.accept.setText(f"&Accept\t{s.keys['accept']}")
         actions.reject.setText(f"Re&ject\t{s.keys['reject']}")
         actions.underline.setChecked(s.underline_low_confidence)
