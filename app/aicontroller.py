@@ -7,7 +7,6 @@ import asyncio
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject
-from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QLabel, QProgressBar
 
 from app.codeeditor import CodeEditor

@@ -46,7 +46,7 @@ TEXT_WIDGET_KEYS = (
 
 def default_command_keys() -> list[QKeySequence]:
     """The AI keys at their defaults: what a bare editor (no window, no settings) declines."""
-    return [QKeySequence(key) for name, key in DEFAULT_KEYS.items() if name not in REVIEW_ONLY]
+    return command_keys_of(DEFAULT_KEYS, ())
 
 
 def is_command_key(event: QKeyEvent, command_keys: Iterable[QKeySequence]) -> bool:
