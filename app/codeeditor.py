@@ -42,6 +42,7 @@ _NAVIGATION_KEYS = {
     Qt.Key.Key_Alt, Qt.Key.Key_Meta, Qt.Key.Key_AltGr, Qt.Key.Key_CapsLock,
 }
 _OPENERS = (":", "{", "(", "[")
+MAX_AUTO_CLOSERS = 32  # auto-typed closers remembered for typing over and pair deletion
 BRACKET_SCAN_CHARS = 20_000  # how far to look for a bracket's partner before giving up
 
 
@@ -66,6 +67,7 @@ class CodeEditor(QPlainTextEdit):
         self.indent_with_spaces = True
         self.indent_width = 4
         self.auto_close = True  # brackets and quotes typed get their closer (setting)
+        self._auto_closers: list[QTextCursor] = []  # each selects a closer the editor typed itself
         self.extra_cursors = ExtraCursors(self)  # beside the main cursor (Ctrl+D, Alt+click)
         self.line_marks: dict[int, str] = {}  # line index: "added" | "modified" | "deleted" since the commit
         self.comment_marker: Marker | None = None  # the language's one-line comment, set with its highlighter
@@ -382,7 +384,7 @@ class CodeEditor(QPlainTextEdit):
             cursor.setPosition(start + 1 + utf16_length(inner), QTextCursor.MoveMode.KeepAnchor)
             self.setTextCursor(cursor)
             return True
-        if typed in AUTO_CLOSED.values() and after == typed and not cursor.hasSelection():
+        if typed in AUTO_CLOSED.values() and after == typed and not cursor.hasSelection() and self._auto_closer_at(cursor.position()):
             cursor.movePosition(QTextCursor.MoveOperation.Right)
             self.setTextCursor(cursor)
             return True
@@ -391,15 +393,27 @@ class CodeEditor(QPlainTextEdit):
         if typed in "\"'`" and (before.isalnum() or before == "_"):  # don't, or a closing quote
             return False
         cursor.insertText(typed + AUTO_CLOSED[typed])
+        closer = QTextCursor(cursor)
+        closer.movePosition(QTextCursor.MoveOperation.Left, QTextCursor.MoveMode.KeepAnchor)
+        self._auto_closers = [*self._auto_closers[-(MAX_AUTO_CLOSERS - 1) :], closer]
         cursor.movePosition(QTextCursor.MoveOperation.Left)
         self.setTextCursor(cursor)
         return True
 
+    def _auto_closer_at(self, position: int) -> bool:
+        """Whether a closer the editor typed itself (not the user) still stands at ``position``.
+
+        Only such closers are typed over or deleted with their opener, so a bracket the user
+        typed or pasted is never skipped or removed behind their back.
+        """
+        self._auto_closers = [c for c in self._auto_closers if c.selectionEnd() - c.selectionStart() == 1]
+        return any(c.selectionStart() == position for c in self._auto_closers)
+
     def _delete_empty_pair(self) -> bool:
-        """Backspace between a bracket or quote and its closer deletes both."""
+        """Backspace between a bracket or quote and the closer the editor typed for it deletes both."""
         cursor = self.textCursor()
         before, after = self._around_cursor()
-        if cursor.hasSelection() or not before or AUTO_CLOSED.get(before) != after:
+        if cursor.hasSelection() or not before or AUTO_CLOSED.get(before) != after or not self._auto_closer_at(cursor.position()):
             return False
         cursor.movePosition(QTextCursor.MoveOperation.Left)
         cursor.movePosition(QTextCursor.MoveOperation.Right, QTextCursor.MoveMode.KeepAnchor, 2)

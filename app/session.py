@@ -1,7 +1,7 @@
 """An infill session: one or more regions of a document being rewritten by the model.
 
-How the draft is shown without ever becoming part of the user's history (DESIGN.md, "Infill
-session"): each pass's text is written into the regions as **one edit block that is always the
+How the draft is shown without ever becoming part of the user's history (docs/architecture.md,
+"The rules that protect the user's text"): each pass's text is written into the regions as **one edit block that is always the
 top of the undo stack**. Before any edit of the user's runs (``user_edit``), that block is taken
 out again with a single ``undo()`` and the redo entry it leaves is dropped; the user's edit then
 lands on the original text and becomes an ordinary undo step of its own; the draft is written
@@ -352,7 +352,7 @@ class InfillSession(QObject):
             drafts, self._pending = self._pending, None
             self._show(drafts)
             total = f"/{self._total_steps}" if self._total_steps else ""
-            self.progress.emit(f"Pass {drafts[0].step}{total} · {self._stats(drafts)}")
+            self.progress.emit(f"Pass {drafts[0].batch_passes}{total} · {self._stats(drafts)}")
 
     def _stats(self, drafts: tuple[Draft, ...]) -> str:
         draft = drafts[0]
