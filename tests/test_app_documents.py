@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QMessageBox
 
-from test_app_support import qasync_loop, window  # noqa: F401 - fixtures
+from test_app_support import qasync_loop, window, with_fake_model  # noqa: F401 - fixtures
 
 from app.reopen import recall
 
@@ -74,3 +75,19 @@ def test_mixed_line_endings_become_one_with_a_real_edit_and_the_status_bar_says_
     assert window.tabs.save(document)
     assert path.read_bytes() == b"a\r\nb\r\nc\r\nde"
     assert "line endings" not in window.statusBar().currentMessage()
+
+
+def test_a_rejected_rewrite_then_save_leaves_the_file_byte_identical(window, qtbot, tmp_path):
+    """The issue's check: select all of a file, rewrite, Esc, Ctrl+S; the bytes are the original's."""
+    with_fake_model(window, qtbot)
+    path = tmp_path / "nine.py"
+    original = b"".join(b"x%d = %d\r\n" % (n, n) if n % 3 else b"x%d = %d\n" % (n, n) for n in range(9))
+    path.write_bytes(original)
+    editor = window.tabs.open_path(str(path)).editor
+    editor.selectAll()
+    window.ai.start(editor, lambda: window.ai.starter.rewrite(editor, 1.0))
+    session = editor.session
+    qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert window.tabs.save()
+    assert path.read_bytes() == original
