@@ -17,6 +17,7 @@ from model.api import Backend, EngineError, ModelInfo
 EMBEDDED_DIR = Path(__file__).resolve().parent.parent / "resources" / "models"
 EMBEDDED_NAME = "sfumato-small"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+SERVER_URL = re.compile(r"^https?://[^\s/?#]+(/[^\s?#]*)?/v1/?$")
 
 
 def resolve_spec(spec: str) -> tuple[Path | None, str | None]:
@@ -79,12 +80,19 @@ def load_backend(
     allow_downloads: bool = False,
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
+    remote_model: str | None = None,
 ) -> Backend:
-    """Load ``spec`` and wrap it in the backend its config asks for.
+    """Load ``spec`` and wrap it in the backend its config asks for; a server URL connects instead.
 
     The one place that reads a config, picks the device, loads weights and tokenizer and builds
     the ``ModelInfo``; a backend's constructor only wraps the loaded model.
     """
+    if spec.startswith(("http://", "https://")):
+        if not SERVER_URL.match(spec):
+            raise EngineError(f"{spec}: a server URL must end in /v1 (e.g. http://host:8000/v1)")
+        from model.remote.backend import RemoteOptions, connect
+
+        return connect(spec, RemoteOptions(model=remote_model))
     folder, hub_id = resolve_spec(spec)
     if folder is not None:
         check_config(folder)
