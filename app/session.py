@@ -25,10 +25,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QKeySequence, QTextCursor, QTextDocument
 
 from app.draftpaint import draft_selections
+from app.noise import with_noise
+from app.pacing import DraftPacer
 from app.reviewhint import ReviewHint
 from app.textpositions import as_stored, document_text, index_of, utf16_length
 from model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
@@ -39,8 +41,6 @@ if TYPE_CHECKING:
     from model.worker import Job
 
 log = logging.getLogger(__name__)
-
-FRAME_MS = 16  # draw the newest draft at most once per frame
 
 
 @dataclass
@@ -92,8 +92,9 @@ def _key_matches(event: QKeyEvent, sequence: QKeySequence) -> bool:
 class InfillSession(QObject):
     """Shows the drafts of one model run in ``editor`` and applies or discards the result.
 
-    States: ``running`` (drafts arriving), ``ready`` (the final result is shown: accept, reject
-    or cycle alternatives) and ``ended``. ``ended`` is emitted once with an outcome
+    States: ``running`` (drafts arriving and being animated, app/pacing.py), ``ready`` (the final
+    result is shown: accept, reject or cycle alternatives) and ``ended``. Accepting while the
+    result is in but the animation has not reached it yet shows it first. ``ended`` is emitted once with an outcome
     ("accepted", "rejected", "cancelled", "failed") and a status-bar message.
     """
 
@@ -124,17 +125,14 @@ class InfillSession(QObject):
         text = document_text(self.document)
         self._regions = [_Region(self.document, s, e, text[index_of(text, s) : index_of(text, e)]) for s, e in sorted(spans)]
         self._drafts: tuple[Draft, ...] | None = None  # what is shown (or will be)
-        self._pending: tuple[Draft, ...] | None = None  # newest draft not yet drawn
         self._alternative = 0
         self._draft_undo_steps: int | None = None  # None: no draft in the document
         self._draft_revision = -1
         self._inside_user_edit = False
         self._modified = self.document.isModified()
         self._started = time.monotonic()
-        self._frame = QTimer(self)
-        self._frame.setSingleShot(True)
-        self._frame.setInterval(FRAME_MS)
-        self._frame.timeout.connect(self._draw_pending)
+        self._finished: float | None = None
+        self._pacer = DraftPacer(self, self._draw)
         editor.extra_cursors.clear()  # a session edits with one cursor
         editor.session = self
         self._paint()
@@ -173,6 +171,11 @@ class InfillSession(QObject):
         return [region.span() for region in self._regions]
 
     @property
+    def result_in(self) -> bool:
+        """The final result has arrived (it can be accepted, even before the animation shows it)."""
+        return self.state == "ready" or (self.state == "running" and self._pacer.has_result)
+
+    @property
     def has_draft(self) -> bool:
         return self._draft_undo_steps is not None
 
@@ -194,18 +197,22 @@ class InfillSession(QObject):
     # --- the worker's news, on the Qt thread --------------------------------------------------
 
     def receive(self, drafts: tuple[Draft, ...]) -> None:
-        """A pass's drafts; only the newest is drawn, at most once per frame."""
-        if self.state != "running":
-            return
-        self._pending = drafts
-        if not self._frame.isActive():
-            self._frame.start()
+        """A pass's drafts; the pacer decides which are drawn, and when."""
+        if self.state == "running":
+            self._pacer.add(drafts)
 
     def finish(self, drafts: tuple[Draft, ...]) -> None:
-        if self.state != "running":
+        if self.state == "running":
+            self._finished = time.monotonic()  # the model's speed, without the animation after it
+            self._pacer.add(drafts, final=True)
+
+    def _draw(self, drafts: tuple[Draft, ...], final: bool) -> None:
+        """Show a pass the pacer chose (its undecided positions as noise), or the result."""
+        if not final:
+            self._show(with_noise(drafts, self.originals))
+            total = f"/{self._total_steps}" if self._total_steps else ""
+            self.progress.emit(f"Pass {drafts[0].step}{total} · {self._stats(drafts)}")
             return
-        self._frame.stop()
-        self._pending = None
         self.state = "ready"
         self._show(drafts)
         if self.state == "ready":
@@ -226,6 +233,7 @@ class InfillSession(QObject):
     # --- the user's decisions -----------------------------------------------------------------
 
     def accept(self) -> None:
+        self._pacer.finish_now()
         if self.state != "ready":
             return
         texts = self.texts()
@@ -250,6 +258,7 @@ class InfillSession(QObject):
 
     def cycle(self, step: int) -> None:
         """Show the next (or previous) alternative; after the last one comes the original, to compare."""
+        self._pacer.finish_now()
         if self.state != "ready":
             return
         self._alternative = (self._alternative + step) % (self.alternatives + 1)
@@ -285,7 +294,7 @@ class InfillSession(QObject):
         if _key_matches(event, self.keys.reject):
             self.reject()
         elif _key_matches(event, self.keys.accept):  # reserved while a session runs: no stray indent
-            if self.state == "ready":
+            if self.result_in:
                 self.accept()
             else:
                 self.progress.emit("Still denoising: the result can be accepted when it is done.")
@@ -344,16 +353,9 @@ class InfillSession(QObject):
 
     # --- drawing ------------------------------------------------------------------------------
 
-    def _draw_pending(self) -> None:
-        if self._pending is not None and self.state == "running":
-            drafts, self._pending = self._pending, None
-            self._show(drafts)
-            total = f"/{self._total_steps}" if self._total_steps else ""
-            self.progress.emit(f"Pass {drafts[0].step}{total} · {self._stats(drafts)}")
-
     def _stats(self, drafts: tuple[Draft, ...]) -> str:
         draft = drafts[0]
-        seconds = max(time.monotonic() - self._started, 1e-6)
+        seconds = max((self._finished or time.monotonic()) - self._started, 1e-6)
         generated = sum(d.generated_tokens for d in drafts)
         return f"{draft.tokens_per_pass:.1f} tokens/pass · {generated / seconds:.0f} tokens/s"
 
@@ -475,7 +477,7 @@ class InfillSession(QObject):
     def _end(self, outcome: str, message: str) -> None:
         if self.state == "ended":
             return
-        self._frame.stop()
+        self._pacer.stop()
         self._take_out_draft()
         self.state = "ended"
         if self.job is not None:

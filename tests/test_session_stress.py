@@ -32,11 +32,12 @@ from PySide6.QtWidgets import QApplication
 
 from test_app_support import FakeBackend, make_engine, qasync_loop  # noqa: F401 - fixture
 
-from app import recovery, session as session_module
+from app import pacing, recovery
 from app.codeeditor import CodeEditor
 from app.textpositions import document_text
 from app.document import Document
 from app.infill import InfillOptions, InfillStarter
+from app.noise import with_noise
 from app.session import DEFAULT_KEYS, InfillSession
 from model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
 from model.template import find_gaps, segments_of
@@ -449,8 +450,9 @@ class SessionMachine(RuleBasedStateMachine):
 
 @pytest.fixture
 def immediate_frames(monkeypatch):
-    """Draw every draft on the next event-loop pass instead of the next 16 ms frame."""
-    monkeypatch.setattr(session_module, "FRAME_MS", 0)
+    """Draw every draft on the next event-loop pass: no frame wait, no animation pacing."""
+    monkeypatch.setattr(pacing, "FRAME_MS", 0)
+    monkeypatch.setattr(pacing, "MIN_PASS_MS", 0)
 
 
 def test_sessions_never_lose_or_leak_text(qapp, immediate_frames):
@@ -500,7 +502,8 @@ class RealModelMachine(SessionMachine):
         self.session.receive(drafts)
         for _ in range(3):
             QApplication.processEvents()
-        self.show([[candidate.text for candidate in draft.candidates] for draft in drafts])
+        shown = with_noise(drafts, [region.original for region in self.regions])  # undecided positions drawn as noise
+        self.show([[candidate.text for candidate in draft.candidates] for draft in shown])
 
     @precondition(lambda self: self.session is not None and self.session.state == "running")
     @rule()
