@@ -5,9 +5,13 @@ text, so the draft would show nothing there (and the lines would collapse). For 
 each such position gets one to three glyphs from ``GLYPHS``, picked by a generator seeded with
 the pass, the region and the alternative: the same pass always looks the same, the next one
 differs. The app cannot see the model's vocabulary (the engine API carries text only), so the
-glyphs are the letters, digits and punctuation code is made of. A region with such noise also
-keeps at least its original number of lines (blank noise lines at its end), so the text below
-it does not jump as line breaks settle. Results (``final`` drafts) are never changed.
+glyphs are the letters, digits and punctuation code is made of.
+
+A passing draft may also have fewer lines than the text it replaces (a model stops its draft at
+the first place it guesses the end, and line breaks settle late), so the lines below would jump
+up and down from pass to pass. A region keeps at least its original number of lines: the
+missing ones are noise lines shaped like the original's last lines (their indentation, then as
+many glyphs as they had characters). Results (``final`` drafts) are never changed.
 """
 
 from __future__ import annotations
@@ -37,16 +41,19 @@ def with_noise(drafts: Sequence[Draft], originals: Sequence[str]) -> tuple[Draft
 
 
 def _noisy(candidate: Candidate, rng: random.Random, original: str) -> Candidate:
+    def glyphs(count: int) -> str:
+        return "".join(rng.choice(GLYPHS) for _ in range(count))
+
     tokens = [
-        token if token.text or token.accepted else
-        TokenState("".join(rng.choice(GLYPHS) for _ in range(rng.randint(1, 3))), token.confidence, False)
+        token if token.text or token.accepted else TokenState(glyphs(rng.randint(1, 3)), token.confidence, False)
         for token in candidate.tokens
     ]
+    text = "".join(token.text for token in tokens)
+    missing = original.count("\n") - text.count("\n")
+    if missing > 0:
+        for line in original.split("\n")[-missing:]:
+            content = line.lstrip()
+            tokens.append(TokenState("\n" + line[: len(line) - len(content)] + glyphs(len(content)), 0.0, False))
     if tokens == list(candidate.tokens):
         return candidate
-    text = "".join(token.text for token in tokens)
-    missing_lines = original.count("\n") - text.count("\n")
-    if missing_lines > 0:
-        tokens.append(TokenState("\n" * missing_lines, 0.0, False))
-        text += "\n" * missing_lines
-    return Candidate(text, tuple(tokens))
+    return Candidate("".join(token.text for token in tokens), tuple(tokens))

@@ -87,7 +87,7 @@ def test_undecided_positions_are_drawn_as_glyphs_that_change_from_pass_to_pass()
     assert first.text == again.text, "the same pass must look the same"
     assert first.text != second.text
     settled = len(RESULT) * 6 // PASSES
-    noise = first.text[settled:].replace("\n", "")
+    noise = "".join(first.text[settled:].split())  # the missing lines keep their indentation
     assert noise and set(noise) <= set(GLYPHS)
     assert first.text.count("\n") >= original.count("\n"), "the region lost lines while denoising"
     assert "".join(token.text for token in first.tokens) == first.text
@@ -95,6 +95,11 @@ def test_undecided_positions_are_drawn_as_glyphs_that_change_from_pass_to_pass()
     assert with_noise((final,), [original]) == (final,)
 
 
-def test_a_draft_without_undecided_positions_is_shown_as_it_is():
+def test_a_passing_draft_keeps_the_lines_of_the_text_it_replaces():
     draft = Draft(3, (Candidate("ab", (TokenState("a", 0.2, False), TokenState("b", 0.9, True))),))
-    assert with_noise((draft,), ["x\ny\nz\n"]) == (draft,)
+    assert with_noise((draft,), ["xy"]) == (draft,), "a draft with nothing undecided and no line missing is shown as it is"
+    shown = with_noise((draft,), ["first\n    two\n\tthree"])[0].text
+    lines = shown.split("\n")
+    assert lines[0] == "ab" and len(lines) == 3
+    assert lines[1].startswith("    ") and len(lines[1]) == len("    two") and set(lines[1].strip()) <= set(GLYPHS)
+    assert lines[2].startswith("\t") and len(lines[2]) == len("\tthree")

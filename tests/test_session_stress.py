@@ -277,10 +277,16 @@ class SessionMachine(RuleBasedStateMachine):
     def draft_arrives(self, data):
         self.step += 1
         texts = self.texts(False, data)
-        self.session.receive(drafts_of(texts, self.step, final=False))
+        drafts = drafts_of(texts, self.step, final=False)
+        self.session.receive(drafts)
         for _ in range(3):  # the frame timer (0 ms in these tests) draws it
             QApplication.processEvents()
-        self.show(texts)
+        self.show_passing(drafts)
+
+    def show_passing(self, drafts: tuple[Draft, ...]) -> None:
+        """A passing draft is shown with its undecided positions and missing lines as noise."""
+        shown = with_noise(drafts, [region.original for region in self.regions])
+        self.show([[candidate.text for candidate in draft.candidates] for draft in shown])
 
     def show(self, texts: list[list[str]]) -> None:
         for region, alternatives in zip(self.regions, texts):
@@ -502,8 +508,7 @@ class RealModelMachine(SessionMachine):
         self.session.receive(drafts)
         for _ in range(3):
             QApplication.processEvents()
-        shown = with_noise(drafts, [region.original for region in self.regions])  # undecided positions drawn as noise
-        self.show([[candidate.text for candidate in draft.candidates] for draft in shown])
+        self.show_passing(drafts)
 
     @precondition(lambda self: self.session is not None and self.session.state == "running")
     @rule()
