@@ -12,11 +12,11 @@ import asyncio
 import os
 
 from PySide6.QtCore import QEvent, QSettings, QTimer
-from PySide6.QtGui import QCloseEvent, QKeySequence, QTextDocument
-from PySide6.QtWidgets import QFileDialog, QInputDialog, QLabel, QMainWindow, QVBoxLayout, QWidget
+from PySide6.QtGui import QCloseEvent, QGuiApplication, QKeySequence, QTextDocument
+from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QLabel, QMainWindow, QVBoxLayout, QWidget
 
 from app.aicontroller import AiController
-from app.document import Document, palette_is_dark
+from app.document import Document
 from app.documenttabs import DocumentTabs
 from app.findbar import FindBar, replace_every
 from app.folder import folder_files
@@ -29,6 +29,7 @@ from app.settings import Settings
 from app.settings_dialog import SettingsDialog
 from app.symbols import symbols
 from app.textpositions import position_of
+from app.theme import apply_theme, current_style, editor_font, editor_palette
 
 MAX_FILES_REPLACED = 200  # Replace All in Folder opens at most this many tabs at once
 MODEL_SETTINGS = {"model_spec", "device", "allow_downloads", "trust_remote_code"}  # a change reloads
@@ -70,6 +71,7 @@ class MainWindow(QMainWindow):
         self.folder.search.replace_requested.connect(self.replace_in_files)
         self._build_status_bar()
         self.menu_actions = build_menus(self)
+        QGuiApplication.styleHints().colorSchemeChanged.connect(self._desktop_scheme_changed)
         self.apply_settings()
 
     def _build_status_bar(self) -> None:
@@ -98,6 +100,7 @@ class MainWindow(QMainWindow):
         actions.slow_motion.setChecked(s.slow_motion_ms > 0)
         actions.wrap.setChecked(s.word_wrap)
         actions.whitespace.setChecked(s.show_whitespace)
+        apply_theme(s.theme, s.light_style, s.dark_style)
         for document in self.tabs.documents():
             self._configure(document)
         self._show_indentation()
@@ -110,6 +113,25 @@ class MainWindow(QMainWindow):
         editor.set_word_wrap(s.word_wrap)
         editor.set_show_whitespace(s.show_whitespace)
         editor.auto_close = s.auto_close
+        editor.set_text_font(editor_font(s.font_family, s.font_size))
+        self._colour(document)
+
+    def _colour(self, document: Document) -> None:
+        """The text area's colours and its highlighting from the pygments style for the theme now."""
+        style = current_style()
+        document.editor.setPalette(editor_palette(QApplication.palette(), style))
+        if document.highlighter is not None:
+            document.highlighter.set_style(style)
+
+    def apply_look(self, s: Settings) -> None:
+        """The theme, text styles and font of ``s``: the settings, or the settings dialog's before OK."""
+        apply_theme(s.theme, s.light_style, s.dark_style)
+        for document in self.tabs.documents():
+            document.editor.set_text_font(editor_font(s.font_family, s.font_size))
+            self._colour(document)
+
+    def _desktop_scheme_changed(self, _scheme) -> None:
+        self.apply_look(self.settings)
 
     def _document_added(self, document: Document) -> None:
         self._configure(document)
@@ -127,7 +149,9 @@ class MainWindow(QMainWindow):
 
     def open_settings(self) -> None:
         dialog = SettingsDialog(self.settings, self)
+        dialog.look_changed.connect(self.apply_look)
         if dialog.exec() != SettingsDialog.DialogCode.Accepted:
+            self.apply_settings()  # the look as it was before the dialog's preview
             return
         changed = self.settings.replace_with(dialog.result_settings())
         self.save_settings()
@@ -284,12 +308,11 @@ class MainWindow(QMainWindow):
         event.accept()
 
     def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
-        """Follow the system's light/dark switch; coming back to the window, ask git again (a commit
-        made meanwhile clears the current file's changed-line marks)."""
+        """The application's palette changed (light/dark): recolour the text; coming back to the
+        window, ask git again (a commit made meanwhile clears the current file's changed-line marks)."""
         if event.type() == QEvent.Type.PaletteChange:
             for document in self.tabs.documents():
-                if document.highlighter is not None:
-                    document.highlighter.set_dark(palette_is_dark())
+                self._colour(document)
         elif event.type() == QEvent.Type.ActivationChange and self.isActiveWindow() and self.tabs.current_document() is not None:
             self.tabs.current_document().refresh_committed()
         super().changeEvent(event)
