@@ -30,6 +30,7 @@ from app.settings_dialog import SettingsDialog
 from app.symbols import symbols
 from app.textpositions import position_of
 from app.theme import apply_theme, current_style, editor_font, editor_palette
+from app.welcome import Welcome, welcome_text
 
 MAX_FILES_REPLACED = 200  # Replace All in Folder opens at most this many tabs at once
 MODEL_SETTINGS = {"model_spec", "device", "allow_downloads", "trust_remote_code"}  # a change reloads
@@ -45,6 +46,7 @@ class MainWindow(QMainWindow):
         self.settings = Settings.load(store)
         self.notices = Notices(self)
         self.picker: Picker | None = None  # the command palette or Go to File, while open
+        self.welcome: Welcome | None = None  # in the untitled document of a start without files
         self.setWindowTitle("Sfumato")
         self.resize(1100, 760)
         self.setAcceptDrops(True)
@@ -70,6 +72,7 @@ class MainWindow(QMainWindow):
         self.folder.search.match_chosen.connect(self.open_at)
         self.folder.search.replace_requested.connect(self.replace_in_files)
         self._build_status_bar()
+        self.ai.worker.status.connect(self._refresh_welcome)
         self.menu_actions = build_menus(self)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._desktop_scheme_changed)
         self.apply_settings()
@@ -104,6 +107,7 @@ class MainWindow(QMainWindow):
         for document in self.tabs.documents():
             self._configure(document)
         self._show_indentation()
+        self._refresh_welcome()
 
     def _configure(self, document: Document) -> None:
         """The editor as the settings say; indentation: the file's own where it showed one."""
@@ -136,6 +140,23 @@ class MainWindow(QMainWindow):
     def _document_added(self, document: Document) -> None:
         self._configure(document)
         document.editor.cursorPositionChanged.connect(self._update_position)
+
+    def show_welcome(self, document: Document) -> None:
+        self.welcome = Welcome(document.editor)
+        self._refresh_welcome()
+
+    def _refresh_welcome(self) -> None:
+        """The welcome with the keys and the model as they are now (loading, loaded, failed)."""
+        if self.welcome is None:
+            return
+        worker, spec = self.ai.worker, self.ai.model_override or self.settings.model_spec
+        if worker.info is not None:
+            model = f"{worker.info.name} on {worker.info.device}"
+        elif worker.error is not None:
+            model = f"none ({spec} did not load: {worker.error})"
+        else:
+            model = f"{spec} (loading…)"
+        self.welcome.show(welcome_text(self.settings.keys, model))
 
     def _remember_recent(self, path: str) -> None:
         self.settings.add_recent(path)
@@ -340,7 +361,7 @@ def open_files(window: MainWindow, files: list[str]) -> None:
             window.open_folder(window.settings.folder)
         window.tabs.reopen(recall(window.store))
     if not window.tabs.documents():
-        window.tabs.new_document()
+        window.show_welcome(window.tabs.new_document())
 
 
 ENGINE_START_DELAY_MS = 150  # let the window paint before the import of torch competes for the CPU
