@@ -310,6 +310,12 @@ class MainWindow(QMainWindow):
         if self.tabs.count():
             self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
 
+    def show_shortcuts(self) -> None:
+        from app.shortcuts import ShortcutsDialog
+
+        self.shortcuts = ShortcutsDialog(self.menuBar(), self)
+        self.shortcuts.open()
+
     def show_about(self) -> None:
         from app.about import show_about
 
