@@ -7,17 +7,19 @@ import asyncio
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject
-from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QLabel, QProgressBar
+from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar
 
 from app.codeeditor import CodeEditor
+from app.commandkeys import session_keys
 from app.documenttabs import DocumentTabs
 from app.infill import InfillOptions, InfillStarter
 from app.inlinebox import InlineBox
 from app.notices import Notices
-from app.session import InfillSession, SessionKeys
+from app.server_consent import ServerConsent
+from app.session import InfillSession
 from app.settings import Settings
 from app.worker_adapter import WorkerAdapter, load_from_spec
+from model.loading import SERVER_URL
 
 
 class AiController(QObject):
@@ -34,7 +36,11 @@ class AiController(QObject):
         self.model_override = model_override
         self.worker = WorkerAdapter(loop, self)
         self.worker.status.connect(self._show_model_status)
-        self.starter = InfillStarter(self.worker, InfillOptions(), self._session_keys())
+        self.worker.served.connect(self._show_server_status)
+        self.consent = ServerConsent(settings, self._ask, remembered=save_settings)
+        self._spec = ""  # what the worker loaded (a server's URL for a served model)
+        self.starter = InfillStarter(self.worker, InfillOptions(), session_keys(settings.keys))
+        self._empty_result: InfillSession | None = None  # the last session that ended with nothing written
         self.model_label = QLabel("No model")
         self.load_progress = QProgressBar()
         self.load_progress.setRange(0, 0)
@@ -51,15 +57,11 @@ class AiController(QObject):
             alternatives=s.alternatives,
             underline_low_confidence=s.underline_low_confidence,
         )
-        self.starter.keys = self._session_keys()
+        self.starter.keys = session_keys(s.keys)
         self.worker.slow_motion_ms = s.slow_motion_ms
         for document in self.tabs.documents():
             if document.editor.session is not None:
                 document.editor.session.set_underline(s.underline_low_confidence)
-
-    def _session_keys(self) -> SessionKeys:
-        keys = self.settings.keys
-        return SessionKeys(*(QKeySequence(keys[name]) for name in ("accept", "reject", "next_alternative", "previous_alternative", "try_again")))
 
     # --- the model ----------------------------------------------------------------------------
 
@@ -70,8 +72,9 @@ class AiController(QObject):
             document.editor.end_session()
         device = None if s.device == "auto" else s.device
         self.load_progress.show()
-        spec = self.model_override or s.model_spec
-        self.worker.start(load_from_spec(spec, device, s.allow_downloads, s.trust_remote_code), spec)
+        spec = self._spec = self.model_override or s.active_model_spec
+        remote_model = (s.server_model or None) if spec == s.server_url else None  # the Server page's model name
+        self.worker.start(load_from_spec(spec, device, s.allow_downloads, s.trust_remote_code, remote_model), spec)
 
     def _show_model_status(self, text: str) -> None:
         """A short label at the right (details in its tooltip); the whole line as a message."""
@@ -85,6 +88,25 @@ class AiController(QObject):
         self.model_label.setToolTip(text)
         self.load_progress.setVisible(worker.loading)
         self.notices.say(text, 10000)
+
+    def _show_server_status(self, line: str) -> None:
+        """A served model: the server, its last round trip and speed, and what the user should know."""
+        self.model_label.setText(line)
+        self.model_label.setToolTip(f"{self.worker.info.name if self.worker.info else ''}\n{line}")
+
+    def _ask(self, title: str, question: str) -> bool:
+        """A privacy question, on the UI thread, before anything is sent."""
+        answer = QMessageBox.question(self.tabs.window(), title, question)
+        return answer == QMessageBox.StandardButton.Yes
+
+    def _may_send(self) -> bool:
+        """False (and nothing sent) when the user does not let the document go to the server."""
+        if not SERVER_URL.match(self._spec):
+            return True
+        if self.consent.allows(self._spec):
+            return True
+        self.notices.say("Nothing was sent: the server was not allowed. Your text is unchanged.", 6000)
+        return False
 
     def _model_ready(self) -> bool:
         if self.worker.error is not None:
@@ -125,10 +147,13 @@ class AiController(QObject):
     def try_again(self) -> None:
         """Put the original back and run the same request again: a new draw, the same settings."""
         editor = self.tabs.current_editor()
-        if editor is None or editor.session is None or editor.session.request is None:
+        session = editor.session if editor is not None else None
+        if session is None and self._empty_result is not None and self._empty_result.editor is editor:
+            session = self._empty_result  # ended, but its request can run again
+        if session is None or session.request is None:
             self.notices.say("Nothing to try again: Ctrl+K starts a rewrite.", 4000)
         elif self._model_ready():
-            self.start(editor, editor.session.again)
+            self.start(editor, session.again)
 
     def on_session(self, action: Callable[[InfillSession], object]) -> None:
         """Accept, reject, the alternatives: ``action`` on the current editor's session, if any."""
@@ -139,6 +164,8 @@ class AiController(QObject):
     def start(self, editor: CodeEditor, begin: Callable[[], InfillSession | None]) -> None:
         """Start a session in ``editor`` with ``begin`` and show its progress in the status bar."""
         editor.setFocus()  # Tab, Esc and Alt+] reach the session only from the editor
+        if not self._may_send():
+            return
         try:
             session = begin()
         except ValueError as error:
@@ -148,12 +175,20 @@ class AiController(QObject):
             return
         session.progress.connect(self.notices.say)
         session.again_requested.connect(self.try_again)
-        session.ended.connect(lambda outcome, text, e=editor: self._session_ended(e, text))
+        session.modification_changed.connect(lambda _modified, e=editor: self.tabs.update_title(e))
+        session.ended.connect(lambda outcome, text, s=session: self._session_ended(s, outcome, text))
+        info = self.worker.info
+        doing = f"Waiting for server {info.device}…" if info is not None and info.backend == "remote" else "Denoising…"
         if editor.document().isRedoAvailable():
-            self.notices.say("Denoising… (the redo history is replaced by this edit)")
+            self.notices.say(f"{doing} (the redo history is replaced by this edit)")
         else:
-            self.notices.say("Denoising…")
+            self.notices.say(doing)
 
-    def _session_ended(self, editor: CodeEditor, text: str) -> None:
-        self.notices.say(text, 6000)
+    def _session_ended(self, session: InfillSession, outcome: str, text: str) -> None:
+        editor = session.editor
+        self._empty_result = session if outcome == "empty" else None
+        if outcome == "accepted":  # "Ctrl+Z brings back the original" holds until the next change
+            self.notices.say_until_edited(text, editor.document(), 6000)
+        else:
+            self.notices.say(text, 6000)
         self.tabs.update_title(editor)

@@ -27,7 +27,8 @@ MAX_NEW_TOKENS = 4096  # per JSONL request; a larger number would keep the model
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default="embedded", help="embedded | a model folder | a hub id")
+    parser.add_argument("--model", default="embedded", help="embedded | a model folder | a hub id | http(s)://host:port/v1")
+    parser.add_argument("--remote-model", default=None, help="with a server URL: the served model (default: its first)")
     parser.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
     parser.add_argument("--steps", type=int, default=None, help="denoising passes per canvas")
     parser.add_argument("--seed", type=int, default=None, help="make runs reproducible")
@@ -89,7 +90,9 @@ def _fail(code: int, message: str) -> int:
 def _load(args):
     from model.loading import load_backend
 
-    return load_backend(args.model, device=args.device, allow_downloads=args.allow_downloads)
+    return load_backend(
+        args.model, device=args.device, allow_downloads=args.allow_downloads, remote_model=args.remote_model
+    )
 
 
 # ---- infill --jsonl --------------------------------------------------------------------------

@@ -12,10 +12,11 @@ import asyncio
 import os
 
 from PySide6.QtCore import QEvent, QSettings, QTimer
-from PySide6.QtGui import QCloseEvent, QGuiApplication, QKeySequence, QTextDocument
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence, QTextDocument
 from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QLabel, QMainWindow, QVBoxLayout, QWidget
 
 from app.aicontroller import AiController
+from app.commandkeys import command_keys_of
 from app.document import Document
 from app.documenttabs import DocumentTabs
 from app.findbar import FindBar, replace_every
@@ -33,7 +34,9 @@ from app.theme import apply_theme, current_style, editor_font, editor_palette
 from app.welcome import Welcome, welcome_text
 
 MAX_FILES_REPLACED = 200  # Replace All in Folder opens at most this many tabs at once
-MODEL_SETTINGS = {"model_spec", "device", "allow_downloads", "trust_remote_code"}  # a change reloads
+MODEL_SETTINGS = {  # a change reloads
+    "model_spec", "device", "allow_downloads", "trust_remote_code", "use_server", "server_url", "server_model",
+}
 
 
 class MainWindow(QMainWindow):
@@ -97,6 +100,8 @@ class MainWindow(QMainWindow):
         actions.rewrite.setShortcut(QKeySequence(s.keys["rewrite"]))
         actions.fill.setShortcut(QKeySequence(s.keys["fill_gaps"]))
         actions.try_again.setShortcut(QKeySequence(s.keys["try_again"]))
+        actions.next_alternative.setShortcut(QKeySequence(s.keys["next_alternative"]))
+        actions.previous_alternative.setShortcut(QKeySequence(s.keys["previous_alternative"]))
         actions.accept.setText(f"&Accept\t{s.keys['accept']}")
         actions.reject.setText(f"Re&ject\t{s.keys['reject']}")
         actions.underline.setChecked(s.underline_low_confidence)
@@ -117,6 +122,7 @@ class MainWindow(QMainWindow):
         editor.set_word_wrap(s.word_wrap)
         editor.set_show_whitespace(s.show_whitespace)
         editor.auto_close = s.auto_close
+        editor.command_keys = command_keys_of(s.keys, self.findChildren(QAction))
         editor.set_text_font(editor_font(s.font_family, s.font_size))
         self._colour(document)
 

@@ -30,8 +30,8 @@ def with_noise(drafts: Sequence[Draft], originals: Sequence[str]) -> tuple[Draft
     as many drafts as came in, so a wrong count still shows as one."""
     return tuple(
         draft if draft.final else Draft(
-            draft.step,
-            tuple(_noisy(candidate, random.Random(f"{draft.step}/{region}/{alternative}"),
+            draft.batch_passes,
+            tuple(_noisy(candidate, random.Random(f"{draft.batch_passes}/{region}/{alternative}"),
                          originals[region] if region < len(originals) else "")
                   for alternative, candidate in enumerate(draft.candidates)),
             draft.final, draft.forward_passes, draft.generated_tokens,

@@ -1,7 +1,7 @@
 """An infill session: one or more regions of a document being rewritten by the model.
 
-How the draft is shown without ever becoming part of the user's history (DESIGN.md, "Infill
-session"): each pass's text is written into the regions as **one edit block that is always the
+How the draft is shown without ever becoming part of the user's history (docs/architecture.md,
+"The rules that protect the user's text"): each pass's text is written into the regions as **one edit block that is always the
 top of the undo stack**. Before any edit of the user's runs (``user_edit``), that block is taken
 out again with a single ``undo()`` and the redo entry it leaves is dropped; the user's edit then
 lands on the original text and becomes an ordinary undo step of its own; the draft is written
@@ -22,12 +22,12 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QKeyEvent, QKeySequence, QTextCursor, QTextDocument
 
+from app.commandkeys import DEFAULT_SESSION_KEYS, SessionKeys, key_matches
 from app.draftpaint import draft_selections
 from app.noise import with_noise
 from app.pacing import DraftPacer
@@ -41,24 +41,6 @@ if TYPE_CHECKING:
     from model.worker import Job
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class SessionKeys:
-    accept: QKeySequence
-    reject: QKeySequence
-    next_alternative: QKeySequence
-    previous_alternative: QKeySequence
-    try_again: QKeySequence
-
-
-DEFAULT_KEYS = SessionKeys(
-    QKeySequence(Qt.Key.Key_Tab),
-    QKeySequence(Qt.Key.Key_Escape),
-    QKeySequence("Alt+]"),
-    QKeySequence("Alt+["),
-    QKeySequence("Alt+R"),
-)
 
 
 class _Region:
@@ -84,23 +66,19 @@ class _Region:
         self.end = QTextCursor()
 
 
-def _key_matches(event: QKeyEvent, sequence: QKeySequence) -> bool:
-    pressed = QKeySequence(event.keyCombination())
-    return not sequence.isEmpty() and pressed.matches(sequence) == QKeySequence.SequenceMatch.ExactMatch
-
-
 class InfillSession(QObject):
     """Shows the drafts of one model run in ``editor`` and applies or discards the result.
 
-    States: ``running`` (drafts arriving and being animated, app/pacing.py), ``ready`` (the final
-    result is shown: accept, reject or cycle alternatives) and ``ended``. Accepting while the
-    result is in but the animation has not reached it yet shows it first. ``ended`` is emitted once with an outcome
-    ("accepted", "rejected", "cancelled", "failed") and a status-bar message.
+    States: ``running`` (drafts arriving and animated, app/pacing.py), ``ready`` (the result is
+    shown: accept, reject or cycle alternatives; accepting a result that is in but not shown yet
+    shows it first) and ``ended``, emitted once with an outcome ("accepted", "rejected",
+    "cancelled", "failed", "empty": the model wrote nothing) and a status-bar message.
     """
 
     ended = Signal(str, str)
     progress = Signal(str)
     again_requested = Signal()  # the review hint's "Again" link; the window runs ``again``
+    modification_changed = Signal(bool)  # the user's text, draft aside, differs from the saved one (or no longer)
 
     def __init__(
         self,
@@ -108,7 +86,7 @@ class InfillSession(QObject):
         spans: Sequence[tuple[int, int]],
         total_steps: int | None = None,
         underline_low_confidence: bool = False,
-        keys: SessionKeys = DEFAULT_KEYS,
+        keys: SessionKeys = DEFAULT_SESSION_KEYS,
     ):
         super().__init__(editor)
         editor.end_session()
@@ -128,6 +106,7 @@ class InfillSession(QObject):
         self._alternative = 0
         self._draft_undo_steps: int | None = None  # None: no draft in the document
         self._draft_revision = -1
+        self._ended_at: tuple[int, list[tuple[int, int]]] | None = None
         self._inside_user_edit = False
         self._modified = self.document.isModified()
         self._started = time.monotonic()
@@ -151,17 +130,28 @@ class InfillSession(QObject):
 
     def again(self) -> InfillSession | None:
         """Try Again: put the originals back and run the same request once more (a new random
-        draw, the same settings) in a new session over the originals; None without a model."""
-        spans, shift = [], 0  # each region's place once the ones before it hold their originals again
-        for (start, end), original in zip(self.spans(), self.originals):
-            length = utf16_length(original)
-            spans.append((start - shift, start - shift + length))
-            shift += (end - start) - length
+        draw, the same settings) in a new session over the originals; None without a model, or
+        when the session has ended (an empty result) and the text has changed since."""
+        if self.state == "ended":
+            revision, spans = self._ended_at
+            if revision != self.document.revision():
+                return None
+        else:
+            spans = self._original_spans()
         self.reject()
         session = InfillSession(self.editor, spans, self._total_steps, self.underline_low_confidence, self.keys)
         return session if session.run(self._worker, self.request) else None
 
     # --- what the rest of the editor asks -----------------------------------------------------
+
+    def _original_spans(self) -> list[tuple[int, int]]:
+        """Each region's place once every region holds its original again."""
+        spans, shift = [], 0
+        for (start, end), original in zip(self.spans(), self.originals):
+            length = utf16_length(original)
+            spans.append((start - shift, start - shift + length))
+            shift += (end - start) - length
+        return spans
 
     @property
     def originals(self) -> list[str]:
@@ -197,28 +187,32 @@ class InfillSession(QObject):
     # --- the worker's news, on the Qt thread --------------------------------------------------
 
     def receive(self, drafts: tuple[Draft, ...]) -> None:
-        """A pass's drafts; the pacer decides which are drawn, and when."""
         if self.state == "running":
-            self._pacer.add(drafts)
+            self._pacer.add(drafts)  # it decides which passes are drawn, and when
 
     def finish(self, drafts: tuple[Draft, ...]) -> None:
-        if self.state == "running":
-            self._finished = time.monotonic()  # the model's speed, without the animation after it
-            self._pacer.add(drafts, final=True)
+        if self.state != "running":
+            return
+        if all(not candidate.text.strip() for draft in drafts for candidate in draft.candidates):
+            again = self.keys.try_again.toString(QKeySequence.SequenceFormat.NativeText)
+            self._end("empty", f"The model wrote nothing here; {again} tries again.")
+            return
+        self._finished = time.monotonic()  # the model's speed, without the animation after it
+        self._pacer.add(drafts, final=True)
 
     def _draw(self, drafts: tuple[Draft, ...], final: bool) -> None:
         """Show a pass the pacer chose (its undecided positions as noise), or the result."""
         if not final:
             self._show(with_noise(drafts, self.originals))
-            total = f"/{self._total_steps}" if self._total_steps else ""
-            self.progress.emit(f"Pass {drafts[0].step}{total} · {self._stats(drafts)}")
+            total, passes = f"/{self._total_steps}" if self._total_steps else "", drafts[0].batch_passes
+            self.progress.emit(f"{f'Pass {passes}{total}' if passes else 'Receiving'} · {self._stats(drafts)}")
             return
         self.state = "ready"
         self._show(drafts)
         if self.state == "ready":
             self._hint = ReviewHint(self.editor, lambda: (self.spans()[0][0], self.spans()[-1][1]), {
                 "accept": ("Accept", self.keys.accept, self.accept),
-                "reject": ("Reject", self.keys.reject, self.reject),
+                "reject": ("Reject", self.keys.reject, self.dismiss),
                 "next": (self._next_label(), self.keys.next_alternative, lambda: self.cycle(1)),
                 "again": ("Again", self.keys.try_again, self.again_requested.emit),
             })
@@ -246,10 +240,17 @@ class InfillSession(QObject):
         cursor = self.editor.textCursor()
         cursor.setPosition(end)
         self.editor.setTextCursor(cursor)
+        self.editor.selection_after_undo = (self.document.availableUndoSteps(), *self._original_spans()[0])
         self._end("accepted", "Accepted. Ctrl+Z brings back the original.")
 
     def reject(self) -> None:
         self._end("rejected", "Rejected. Your text is unchanged.")
+
+    def dismiss(self) -> None:
+        """The user's reject (Esc): the original text is selected again, to retry or act on it
+        (the first region's, of several)."""
+        self.reject()
+        self._move_cursor(*self._ended_at[1][0])
 
     @property
     def showing_original(self) -> bool:
@@ -291,16 +292,16 @@ class InfillSession(QObject):
 
     def handle_key(self, event: QKeyEvent) -> bool:
         """Session keys; True when the key was used. Undo/redo end the session first."""
-        if _key_matches(event, self.keys.reject):
-            self.reject()
-        elif _key_matches(event, self.keys.accept):  # reserved while a session runs: no stray indent
+        if key_matches(event, self.keys.reject):
+            self.dismiss()
+        elif key_matches(event, self.keys.accept):  # reserved while a session runs: no stray indent
             if self.result_in:
                 self.accept()
             else:
                 self.progress.emit("Still denoising: the result can be accepted when it is done.")
-        elif _key_matches(event, self.keys.next_alternative):
+        elif key_matches(event, self.keys.next_alternative):
             self.cycle(1)
-        elif _key_matches(event, self.keys.previous_alternative):
+        elif key_matches(event, self.keys.previous_alternative):
             self.cycle(-1)
         elif event.matches(QKeySequence.StandardKey.Undo) or event.matches(QKeySequence.StandardKey.Redo):
             self.reject()
@@ -343,7 +344,9 @@ class InfillSession(QObject):
             yield
         finally:
             self._inside_user_edit = False
-            self._modified = self.document.isModified()
+            if self._modified != self.document.isModified():
+                self._modified = self.document.isModified()
+                self.modification_changed.emit(self._modified)
             if self.state != "ended" and had_draft:
                 cursor = self.editor.textCursor()
                 anchor, position, before = cursor.anchor(), cursor.position(), self.spans()
@@ -354,10 +357,12 @@ class InfillSession(QObject):
     # --- drawing ------------------------------------------------------------------------------
 
     def _stats(self, drafts: tuple[Draft, ...]) -> str:
+        """Speed so far; tokens per pass only where the backend counts passes (a server does not)."""
         draft = drafts[0]
         seconds = max((self._finished or time.monotonic()) - self._started, 1e-6)
         generated = sum(d.generated_tokens for d in drafts)
-        return f"{draft.tokens_per_pass:.1f} tokens/pass · {generated / seconds:.0f} tokens/s"
+        per_pass = f"{draft.tokens_per_pass:.1f} tokens/pass · " if draft.forward_passes else ""
+        return f"{per_pass}{generated / seconds:.0f} tokens/s"
 
     def _candidates(self) -> list[Candidate]:
         if self.showing_original:
@@ -480,6 +485,7 @@ class InfillSession(QObject):
         self._pacer.stop()
         self._take_out_draft()
         self.state = "ended"
+        self._ended_at = (self.document.revision(), self.spans())  # where the originals are, for ``again``
         if self.job is not None:
             self.job.cancel()
         self.editor.session = None

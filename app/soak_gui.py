@@ -6,8 +6,8 @@ The real window, engine, worker thread and model run (offscreen unless a display
 session is a rewrite of a random selection, an infill at a random cursor, or a gap fill of a
 ``[MASK]`` the script types. Some are rejected or interrupted while the model runs, some have text
 typed before them mid-run; the rest are accepted or rejected once ready. After each one the
-rules of DESIGN.md "Infill session" are checked: reject and interruption leave the text as it
-was; accept is one undo step (undo gives back the text before, redo the result); nothing a
+rules that protect the user's text (docs/architecture.md) are checked: reject and interruption
+leave the text as it was; accept is one undo step (undo gives back the text before, redo the result); nothing a
 session does reaches the text that saving sees. Prints one JSON line; exit code 1 on any breach.
 """
 
@@ -48,7 +48,7 @@ class Soak:
     def __init__(self, window, rng: random.Random):
         self.window = window
         self.rng = rng
-        self.counts = {"accepted": 0, "rejected": 0, "interrupted": 0, "failed": 0, "typed_before": 0, "gap_fills": 0}
+        self.counts = {"accepted": 0, "rejected": 0, "interrupted": 0, "failed": 0, "empty": 0, "typed_before": 0, "gap_fills": 0}
         self.breaches: list[str] = []
 
     @property
@@ -122,7 +122,7 @@ class Soak:
             return
         self.same(editor.saved_text(), before, "saving would see a draft", index)
         if session.state == "ended":
-            self.counts["failed"] += 1
+            self.counts["empty" if outcomes == ["empty"] else "failed"] += 1
             self.same(self.text(), before, f"a {outcomes} session changed the text", index)
             return
         if self.rng.random() < 0.5:

@@ -13,17 +13,24 @@ from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal
 
+from app.server_status import server_status_line
 from model.api import Backend, Draft, InfillRequest, ModelInfo, TemplateRequest
+from model.remote.backend import RemoteBackend
 from model.worker import InferenceWorker, Job
 
 
-def load_from_spec(spec: str, device: str | None, allow_downloads: bool, trust_remote_code: bool) -> Callable[[], Backend]:
+def load_from_spec(
+    spec: str, device: str | None, allow_downloads: bool, trust_remote_code: bool, remote_model: str | None = None
+) -> Callable[[], Backend]:
     """A ``load`` callable for the worker; imports the model code (and torch) only when called."""
 
     def load() -> Backend:
         from model.loading import load_backend
 
-        return load_backend(spec, device=device, allow_downloads=allow_downloads, trust_remote_code=trust_remote_code)
+        return load_backend(
+            spec, device=device, allow_downloads=allow_downloads, trust_remote_code=trust_remote_code,
+            remote_model=remote_model,
+        )
 
     return load
 
@@ -38,6 +45,7 @@ class WorkerAdapter(QObject):
     status = Signal(str)
     loaded = Signal(object)  # ModelInfo
     load_failed = Signal(str)
+    served = Signal(str)  # a served model's status line: on load, then after every finished job
 
     def __init__(self, loop: asyncio.AbstractEventLoop, parent: QObject | None = None):
         super().__init__(parent)
@@ -57,9 +65,14 @@ class WorkerAdapter(QObject):
         self.stop()
         self.info, self.error = None, None
         generation = self._generation = self._generation + 1  # a replaced worker's news is dropped
+
+        def on_loaded(backend: Backend) -> None:
+            self._loop.call_soon_threadsafe(self._on_loaded, generation, backend.info)
+            self._report_server(backend, generation)
+
         self._worker = InferenceWorker(
             load,
-            on_loaded=lambda backend: self._loop.call_soon_threadsafe(self._on_loaded, generation, backend.info),
+            on_loaded=on_loaded,
             on_load_error=lambda error: self._loop.call_soon_threadsafe(self._on_load_error, generation, error),
         )
         self.status.emit(f"Loading model {label}…")
@@ -105,11 +118,27 @@ class WorkerAdapter(QObject):
             if slow:
                 time.sleep(slow)  # on the worker thread: slows the passes, never the window
 
+        worker, generation = self._worker, self._generation
+
+        def done(drafts: tuple[Draft, ...]) -> None:
+            loop.call_soon_threadsafe(on_done, drafts)
+            self._report_server(worker.backend, generation)
+
         return self._worker.submit(
             work,
             on_draft,
-            on_done=lambda drafts: loop.call_soon_threadsafe(on_done, drafts),
+            on_done=done,
             on_error=lambda error: loop.call_soon_threadsafe(on_error, error),
             on_cancelled=lambda: loop.call_soon_threadsafe(on_cancelled),
             owner=owner,
         )
+
+    def _report_server(self, backend: Backend | None, generation: int) -> None:
+        """On the worker thread (which owns the backend): a served model's line, to the Qt thread."""
+        if isinstance(backend, RemoteBackend):
+            line = server_status_line(backend.info.device, backend.round_trip, backend.encrypted, backend.streams_drafts)
+            self._loop.call_soon_threadsafe(self._on_served, generation, line)
+
+    def _on_served(self, generation: int, line: str) -> None:
+        if generation == self._generation:
+            self.served.emit(line)

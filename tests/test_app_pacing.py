@@ -14,7 +14,7 @@ from app import pacing
 from app.codeeditor import CodeEditor
 from app.infill import InfillOptions, InfillStarter
 from app.noise import GLYPHS, with_noise
-from app.session import DEFAULT_KEYS
+from app.commandkeys import DEFAULT_SESSION_KEYS
 from app.textpositions import document_text
 from model.api import Candidate, Draft, ModelInfo, TokenState
 
@@ -48,7 +48,7 @@ def start(qtbot, qasync_loop):  # noqa: F811
     editor.setPlainText(TEXT)
     select(editor, TEXT.index("    old"), len(TEXT))
     shown = []  # (when the pacer drew it, "Pass n/…" message, document text) of every pass before the result
-    session = InfillStarter(engine, InfillOptions(), DEFAULT_KEYS).rewrite(editor)
+    session = InfillStarter(engine, InfillOptions(), DEFAULT_SESSION_KEYS).rewrite(editor)
     session.progress.connect(lambda message: shown.append((session._pacer._last_shown, message, document_text(editor.document())))
                              if message.startswith("Pass") else None)
     return engine, editor, session, shown

@@ -118,7 +118,7 @@ def test_unreadable_copies_are_left_alone(tmp_path):
 CRASHING_EDITOR = """
 import sys
 from PySide6.QtCore import QMimeData, QTimer
-from app import editor, mainwindow
+from app import application, mainwindow
 
 shown = mainwindow.first_show
 
@@ -134,7 +134,7 @@ def first_show(window):
     QTimer.singleShot(200, type_and_wait)
 
 mainwindow.first_show = first_show
-editor.run([], str(sys.argv[3]))
+application.run([], str(sys.argv[3]))
 """
 
 
