@@ -291,6 +291,8 @@ def parse_args(argv=None):
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--max-steps", type=int, default=0, help="schedule length in steps (0: use --budget-minutes)")
     p.add_argument("--budget-minutes", type=float, default=0.0, help="schedule length in training minutes")
+    p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                   help="what a training minute is: wall time, or this process's CPU time (equal-compute comparisons on a shared machine)")
     p.add_argument("--save-minutes", type=float, default=5.0)
     p.add_argument("--eval-every", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
@@ -387,11 +389,12 @@ def main(argv=None) -> None:
             },
         )
 
+    clock = time.process_time if args.clock == "cpu" else time.monotonic
     bar = tqdm(total=args.max_steps or None, initial=step, unit="step", dynamic_ncols=True)
     last_save = time.monotonic()
     window_tokens, window_start = 0, time.monotonic()
     while progress() < 1.0:
-        t0 = time.monotonic()
+        t0 = clock()
         lr = learning_rate(progress(), args) * min(1.0, (step + 1) / args.warmup)
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -406,7 +409,7 @@ def main(argv=None) -> None:
         n_canvas = batch["canvas"].numel()
         tokens_seen += n_canvas + int(batch["attention_mask"].sum())
         window_tokens += n_canvas
-        trained_seconds += time.monotonic() - t0
+        trained_seconds += clock() - t0
         bar.update(1)
         if step % 10 == 0:
             rate = window_tokens / (time.monotonic() - window_start)
