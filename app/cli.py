@@ -15,28 +15,20 @@ import json
 import sys
 import time
 from collections.abc import Iterable, Iterator
+from importlib import metadata
 from pathlib import Path
 
+from app.arguments import ArgumentParser, UsageError
 from model.api import EngineError, InfillRequest, TemplateRequest
 
-VERSION = "0.1.0"
+VERSION = metadata.version("sfumato")  # pyproject.toml's, as installed
 COMMANDS = ("infill", "fill", "bench")
 MAX_NEW_TOKENS = 4096  # per JSONL request; a larger number would keep the model busy for hours
 
 
-class UsageError(Exception):
-    """Bad arguments: exit code 2."""
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """Usage errors become ``UsageError`` (exit 2, one line) instead of argparse's own exit."""
-
-    def error(self, message: str):  # argparse would print usage and exit itself
-        raise UsageError(message)
-
-
 def _model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default="embedded", help="embedded | a model folder | a hub id")
+    parser.add_argument("--model", default="embedded", help="embedded | a model folder | a hub id | http(s)://host:port/v1")
+    parser.add_argument("--remote-model", default=None, help="with a server URL: the served model (default: its first)")
     parser.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
     parser.add_argument("--steps", type=int, default=None, help="denoising passes per canvas")
     parser.add_argument("--seed", type=int, default=None, help="make runs reproducible")
@@ -85,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(1, str(error))
     except KeyboardInterrupt:
         return _fail(1, "interrupted")
-    from app.editor import run
+    from app.application import run
 
     return run(args.files, args.model)
 
@@ -98,7 +90,9 @@ def _fail(code: int, message: str) -> int:
 def _load(args):
     from model.loading import load_backend
 
-    return load_backend(args.model, device=args.device, allow_downloads=args.allow_downloads)
+    return load_backend(
+        args.model, device=args.device, allow_downloads=args.allow_downloads, remote_model=args.remote_model
+    )
 
 
 # ---- infill --jsonl --------------------------------------------------------------------------

@@ -102,11 +102,14 @@ class Candidate:
 class Draft:
     """The state after one denoising pass.
 
-    ``step`` counts decoder passes so far; ``final`` marks the last draft, whose candidates are
-    the results. Alternative 0 is ``text`` / ``tokens``.
+    ``batch_passes`` counts the passes the whole batch has run so far (the progress the editor
+    shows; every request of a batch has the same); ``forward_passes`` counts those this request's
+    own rows needed: the batch's passes after they stopped do not count, so it is the denominator
+    of ``tokens_per_pass``. ``final`` marks the last draft, whose candidates are the results.
+    Alternative 0 is ``text`` / ``tokens``.
     """
 
-    step: int
+    batch_passes: int
     candidates: tuple[Candidate, ...]
     final: bool = False
     forward_passes: int = 0
@@ -130,9 +133,26 @@ class CancelFlag:
     """Set from any thread; the backend checks it between passes."""
 
     _event: threading.Event = field(default_factory=threading.Event)
+    _callbacks: list = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def set(self) -> None:
-        self._event.set()
+        with self._lock:
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def on_set(self, callback) -> None:
+        """Call ``callback`` (on the setting thread) when the flag is set; at once if it already is.
+
+        Lets a backend blocked in I/O (a network read) be woken from another thread.
+        """
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
 
     def is_set(self) -> bool:
         return self._event.is_set()

@@ -17,6 +17,7 @@ from model.api import Backend, EngineError, ModelInfo
 EMBEDDED_DIR = Path(__file__).resolve().parent.parent / "resources" / "models"
 EMBEDDED_NAME = "sfumato-small"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+SERVER_URL = re.compile(r"^https?://[^\s/?#]+(/[^\s?#]*)?/v1/?$")
 
 
 def resolve_spec(spec: str) -> tuple[Path | None, str | None]:
@@ -36,14 +37,18 @@ def resolve_spec(spec: str) -> tuple[Path | None, str | None]:
     raise EngineError(f"{spec}: no such model folder, and not a hub id of the form owner/name")
 
 
-def check_folder(folder: Path, allow_pickle: bool = False) -> None:
-    """Fail early, with a clear line, on folders that from_pretrained would choke on."""
+def check_config(folder: Path) -> None:
+    """Fail early, with a clear line, on a folder whose config.json is missing or not JSON."""
     if not (folder / "config.json").is_file():
         raise EngineError(f"{folder}: no config.json, so this is not a model folder")
     try:
         json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise EngineError(f"{folder}: config.json is not valid JSON ({error})") from None
+
+
+def check_files(folder: Path, allow_pickle: bool = False) -> None:
+    """Fail early, with a clear line, on weights and tokenizer files that from_pretrained would choke on."""
     safetensors = list(folder.glob("*.safetensors"))
     if not safetensors:
         pickles = list(folder.glob("*.bin")) + list(folder.glob("*.pt"))
@@ -75,64 +80,87 @@ def load_backend(
     allow_downloads: bool = False,
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
+    remote_model: str | None = None,
 ) -> Backend:
-    """Load ``spec`` and wrap it in the backend its config asks for."""
+    """Load ``spec`` and wrap it in the backend its config asks for; a server URL connects instead.
+
+    The one place that reads a config, picks the device, loads weights and tokenizer and builds
+    the ``ModelInfo``; a backend's constructor only wraps the loaded model.
+    """
+    if spec.startswith(("http://", "https://")):
+        if not SERVER_URL.match(spec):
+            raise EngineError(f"{spec}: a server URL must end in /v1 (e.g. http://host:8000/v1)")
+        from model.remote.backend import RemoteOptions, connect
+
+        return connect(spec, RemoteOptions(model=remote_model))
     folder, hub_id = resolve_spec(spec)
     if folder is not None:
-        check_folder(folder, allow_pickle)
+        check_config(folder)
     elif not allow_downloads:
         raise EngineError(f"{hub_id}: not a local folder, and downloads are off (turn them on in settings)")
     source = str(folder) if folder is not None else hub_id
-    device = pick_device(device)
+    local_only = not allow_downloads
 
-    from transformers import AutoConfig, PreTrainedConfig
+    from transformers import AutoModel, AutoModelForMaskedLM, DiffusionGemmaForBlockDiffusion, PreTrainedConfig
     from transformers.utils import logging as transformers_logging
 
-    from model.masked_diffusion import MaskedDiffusionBackend, architecture_name, is_masked_diffusion_config
+    from model.diffusion_gemma import DiffusionGemmaBackend
+    from model.masked_diffusion import MaskedDiffusionBackend, architecture_name, masked_diffusion_family
 
     transformers_logging.disable_progress_bar()
     try:
-        raw, _ = PreTrainedConfig.get_config_dict(source, local_files_only=not allow_downloads)
+        raw, _ = PreTrainedConfig.get_config_dict(source, local_files_only=local_only)
     except Exception as error:  # transformers raises many types for a bad config
         raise EngineError(f"{source}: cannot read the model config ({_first_line(error)})") from None
-    if raw.get("model_type") == "diffusion_gemma":
-        config = AutoConfig.from_pretrained(source, local_files_only=not allow_downloads)
-        return _load_diffusion_gemma(source, folder, config, device, allow_downloads, allow_pickle)
-    if is_masked_diffusion_config(raw):
-        return MaskedDiffusionBackend.from_pretrained(
-            source, device=device, trust_remote_code=trust_remote_code, local_files_only=not allow_downloads
-        )
-    raise EngineError(f"{source}: unsupported architecture {architecture_name(raw)}")
+    family = masked_diffusion_family(raw)
+    if raw.get("model_type") != "diffusion_gemma" and family is None:
+        raise EngineError(f"{source}: unsupported architecture {architecture_name(raw)}")
+    remote = family not in (None, "masked-lm")
+    if remote and not trust_remote_code:
+        raise EngineError(f"{source}: {architecture_name(raw)} runs the checkpoint's own code; allow remote code to load it")
+    if folder is not None:
+        check_files(folder, allow_pickle)
+    device = pick_device(device)
+
+    if family is None:
+        model, tokenizer = _load_weights(DiffusionGemmaForBlockDiffusion, source, device, local_only, allow_pickle)
+        vocab_size = model.config.text_config.vocab_size
+        if len(tokenizer) > vocab_size:
+            raise EngineError(f"{source}: the tokenizer has {len(tokenizer)} tokens but the model only {vocab_size}")
+        profile = _read_profile(folder)
+        info = _model_info(source, folder, "diffusion-gemma", device, model, profile.prompt_layout == "chat")
+        return DiffusionGemmaBackend(model, tokenizer, profile, info)
+    model_class = AutoModel if remote else AutoModelForMaskedLM
+    model, tokenizer = _load_weights(model_class, source, device, local_only, allow_pickle, trust_remote_code)
+    return MaskedDiffusionBackend(model, tokenizer, _model_info(source, folder, "masked-diffusion", device, model, False))
 
 
-def _load_diffusion_gemma(source, folder, config, device, allow_downloads, allow_pickle) -> Backend:
+def _load_weights(model_class, source: str, device: str, local_only: bool, allow_pickle: bool, trust_remote_code=False):
+    """(model on ``device``, tokenizer); bf16 off the CPU. Any failure is one EngineError line."""
     import torch
-    from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
-
-    from model.diffusion_gemma import DiffusionGemmaBackend
+    from transformers import AutoTokenizer
 
     dtype = torch.bfloat16 if device != "cpu" else torch.float32
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=not allow_downloads)
-        model = DiffusionGemmaForBlockDiffusion.from_pretrained(
-            source, dtype=dtype, use_safetensors=not allow_pickle, local_files_only=not allow_downloads
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only, trust_remote_code=trust_remote_code)
+        model = model_class.from_pretrained(
+            source, dtype=dtype, use_safetensors=not allow_pickle, local_files_only=local_only,
+            trust_remote_code=trust_remote_code,
         ).to(device)
     except Exception as error:
         raise EngineError(f"{source}: cannot load the model ({_first_line(error)})") from None
-    if len(tokenizer) > config.text_config.vocab_size:
-        raise EngineError(
-            f"{source}: the tokenizer has {len(tokenizer)} tokens but the model only {config.text_config.vocab_size}"
-        )
-    profile = _read_profile(folder)
-    info = ModelInfo(
+    return model, tokenizer
+
+
+def _model_info(source: str, folder: Path | None, backend: str, device: str, model, instruction_tuned: bool) -> ModelInfo:
+    return ModelInfo(
         name=Path(source).name if folder is not None else source,
-        backend="diffusion-gemma",
+        backend=backend,
         device=device,
         parameters=sum(p.numel() for p in model.parameters()),
-        instruction_tuned=profile.prompt_layout == "chat",
+        instruction_tuned=instruction_tuned,
         license=_read_license(folder),
     )
-    return DiffusionGemmaBackend(model, tokenizer, profile, info)
 
 
 def _read_profile(folder: Path | None):

@@ -13,23 +13,31 @@ from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal
 
+from app.server_status import server_status_line
 from model.api import Backend, Draft, InfillRequest, ModelInfo, TemplateRequest
+from model.remote.backend import RemoteBackend
 from model.worker import InferenceWorker, Job
 
 
-def load_from_spec(spec: str, device: str | None, allow_downloads: bool, trust_remote_code: bool) -> Callable[[], Backend]:
+def load_from_spec(
+    spec: str, device: str | None, allow_downloads: bool, trust_remote_code: bool, remote_model: str | None = None
+) -> Callable[[], Backend]:
     """A ``load`` callable for the worker; imports the model code (and torch) only when called."""
 
     def load() -> Backend:
         from model.loading import load_backend
 
-        return load_backend(spec, device=device, allow_downloads=allow_downloads, trust_remote_code=trust_remote_code)
+        return load_backend(
+            spec, device=device, allow_downloads=allow_downloads, trust_remote_code=trust_remote_code,
+            remote_model=remote_model,
+        )
 
     return load
 
 
-class Engine(QObject):
-    """One inference worker for the whole application.
+class WorkerAdapter(QObject):
+    """The UI's adapter to the one inference worker (model/worker.py) of the application: it
+    starts and stops the worker and hands its callbacks to the Qt thread.
 
     ``status`` carries a status-bar line: loading, loaded (model and device) or the load error.
     """
@@ -37,6 +45,7 @@ class Engine(QObject):
     status = Signal(str)
     loaded = Signal(object)  # ModelInfo
     load_failed = Signal(str)
+    served = Signal(str)  # a served model's status line: on load, then after every finished job
 
     def __init__(self, loop: asyncio.AbstractEventLoop, parent: QObject | None = None):
         super().__init__(parent)
@@ -56,9 +65,14 @@ class Engine(QObject):
         self.stop()
         self.info, self.error = None, None
         generation = self._generation = self._generation + 1  # a replaced worker's news is dropped
+
+        def on_loaded(backend: Backend) -> None:
+            self._loop.call_soon_threadsafe(self._on_loaded, generation, backend.info)
+            self._report_server(backend, generation)
+
         self._worker = InferenceWorker(
             load,
-            on_loaded=lambda backend: self._loop.call_soon_threadsafe(self._on_loaded, generation, backend.info),
+            on_loaded=on_loaded,
             on_load_error=lambda error: self._loop.call_soon_threadsafe(self._on_load_error, generation, error),
         )
         self.status.emit(f"Loading model {label}…")
@@ -83,25 +97,48 @@ class Engine(QObject):
         self.status.emit(f"No model: {self.error}. Editing works; AI edits are off.")
         self.load_failed.emit(self.error)
 
-    def submit(self, work: Sequence[InfillRequest] | TemplateRequest, session, owner: object) -> Job | None:
-        """Run ``work`` (requests, or a template) for ``session`` (an InfillSession); None without a model."""
+    def submit(
+        self,
+        work: Sequence[InfillRequest] | TemplateRequest,
+        on_drafts: Callable[[tuple[Draft, ...]], None],
+        on_done: Callable[[tuple[Draft, ...]], None],
+        on_error: Callable[[BaseException], None],
+        on_cancelled: Callable[[], None],
+        owner: object,
+    ) -> Job | None:
+        """Run ``work`` (requests, or a template); every callback runs on the Qt thread. None
+        without a model. A new job of the same ``owner`` cancels the one before."""
         if self._worker is None or self.error is not None:
             return None
         loop = self._loop
         slow = self.slow_motion_ms / 1000.0
 
         def on_draft(drafts: tuple[Draft, ...]) -> None:
-            loop.call_soon_threadsafe(session.receive, drafts)
+            loop.call_soon_threadsafe(on_drafts, drafts)
             if slow:
                 time.sleep(slow)  # on the worker thread: slows the passes, never the window
 
-        job = self._worker.submit(
+        worker, generation = self._worker, self._generation
+
+        def done(drafts: tuple[Draft, ...]) -> None:
+            loop.call_soon_threadsafe(on_done, drafts)
+            self._report_server(worker.backend, generation)
+
+        return self._worker.submit(
             work,
             on_draft,
-            on_done=lambda drafts: loop.call_soon_threadsafe(session.finish, drafts),
-            on_error=lambda error: loop.call_soon_threadsafe(session.fail, error),
-            on_cancelled=lambda: loop.call_soon_threadsafe(session.cancelled),
+            on_done=done,
+            on_error=lambda error: loop.call_soon_threadsafe(on_error, error),
+            on_cancelled=lambda: loop.call_soon_threadsafe(on_cancelled),
             owner=owner,
         )
-        session.job = job
-        return job
+
+    def _report_server(self, backend: Backend | None, generation: int) -> None:
+        """On the worker thread (which owns the backend): a served model's line, to the Qt thread."""
+        if isinstance(backend, RemoteBackend):
+            line = server_status_line(backend.info.device, backend.round_trip, backend.encrypted, backend.streams_drafts)
+            self._loop.call_soon_threadsafe(self._on_served, generation, line)
+
+    def _on_served(self, generation: int, line: str) -> None:
+        if generation == self._generation:
+            self.served.emit(line)
