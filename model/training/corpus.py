@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.html_text import page_text
+from model.training.html_text import page_text
 
 HELD_OUT_PERCENT = 2
 MAX_FILE_BYTES = 400_000
