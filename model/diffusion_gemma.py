@@ -52,6 +52,7 @@ class Profile:
     """How a checkpoint expects to be prompted and noised (``sfumato.json`` in its folder)."""
 
     prompt_layout: str = "chat"  # "fim" (trained by this project) or "chat" (released -it checkpoints)
+    fim_order: str = "psm"  # "fim" layout only: "psm" or "spm" (see model.layout)
     canvas_noise: str = "uniform"  # "uniform" (DiffusionGemma's) or "mask" (absorbing)
     context_tokens: int = 4096  # prompt budget; longer prefixes lose their start
     joint_gaps: bool = False  # trained to fill several gap sentinels on one canvas
@@ -101,7 +102,7 @@ class DiffusionGemmaBackend:
         self.tokenizer = tokenizer
         self.profile = profile
         self.info = info
-        self.layout = Layout(tokenizer) if profile.prompt_layout == "fim" else None
+        self.layout = Layout(tokenizer, profile.fim_order) if profile.prompt_layout == "fim" else None
         self.canvas_length = model.config.canvas_length
         self._bytes = token_bytes_table(tokenizer)
         eos = model.generation_config.eos_token_id

@@ -8,6 +8,13 @@ Single gap, prefix-suffix-middle (PSM) order::
     prompt: <bos> <fim_prefix> prefix <fim_suffix> suffix <fim_middle>
     canvas: middle <eos> <pad> <pad> ...
 
+or suffix-prefix-middle (SPM, Bavarian et al. 2022 "Efficient training of language models to fill in
+the middle"; StarCoder's token order), where the prefix runs straight into the middle, so the causal
+encoder's next-token loss on the prompt is the same task as continuing it at the cursor::
+
+    prompt: <bos> <fim_prefix> <fim_suffix> suffix <fim_middle> prefix
+    canvas: middle <eos> <pad> <pad> ...
+
 Several gaps at once (joint fill), each gap marked by its sentinel::
 
     prompt: <bos> <fim_prefix> seg0 <gap_0> seg1 <gap_1> seg2 <fim_middle>
@@ -27,7 +34,10 @@ from model.tokenizer import FIM_MIDDLE, FIM_PREFIX, FIM_SUFFIX, GAP_TOKENS, spec
 class Layout:
     """Special-token ids of one tokenizer, and the prompt/canvas builders that use them."""
 
-    def __init__(self, tokenizer):
+    def __init__(self, tokenizer, fim_order: str = "psm"):
+        if fim_order not in ("psm", "spm"):
+            raise ValueError(f"unknown FIM order {fim_order!r}")
+        self.fim_order = fim_order
         self.pad = tokenizer.pad_token_id
         self.eos = tokenizer.eos_token_id
         self.bos = tokenizer.bos_token_id
@@ -39,7 +49,7 @@ class Layout:
 
     def fim_prompt(self, prefix: Sequence[int], suffix: Sequence[int], budget: int,
                    context: Sequence[int] = ()) -> list[int]:
-        """PSM prompt within ``budget`` tokens: the prefix loses its start, the suffix its end.
+        """The FIM prompt within ``budget`` tokens: the prefix loses its start, the suffix its end.
         ``context`` (project snippets, already cut to their share) goes before the prefix.
 
         A prefix's start is dropped in steps of ``budget // 16`` tokens, so that typing at the
@@ -52,6 +62,8 @@ class Layout:
         drop = -(-(len(prefix) - keep_prefix) // step) * step
         prefix = prefix[drop:]
         suffix = suffix[:keep_suffix]
+        if self.fim_order == "spm":
+            return [self.bos, self.fim_prefix, self.fim_suffix, *suffix, self.fim_middle, *context, *prefix]
         return [self.bos, self.fim_prefix, *context, *prefix, self.fim_suffix, *suffix, self.fim_middle]
 
     def multi_gap_prompt(self, segments: Sequence[Sequence[int]]) -> list[int]:

@@ -172,7 +172,10 @@ def _read_profile(folder: Path | None):
         return Profile()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        known = {key: data[key] for key in ("prompt_layout", "canvas_noise", "context_tokens", "joint_gaps") if key in data}
+        known = {key: data[key] for key in ("prompt_layout", "fim_order", "canvas_noise", "context_tokens", "joint_gaps")
+                 if key in data}
+        if known.get("fim_order", "psm") not in ("psm", "spm"):
+            raise ValueError(f"fim_order must be psm or spm, not {known['fim_order']!r}")
         return Profile(**known)
     except (OSError, ValueError, TypeError) as error:
         raise EngineError(f"{path}: unreadable ({error})") from None

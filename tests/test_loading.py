@@ -50,6 +50,13 @@ def test_pickle_weights_are_refused(tmp_path, tiny_model_dir):
     assert "safetensors only" in load_error(str(tmp_path / "m"))
 
 
+def test_unknown_prompt_order(tmp_path, tiny_model_dir):
+    shutil.copytree(tiny_model_dir, tmp_path / "m")
+    (tmp_path / "m" / "sfumato.json").write_text('{"prompt_layout": "fim", "fim_order": "msp"}')
+    message = load_error(str(tmp_path / "m"))
+    assert "sfumato.json" in message and "msp" in message
+
+
 def test_missing_tokenizer(tmp_path, tiny_model_dir):
     shutil.copytree(tiny_model_dir, tmp_path / "m")
     for name in ("tokenizer.json", "tokenizer_config.json"):

@@ -56,30 +56,67 @@ def test_examples_follow_the_engine_layout(tokenizer):
     assert "    return a + b" in texts  # a whole line is one of the middles
 
 
-def test_a_few_steps_reduce_the_loss(tokenizer):
-    args = train.parse_args(["--out", "unused", "--max-steps", "1", *TINY])
+def test_suffix_prefix_middle_examples_run_the_prefix_into_the_middle(tokenizer):
+    layout = Layout(tokenizer, "spm")
+    maker = examples.ExampleMaker([Document("stdlib", "x.py", SOURCE)], tokenizer, 48, 64, fim_order="spm")
+    rng = random.Random(0)
+    for _ in range(100):
+        example = maker.sample(rng)
+        if example.prompt[2] != layout.fim_suffix:
+            assert example.prompt[2:].count(layout.gaps[0]) == 1  # a joint fill keeps its own layout
+            continue
+        assert example.prompt[:2] == [layout.bos, layout.fim_prefix] and len(example.prompt) <= 48
+        middle = decode_ids(tokenizer, example.canvas).split("<eos>")[0]
+        prefix = decode_ids(tokenizer, example.prompt[example.prompt.index(layout.fim_middle) + 1 :])
+        assert (prefix + middle) in SOURCE  # the prefix ends where the middle begins
+    psm = Layout(tokenizer).fim_prompt([10, 11], [20], budget=16)
+    assert layout.fim_prompt([10, 11], [20], budget=16) == [psm[0], psm[1], psm[4], 20, psm[-1], 10, 11]
+
+
+def test_the_next_token_loss_can_cover_every_prompt_position_and_the_first_middle_token(tokenizer):
+    args = train.parse_args(["--out", "unused", "--max-steps", "1", "--ar-positions", "0", "--self-cond", "0", *TINY])
+    model = train.build_model(tokenizer, args)
+    maker = examples.ExampleMaker([Document("stdlib", "x.py", SOURCE)], tokenizer, args.prompt, args.canvas, "spm")
+    batch = maker.batch(random.Random(1), args.batch)
+    _, ar_loss = train.forward_losses(model, batch, args, torch.Generator().manual_seed(0), tokenizer.mask_token_id)
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    hidden = model.model.encoder(input_ids=ids, attention_mask=mask, position_ids=torch.arange(ids.shape[1])[None]).last_hidden_state
+    logits = model.lm_head(hidden).float()
+    cap = model.final_logit_softcapping
+    logits = torch.tanh(logits / cap) * cap if cap else logits
+    following = torch.cat([ids[:, 1:], batch["canvas"][:, :1]], dim=1)  # the last prompt token predicts the middle's first
+    expected = torch.nn.functional.cross_entropy(logits[mask], following[mask])
+    torch.testing.assert_close(ar_loss, expected)
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "muon"])
+def test_a_few_steps_reduce_the_loss(tokenizer, optimizer):
+    args = train.parse_args(["--out", "unused", "--max-steps", "1", "--lr", "3e-3", "--optimizer", optimizer, *TINY])
     model = train.build_model(tokenizer, args)
     maker = examples.ExampleMaker([Document("stdlib", "x.py", SOURCE)], tokenizer, args.prompt, args.canvas)
     rng = random.Random(0)
     batch = maker.batch(rng, args.batch)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    optimizers = train.make_optimizers(model, args)
+    assert len(optimizers) == (2 if optimizer == "muon" else 1)
     losses = []
     for step in range(25):
         generator = torch.Generator().manual_seed(step % 3)
         canvas_loss, ar_loss = train.forward_losses(model, batch, args, generator, tokenizer.mask_token_id)
         loss = canvas_loss + args.ar_weight * ar_loss
         assert torch.isfinite(loss)
-        optimizer.zero_grad()
+        for each in optimizers:
+            each.zero_grad()
         loss.backward()
-        optimizer.step()
+        for each in optimizers:
+            each.step()
         losses.append(loss.item())
     assert sum(losses[-3:]) / 3 < 0.8 * sum(losses[:3]) / 3
 
 
 def test_checkpoints_resume_and_export(tmp_path, monkeypatch, tokenizer):
     documents = [Document("stdlib", f"m{i}.py", SOURCE.replace("a + b", f"a + b + {i}")) for i in range(5)]
-    monkeypatch.setattr(examples, "train_documents", lambda: documents)
-    monkeypatch.setattr(examples, "dev_documents", lambda: documents[:1])
+    monkeypatch.setattr(examples, "train_documents", lambda sources=None: documents)
+    monkeypatch.setattr(examples, "dev_documents", lambda sources=None: documents[:1])
     out = tmp_path / "run"
     train.main(["--out", str(out), "--max-steps", "3", "--eval-every", "2", *TINY])
     assert torch.load(out / "ckpt.pt", weights_only=False)["step"] == 3
@@ -104,10 +141,27 @@ def test_checkpoints_resume_and_export(tmp_path, monkeypatch, tokenizer):
     assert json.loads((folder / "sfumato.json").read_text())["joint_gaps"] is False
 
 
+def test_a_muon_suffix_prefix_middle_run_resumes_and_exports_its_prompt_order(tmp_path, monkeypatch, tokenizer):
+    documents = [Document("stdlib", f"m{i}.py", SOURCE) for i in range(3)]
+    monkeypatch.setattr(examples, "train_documents", lambda sources=None: documents)
+    monkeypatch.setattr(examples, "dev_documents", lambda sources=None: documents[:1])
+    out, folder = tmp_path / "run", tmp_path / "model"
+    flags = ["--eval-every", "2", "--optimizer", "muon", "--fim-order", "spm", "--ar-positions", "0", *TINY]
+    train.main(["--out", str(out), "--max-steps", "2", *flags])
+    train.main(["--out", str(out), "--max-steps", "3", *flags[:2], *TINY])  # resumes with the run's own choices
+    state = torch.load(out / "ckpt.pt", weights_only=False)
+    assert state["step"] == 3 and len(state["optimizer"]) == 2 and state["args"]["optimizer"] == "muon"
+    train.main(["--out", str(out), "--export", str(folder)])
+    assert json.loads((folder / "sfumato.json").read_text())["fim_order"] == "spm"
+    backend = load_backend(str(folder), device="cpu")
+    prompt = backend.prompt_ids(InfillRequest(prefix="def add(a, b):\n", suffix="\n"))
+    assert prompt[2] == backend.layout.fim_suffix and decode_ids(tokenizer, prompt).endswith("def add(a, b):\n")
+
+
 def test_an_export_can_average_the_run_with_earlier_copies_of_its_checkpoint(tmp_path, monkeypatch, tokenizer):
     documents = [Document("stdlib", f"m{i}.py", SOURCE) for i in range(3)]
-    monkeypatch.setattr(examples, "train_documents", lambda: documents)
-    monkeypatch.setattr(examples, "dev_documents", lambda: documents[:1])
+    monkeypatch.setattr(examples, "train_documents", lambda sources=None: documents)
+    monkeypatch.setattr(examples, "dev_documents", lambda sources=None: documents[:1])
     out = tmp_path / "run"
     train.main(["--out", str(out), "--max-steps", "2", "--eval-every", "2", *TINY])
     earlier = tmp_path / "earlier.pt"
@@ -131,8 +185,8 @@ def test_worker_processes_make_the_batches(tmp_path, monkeypatch, tokenizer):
     assert all(b["canvas"].shape == (4, 8) and b["input_ids"].shape[0] == 4 for b in batches)
     assert not torch.equal(batches[0]["canvas"], batches[1]["canvas"])  # two workers, two streams
 
-    monkeypatch.setattr(examples, "train_documents", lambda: documents)
-    monkeypatch.setattr(examples, "dev_documents", lambda: documents[:1])
+    monkeypatch.setattr(examples, "train_documents", lambda sources=None: documents)
+    monkeypatch.setattr(examples, "dev_documents", lambda sources=None: documents[:1])
     out = tmp_path / "run"
     train.main(["--out", str(out), "--max-steps", "2", "--eval-every", "2", "--workers", "1", *TINY])
     assert torch.load(out / "ckpt.pt", weights_only=False)["step"] == 2
@@ -140,8 +194,8 @@ def test_worker_processes_make_the_batches(tmp_path, monkeypatch, tokenizer):
 
 def test_a_deeper_run_starts_from_an_earlier_one_computing_the_same(tmp_path, monkeypatch, tokenizer):
     documents = [Document("stdlib", f"m{i}.py", SOURCE.replace("a + b", f"a + b + {i}")) for i in range(5)]
-    monkeypatch.setattr(examples, "train_documents", lambda: documents)
-    monkeypatch.setattr(examples, "dev_documents", lambda: documents[:1])
+    monkeypatch.setattr(examples, "train_documents", lambda sources=None: documents)
+    monkeypatch.setattr(examples, "dev_documents", lambda sources=None: documents[:1])
     train.main(["--out", str(tmp_path / "shallow"), "--max-steps", "2", *TINY])
     source = torch.load(tmp_path / "shallow" / "ckpt.pt", weights_only=False)
     deep_tiny = [*TINY[:2], "--layers", "3", *TINY[4:]]

@@ -1,7 +1,8 @@
 """Training text that already exists on this machine, split by file into train and held-out.
 
 Sources: the Python standard library's modules (not its test suite), the sources of installed
-packages, and Python's documentation as plain text when Debian's ``python3-doc`` is installed.
+packages, and English documentation where Debian's documentation packages are installed
+(``DOC_SOURCES``: reST sources, or the text of HTML pages where only HTML ships).
 A file belongs to the held-out split when a hash of its name says so, so the split is stable
 across machines and runs, and no held-out file is ever trained on. Exact duplicates (same
 content under different paths) are kept once, in whichever split their first path falls.
@@ -14,9 +15,11 @@ import hashlib
 import importlib.metadata
 import re
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from model.training.html_text import page_text
 
 HELD_OUT_PERCENT = 2
 MAX_FILE_BYTES = 400_000
@@ -26,9 +29,20 @@ MAX_FILE_BYTES = 400_000
 RESTRICTED_LICENCE = re.compile(r"\b(A?L?GPL|MPL|Mozilla Public|Proprietary|NVIDIA)", re.IGNORECASE)
 
 
+# Documentation packages (Debian) whose text is permissively licensed, by their debian/copyright:
+# (source name, folder, glob). python3-doc: PSF-2.0; sphinx-doc: BSD-2-Clause; python-requests-doc:
+# Apache-2.0; python-django-doc: BSD-3-Clause (Django 3.2's documentation, HTML only).
+DOC_SOURCES = [
+    ("python-docs", Path("/usr/share/doc/python3-doc/html/_sources"), "**/*.txt"),
+    ("sphinx-docs", Path("/usr/share/doc/sphinx-doc/html/_sources"), "**/*.txt"),
+    ("requests-docs", Path("/usr/share/doc/python-requests-doc/html/_sources"), "**/*.txt"),
+    ("django-docs", Path("/usr/share/doc/python-django-doc/html"), "**/*.html"),
+]
+
+
 @dataclass(frozen=True)
 class Document:
-    source: str  # "stdlib", "site-packages" or "python-docs"
+    source: str  # "stdlib", "site-packages" or a documentation source of DOC_SOURCES
     name: str  # path relative to its source root: the key of the split
     text: str
 
@@ -51,9 +65,7 @@ def source_roots() -> list[tuple[str, Path, str]]:
     roots = [("stdlib", stdlib, "**/*.py")]
     purelib = Path(sysconfig.get_paths()["purelib"])
     roots.append(("site-packages", purelib, "**/*.py"))
-    docs = Path("/usr/share/doc/python3-doc/html/_sources")
-    if docs.is_dir():
-        roots.append(("python-docs", docs, "**/*.txt"))
+    roots += [(name, root, pattern) for name, root, pattern in DOC_SOURCES if root.is_dir()]
     return roots
 
 
@@ -82,16 +94,21 @@ def _skip(source: str, rel: str) -> bool:
     return False
 
 
-def iter_documents(split: str | None = None) -> Iterator[Document]:
-    """Every de-duplicated document of ``split`` ('train', 'heldout' or None for both)."""
+def iter_documents(split: str | None = None, sources: Sequence[str] | None = None) -> Iterator[Document]:
+    """Every de-duplicated document of ``split`` ('train', 'heldout' or None for both), from
+    ``sources`` (names as in ``source_roots``; None: every source)."""
     seen: set[bytes] = set()
     for source, root, pattern in source_roots():
+        if sources is not None and source not in sources:
+            continue
         for path in sorted(root.glob(pattern)):
             rel = path.relative_to(root).as_posix()
             if _skip(source, rel) or not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
                 continue
             try:
                 text = path.read_text(encoding="utf-8")
+                if path.suffix == ".html":
+                    text = page_text(text)
             except (UnicodeDecodeError, OSError):
                 continue
             digest = hashlib.sha256(text.encode()).digest()

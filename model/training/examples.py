@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import math
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -40,10 +40,11 @@ class Example:
 class ExampleMaker:
     """Draws training examples from documents, laid out with ``model.layout``."""
 
-    def __init__(self, documents: list[Document], tokenizer, prompt_length: int, canvas_length: int):
+    def __init__(self, documents: list[Document], tokenizer, prompt_length: int, canvas_length: int,
+                 fim_order: str = "psm"):
         self.documents = documents
         self.tokenizer = tokenizer
-        self.layout = Layout(tokenizer)
+        self.layout = Layout(tokenizer, fim_order)
         self.prompt_length = prompt_length
         self.canvas_length = canvas_length
         weights = [len(doc.text) * SOURCE_WEIGHTS.get(doc.source, 1.0) for doc in documents]
@@ -167,12 +168,13 @@ def collate(examples: list[Example], pad: int) -> dict[str, torch.Tensor]:
     return {"input_ids": input_ids, "attention_mask": attention_mask, "canvas": canvas}
 
 
-def train_documents() -> list[Document]:
-    return [doc for doc in iter_documents("train") if len(doc.text) > 50]
+def train_documents(sources: Sequence[str] | None = None) -> list[Document]:
+    """Train-split documents of ``sources`` (None: every source found)."""
+    return [doc for doc in iter_documents("train", sources) if len(doc.text) > 50]
 
 
-def dev_documents() -> list[Document]:
-    return [doc for doc in iter_documents("heldout") if heldout_part(doc.name) == "dev" and len(doc.text) > 50]
+def dev_documents(sources: Sequence[str] | None = None) -> list[Document]:
+    return [doc for doc in iter_documents("heldout", sources) if heldout_part(doc.name) == "dev" and len(doc.text) > 50]
 
 
 class _WorkerBatches(torch.utils.data.IterableDataset):

@@ -114,20 +114,49 @@ def forward_losses(model, batch, args, generator: torch.Generator, mask_id: int)
 
     ar_loss = torch.zeros((), device=device)
     if args.ar_weight > 0:
-        # Next-token loss at K random prompt positions per row (K = --ar-positions): the vocabulary
-        # projection and softmax over every prompt position would cost more than the whole canvas loss.
-        targets = input_ids[:, 1:].masked_fill(~attention_mask[:, :-1] | ~attention_mask[:, 1:], -100)  # (B, P-1)
-        K = min(args.ar_positions, P - 1)
-        scores = torch.rand(targets.shape, generator=generator).to(device).masked_fill(targets < 0, -1.0)
-        picked = scores.topk(K, dim=1).indices  # (B, K), invalid positions only where a row has fewer than K
-        hidden = encoded.last_hidden_state.gather(1, picked.unsqueeze(-1).expand(-1, -1, encoded.last_hidden_state.shape[-1]))
+        # Next-token targets of the causal encoder: the prompt shifted by one, and at its last position
+        # the canvas's first token (the prompt ends where the middle begins, in either FIM order).
+        shifted = torch.cat([input_ids[:, 1:], canvas[:, :1]], dim=1)  # (B, P)
+        targets = shifted.masked_fill(~attention_mask, -100)
+        if args.ar_positions:
+            # K random positions per row (K = --ar-positions): on CPU the vocabulary projection over
+            # every prompt position would cost more than the whole canvas loss.
+            K = min(args.ar_positions, P)
+            scores = torch.rand(targets.shape, generator=generator).to(device).masked_fill(targets < 0, -1.0)
+            picked = scores.topk(K, dim=1).indices  # (B, K), invalid positions only where a row has fewer than K
+            hidden = encoded.last_hidden_state.gather(1, picked.unsqueeze(-1).expand(-1, -1, encoded.last_hidden_state.shape[-1]))
+            targets = targets.gather(1, picked)
+        else:
+            hidden = encoded.last_hidden_state  # every prompt position
         with autocast:
-            prompt_logits = model.lm_head(hidden)  # (B, K, V)
+            prompt_logits = model.lm_head(hidden)  # (B, K or P, V)
         cap = model.final_logit_softcapping
         prompt_logits = torch.tanh(prompt_logits.float() / cap) * cap if cap else prompt_logits.float()
-        picked_targets = targets.gather(1, picked)
-        ar_loss = F.cross_entropy(prompt_logits.reshape(-1, vocab_size), picked_targets.reshape(-1), ignore_index=-100)
+        ar_loss = F.cross_entropy(prompt_logits.reshape(-1, vocab_size), targets.reshape(-1), ignore_index=-100)
     return canvas_loss, ar_loss
+
+
+def make_optimizers(model, args) -> list[torch.optim.Optimizer]:
+    """AdamW (β 0.9/0.95) for every parameter, or with ``--optimizer muon`` torch.optim.Muon for the
+    layers' 2-D weight matrices (attention, MLP, self-conditioning projections) and AdamW for the rest:
+    the embeddings (tied with the output layer), norms, the router and the 3-D expert tensors.
+    Muon's update is scaled to AdamW's RMS (``match_rms_adamw``, Moonshot's "Muon is scalable"), so
+    both share ``--lr`` and its schedule."""
+    matrices, decay, no_decay = [], [], []
+    for name, param in model.named_parameters():
+        if args.optimizer == "muon" and param.ndim == 2 and min(param.shape) > 1 and "embed" not in name:
+            matrices.append(param)
+        else:
+            (decay if param.ndim >= 2 else no_decay).append(param)
+    adamw = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=args.lr,
+        betas=(0.9, 0.95),
+    )
+    if not matrices:
+        return [adamw]
+    muon = torch.optim.Muon(matrices, lr=args.lr, weight_decay=args.weight_decay, adjust_lr_fn="match_rms_adamw")
+    return [muon, adamw]
 
 
 def learning_rate(progress: float, args) -> float:
@@ -200,7 +229,7 @@ def build_model(tokenizer, args) -> DiffusionGemmaForBlockDiffusion:
 
 def dev_batches(tokenizer, args, n_batches: int = 4) -> list[dict[str, torch.Tensor]]:
     """Fixed batches from the held-out dev part: the validation loss compares runs step for step."""
-    maker = ExampleMaker(examples.dev_documents(), tokenizer, args.prompt, args.canvas)
+    maker = ExampleMaker(examples.dev_documents(args.sources), tokenizer, args.prompt, args.canvas, args.fim_order)
     rng = random.Random(1234)
     return [maker.batch(rng, args.batch) for _ in range(n_batches)]
 
@@ -249,7 +278,8 @@ def averaged(states: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     return {name: (sum(state[name].float() for state in states) / len(states)).to(states[0][name].dtype) for name in states[0]}
 
 
-def export_model(model, tokenizer, out: Path, noise: str, prompt_length: int, dtype: str, joint_gaps: bool = True):
+def export_model(model, tokenizer, out: Path, noise: str, prompt_length: int, dtype: str, joint_gaps: bool = True,
+                 fim_order: str = "psm"):
     """Write a Hugging Face model folder the engine loads: weights, config, tokenizer, sfumato.json."""
     out.mkdir(parents=True, exist_ok=True)
     torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
@@ -262,6 +292,7 @@ def export_model(model, tokenizer, out: Path, noise: str, prompt_length: int, dt
     profile = {
         "format": 1,
         "prompt_layout": "fim",
+        "fim_order": fim_order,
         "canvas_noise": noise,
         "context_tokens": prompt_length,
         # trained on multi-gap examples: the engine may fill a template's gaps jointly on one canvas
@@ -285,12 +316,20 @@ def parse_args(argv=None):
     p.add_argument("--noise", choices=["mask", "uniform"], default="mask")
     p.add_argument("--self-cond", type=float, default=0.5, help="probability of a self-conditioning pass")
     p.add_argument("--ar-weight", type=float, default=0.5, help="weight of the prompt next-token loss")
-    p.add_argument("--ar-positions", type=int, default=32, help="prompt positions per row given the next-token loss")
+    p.add_argument("--ar-positions", type=int, default=32, help="prompt positions per row given the next-token loss (0: every one)")
+    p.add_argument("--fim-order", choices=["psm", "spm"], default="psm",
+                   help="prompt order: prefix-suffix-middle, or suffix-prefix-middle (the prefix runs into the middle, see model.layout)")
+    p.add_argument("--optimizer", choices=["adamw", "muon"], default="adamw",
+                   help="muon: torch.optim.Muon for the layers' weight matrices, AdamW for the rest")
+    p.add_argument("--sources", nargs="+", metavar="SOURCE",
+                   help="train on these corpus sources only (model.corpus.source_roots; default: every one found)")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--max-steps", type=int, default=0, help="schedule length in steps (0: use --budget-minutes)")
     p.add_argument("--budget-minutes", type=float, default=0.0, help="schedule length in training minutes")
+    p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                   help="what a training minute is: wall time, or this process's CPU time (equal-compute comparisons on a shared machine)")
     p.add_argument("--save-minutes", type=float, default=5.0)
     p.add_argument("--eval-every", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
@@ -328,6 +367,7 @@ def main(argv=None) -> None:
         saved = state["args"]
         for key in ("hidden", "layers", "heads", "head_dim", "ffn", "canvas", "prompt", "noise", "seed"):
             setattr(args, key, saved[key])
+        args.fim_order, args.optimizer = saved.get("fim_order", "psm"), saved.get("optimizer", "adamw")
     model = build_model(tokenizer, args)
     if state is not None:
         model.load_state_dict(state["model"])
@@ -340,31 +380,28 @@ def main(argv=None) -> None:
         if args.average_with:
             earlier = [torch.load(path, weights_only=False)["model"] for path in args.average_with]
             model.load_state_dict(averaged([state["model"], *earlier]))
-        export_model(model, tokenizer, Path(args.export), args.noise, args.prompt, args.export_dtype, args.joint_gaps)
+        export_model(model, tokenizer, Path(args.export), args.noise, args.prompt, args.export_dtype, args.joint_gaps,
+                     args.fim_order)
         print(f"exported {ckpt_path} (step {state['step']}) to {args.export}")
         return
 
     device = torch.device(args.device)
     model.to(device).train()
-    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=args.lr,
-        betas=(0.9, 0.95),
-    )
+    optimizers = make_optimizers(model, args)
     rng = random.Random(args.seed)
     generator = torch.Generator().manual_seed(args.seed)
     step, trained_seconds, tokens_seen = 0, 0.0, 0
     if state is not None:
-        optimizer.load_state_dict(state["optimizer"])
+        saved = state["optimizer"]
+        for optimizer, saved_state in zip(optimizers, saved if isinstance(saved, list) else [saved], strict=True):
+            optimizer.load_state_dict(saved_state)
         rng.setstate(state["rng"])
         generator.set_state(state["generator"])
         step, trained_seconds, tokens_seen = state["step"], state["trained_seconds"], state["tokens_seen"]
 
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params / 1e6:.2f}M parameters; resuming at step {step}" if step else f"model: {n_params / 1e6:.2f}M parameters")
-    maker = ExampleMaker(examples.train_documents(), tokenizer, args.prompt, args.canvas)
+    maker = ExampleMaker(examples.train_documents(args.sources), tokenizer, args.prompt, args.canvas, args.fim_order)
     stream = batch_stream(maker, args.batch, rng, args.workers, seed=f"{args.seed}:{step}")
     dev = dev_batches(tokenizer, args)
     log = (out / "log.jsonl").open("a")
@@ -377,7 +414,7 @@ def main(argv=None) -> None:
             ckpt_path,
             {
                 "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
+                "optimizer": [optimizer.state_dict() for optimizer in optimizers],
                 "rng": rng.getstate(),
                 "generator": generator.get_state(),
                 "step": step,
@@ -387,26 +424,30 @@ def main(argv=None) -> None:
             },
         )
 
+    clock = time.process_time if args.clock == "cpu" else time.monotonic
     bar = tqdm(total=args.max_steps or None, initial=step, unit="step", dynamic_ncols=True)
     last_save = time.monotonic()
     window_tokens, window_start = 0, time.monotonic()
     while progress() < 1.0:
-        t0 = time.monotonic()
+        t0 = clock()
         lr = learning_rate(progress(), args) * min(1.0, (step + 1) / args.warmup)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
+        for optimizer in optimizers:
+            for group in optimizer.param_groups:
+                group["lr"] = lr
         batch = next(stream)
         canvas_loss, ar_loss = forward_losses(model, batch, args, generator, mask_id)
         loss = canvas_loss + args.ar_weight * ar_loss
-        optimizer.zero_grad(set_to_none=True)
+        for optimizer in optimizers:
+            optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        for optimizer in optimizers:
+            optimizer.step()
         step += 1
         n_canvas = batch["canvas"].numel()
         tokens_seen += n_canvas + int(batch["attention_mask"].sum())
         window_tokens += n_canvas
-        trained_seconds += time.monotonic() - t0
+        trained_seconds += clock() - t0
         bar.update(1)
         if step % 10 == 0:
             rate = window_tokens / (time.monotonic() - window_start)
