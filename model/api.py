@@ -150,6 +150,8 @@ class ModelInfo:
     parameters: int
     instruction_tuned: bool
     license: str = "unknown"
+    precision: str = "float32"  # "bfloat16", or "int8 (float32)": quantized weights (compute dtype)
+    memory_bytes: int = 0  # what the loaded weights hold, quantized tensors included
 
 
 class Backend(Protocol):

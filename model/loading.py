@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from model.api import Backend, EngineError, ModelInfo
+from model.quantization import silence_import_noise
 
 EMBEDDED_DIR = Path(__file__).resolve().parent.parent / "resources" / "models"
 EMBEDDED_NAME = "sfumato-small"
@@ -75,15 +76,20 @@ def load_backend(
     allow_downloads: bool = False,
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
+    quantize: str | None = None,
 ) -> Backend:
-    """Load ``spec`` and wrap it in the backend its config asks for."""
+    """Load ``spec`` and wrap it in the backend its config asks for.
+
+    ``device`` and ``quantize`` are checked against the machine before any weight is read
+    (``model.placement``): a model that cannot fit is refused with the way out.
+    """
     folder, hub_id = resolve_spec(spec)
     if folder is not None:
         check_folder(folder, allow_pickle)
     elif not allow_downloads:
         raise EngineError(f"{hub_id}: not a local folder, and downloads are off (turn them on in settings)")
     source = str(folder) if folder is not None else hub_id
-    device = pick_device(device)
+    silence_import_noise()  # before transformers imports torchao (it does whenever torchao is installed)
 
     from transformers import AutoConfig, PreTrainedConfig
     from transformers.utils import logging as transformers_logging
@@ -97,26 +103,29 @@ def load_backend(
         raise EngineError(f"{source}: cannot read the model config ({_first_line(error)})") from None
     if raw.get("model_type") == "diffusion_gemma":
         config = AutoConfig.from_pretrained(source, local_files_only=not allow_downloads)
-        return _load_diffusion_gemma(source, folder, config, device, allow_downloads, allow_pickle)
+        return _load_diffusion_gemma(source, folder, raw, config, device, quantize, allow_downloads, allow_pickle)
     if is_masked_diffusion_config(raw):
         return MaskedDiffusionBackend.from_pretrained(
-            source, device=device, trust_remote_code=trust_remote_code, local_files_only=not allow_downloads
+            source, device=pick_device(device), trust_remote_code=trust_remote_code, local_files_only=not allow_downloads
         )
     raise EngineError(f"{source}: unsupported architecture {architecture_name(raw)}")
 
 
-def _load_diffusion_gemma(source, folder, config, device, allow_downloads, allow_pickle) -> Backend:
-    import torch
+def _load_diffusion_gemma(source, folder, raw, config, device, quantize, allow_downloads, allow_pickle) -> Backend:
     from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
 
     from model.diffusion_gemma import DiffusionGemmaBackend
+    from model.memory import measured_bytes
+    from model.placement import plan_load
 
-    dtype = torch.bfloat16 if device != "cpu" else torch.float32
+    plan = plan_load(source, raw, device, quantize, lambda: DiffusionGemmaForBlockDiffusion._from_config(config),
+                     needs_bfloat16=True)
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=not allow_downloads)
         model = DiffusionGemmaForBlockDiffusion.from_pretrained(
-            source, dtype=dtype, use_safetensors=not allow_pickle, local_files_only=not allow_downloads
-        ).to(device)
+            source, use_safetensors=not allow_pickle, local_files_only=not allow_downloads,
+            **plan.from_pretrained_options(diffusion_gemma=True),
+        )
     except Exception as error:
         raise EngineError(f"{source}: cannot load the model ({_first_line(error)})") from None
     if len(tokenizer) > config.text_config.vocab_size:
@@ -127,8 +136,10 @@ def _load_diffusion_gemma(source, folder, config, device, allow_downloads, allow
     info = ModelInfo(
         name=Path(source).name if folder is not None else source,
         backend="diffusion-gemma",
-        device=device,
+        device=plan.placement.device,
         parameters=sum(p.numel() for p in model.parameters()),
+        precision=plan.precision,
+        memory_bytes=measured_bytes(model),
         instruction_tuned=profile.prompt_layout == "chat",
         license=_read_license(folder),
     )

@@ -92,3 +92,4 @@ def _tensor_bytes(tensor) -> int:
     if absmax is not None:
         size += absmax.numel() * absmax.element_size()
     return size
+

@@ -9,12 +9,13 @@ out-of-memory error halfway through.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from model import devices
 from model.api import EngineError
 from model.devices import SPREAD, Placement
-from model.memory import GB, WeightsEstimate
-from model.quantization import check_request, require
+from model.memory import GB, WeightsEstimate, estimate_weights
+from model.quantization import CHOICES, check_request, checkpoint_scheme, parse_quantize, require, silence_import_noise, transformers_options
 
 HEADROOM = 1.1  # loading briefly holds a weight at full precision while it is quantized
 WORKSPACE = 0.5 * GB  # activations, the prompt's cache and the canvas during a pass
@@ -74,3 +75,53 @@ def _refusal(source: str, weights: WeightsEstimate, device: str, quantize: str, 
         f"{source} needs about {needed_bytes(weights) / GB:.1f} GB ({weights.describe()}) but {where} has "
         f"{free / GB:.1f} GB free; try {', '.join(ways[:-1])} or {ways[-1]}"
     )
+
+
+@dataclass(frozen=True)
+class LoadPlan:
+    """What ``from_pretrained`` is asked to do, decided (and checked) before it runs."""
+
+    placement: Placement
+    quantize: str
+    weights: WeightsEstimate | None
+
+    @property
+    def precision(self) -> str:
+        """The status bar's word: "bfloat16", or "int8 (float32)" for quantized weights and their compute dtype."""
+        dtype = self.placement.dtype
+        return dtype if self.quantize == "none" else f"{self.quantize} ({dtype})"
+
+    def from_pretrained_options(self, diffusion_gemma: bool) -> dict:
+        """dtype, device map and quantization for ``from_pretrained``; weights load straight onto a GPU."""
+        import torch
+
+        placement = self.placement
+        options = {"dtype": getattr(torch, placement.dtype)}
+        if placement.device_map is not None:
+            options["device_map"] = placement.device_map
+        elif placement.device != "cpu":
+            options["device_map"] = {"": placement.device}
+        options.update(transformers_options(self.quantize, diffusion_gemma, placement.dtype))
+        return options
+
+
+def plan_load(
+    source: str, raw_config: dict, device: str | None, quantize: str | None,
+    build: Callable[[], object] | None, needs_bfloat16: bool,
+) -> LoadPlan:
+    """Check the request and the machine; ``build()`` makes the model from its config (for the estimate)."""
+    silence_import_noise()
+    quantize = parse_quantize(quantize)
+    own = checkpoint_scheme(raw_config)  # an already quantized folder is priced at its own scheme
+    priced = quantize if own is None else own if own in CHOICES else None
+
+    def estimate(dtype: str) -> WeightsEstimate | None:
+        if build is None or priced is None:
+            return None
+        try:
+            return estimate_weights(build, priced, dtype)
+        except Exception:  # a config the meta build cannot take: no estimate, the load itself will tell
+            return None
+
+    chosen, weights = plan(device, quantize, raw_config, source, estimate, needs_bfloat16)
+    return LoadPlan(chosen, quantize, weights)

@@ -20,6 +20,7 @@ The libraries are optional extras (``pip install 'sfumato[gpu]'``) imported only
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import logging
@@ -160,3 +161,25 @@ def silence_import_noise() -> None:
     """
     logging.getLogger("torchao").setLevel(logging.ERROR)
     logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
+
+
+def grad_free(model):
+    """``torch.inference_mode()``, or ``torch.no_grad()`` for a quantized model.
+
+    torchao cannot take one expert out of a quantized 3-D weight under inference mode ("Cannot set
+    version_counter for inference tensor"); no_grad costs a little bookkeeping and works.
+    """
+    import torch
+
+    return torch.no_grad() if getattr(model, "hf_quantizer", None) is not None else torch.inference_mode()
+
+
+def backend_grad_free(function):
+    """Decorator: run ``function(backend, ...)`` under ``grad_free(backend.model)``."""
+
+    @functools.wraps(function)
+    def wrapper(backend, *args, **kwargs):
+        with grad_free(backend.model):
+            return function(backend, *args, **kwargs)
+
+    return wrapper
