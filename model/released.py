@@ -11,8 +11,9 @@ LAYERS = 30
 SLIDING_PER_FULL = 5  # five sliding-window layers, then one full-attention layer
 
 
-def released_config(num_layers: int = LAYERS):
-    """A DiffusionGemma config with the 26B-A4B checkpoint's shapes and ``num_layers`` layers."""
+def released_config(num_layers: int = LAYERS, num_experts: int = 128):
+    """A DiffusionGemma config with the 26B-A4B checkpoint's shapes, ``num_layers`` layers and
+    ``num_experts`` experts per layer (fewer only for a dry run on a small machine)."""
     from transformers import DiffusionGemmaConfig, DiffusionGemmaTextConfig, Gemma4VisionConfig
 
     layer_types = [
@@ -33,8 +34,8 @@ def released_config(num_layers: int = LAYERS):
         sliding_window=1024,
         max_position_embeddings=262_144,
         layer_types=layer_types,
-        num_experts=128,
-        top_k_experts=8,
+        num_experts=num_experts,
+        top_k_experts=min(8, num_experts),
         moe_intermediate_size=704,
     )
     return DiffusionGemmaConfig(text_config=text, vision_config=Gemma4VisionConfig(), canvas_length=256)
