@@ -122,12 +122,13 @@ def table(figures: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from app.cli import ArgumentParser
+    from app.cli import ArgumentParser, hardware_options
 
     parser = ArgumentParser(prog="sfumato bench", description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--model", default="embedded")
+    hardware_options(parser)
     parser.add_argument("--quick", action="store_true", help="fewer tasks and repeats (under a minute)")
     parser.add_argument("--plot", default="bench.png", help="where to write the PNG plot")
     args = parser.parse_args(argv)
@@ -135,8 +136,9 @@ def main(argv: list[str]) -> int:
     from model.benchmark import engine_figures
     from model.loading import load_backend
 
-    backend = load_backend(args.model)
-    figures: dict = {"model": backend.info.name, "machine": machine()}
+    backend = load_backend(args.model, device=args.device, quantize=args.quantize)
+    figures: dict = {"model": backend.info.name, "machine": machine(), "device": backend.info.device,
+                     "precision": backend.info.precision, "weights_mb": round(backend.info.memory_bytes / 1e6, 1)}
     figures.update(engine_figures(backend, quick=args.quick))
     figures.update(process_figures(args.model, runs=1 if args.quick else 3))
     plot(figures, Path(args.plot))

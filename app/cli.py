@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from model.api import EngineError, InfillRequest, TemplateRequest
+from model.quantization import CHOICES as QUANTIZE_CHOICES  # imports no torch
 
 VERSION = "0.1.0"
 COMMANDS = ("infill", "fill", "bench")
@@ -35,9 +36,19 @@ class ArgumentParser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def hardware_options(parser: argparse.ArgumentParser, default_device: str | None = "auto") -> None:
+    """``--device`` and ``--quantize``, the same for the editor and every subcommand."""
+    parser.add_argument("--device", default=default_device,
+                        help="auto, cpu, cuda, cuda:N or mps (auto: the first GPU; a model too big for it is "
+                        "spread over every GPU and CPU memory)")
+    parser.add_argument("--quantize", choices=QUANTIZE_CHOICES, default=None if default_device is None else "none",
+                        help="store the weights in fewer bits: int8 (CPU or CUDA), int4 or nf4 (CUDA); "
+                        "needs pip install 'sfumato[gpu]'")
+
+
 def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="embedded", help="embedded | a model folder | a hub id")
-    parser.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
+    hardware_options(parser)
     parser.add_argument("--steps", type=int, default=None, help="denoising passes per canvas")
     parser.add_argument("--seed", type=int, default=None, help="make runs reproducible")
     parser.add_argument("--allow-downloads", action="store_true", help="let a hub id download")
@@ -98,7 +109,7 @@ def _fail(code: int, message: str) -> int:
 def _load(args):
     from model.loading import load_backend
 
-    return load_backend(args.model, device=args.device, allow_downloads=args.allow_downloads)
+    return load_backend(args.model, device=args.device, allow_downloads=args.allow_downloads, quantize=args.quantize)
 
 
 # ---- infill --jsonl --------------------------------------------------------------------------

@@ -67,3 +67,38 @@ def test_embedded_model_in_int8_agrees_with_float32():
     full = load_backend("embedded", device="cpu")
     assert int8.info.memory_bytes < 0.7 * full.info.memory_bytes
     assert _similarity(_final_texts(int8, requests), _final_texts(full, requests)) > 0.8
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [(["--quantize", "nf4", "--device", "cpu"], "--quantize nf4 needs a CUDA GPU"),
+     (["--quantize", "int4"], "--quantize int4 needs a CUDA GPU"),
+     (["--device", "tpu"], "--device must be auto, cpu, cuda, cuda:N or mps"),
+     (["--quantize", "fp8"], "invalid choice: 'fp8'")],
+)
+def test_an_impossible_precision_or_device_is_one_clean_line(tmp_path, options, message):
+    import subprocess
+    import sys
+
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text('{"id": 1, "prefix": "x = ", "suffix": "\\n"}\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "app.cli", "infill", "--jsonl", str(requests), *options],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode in (1, 2) and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_infill_jsonl_runs_in_int8(tiny_model_dir, monkeypatch, capsys):
+    import io
+    import json
+    import sys
+
+    from app.cli import main
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO('{"id": "a", "prefix": "x = ", "suffix": "\\n", "max_new_tokens": 8}\n'))
+    options = ["--model", str(tiny_model_dir), "--quantize", "int8", "--device", "cpu", "--seed", "0", "--steps", "2"]
+    assert main(["infill", "--jsonl", *options]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["id"] == "a" and "text" in json.loads(line)
