@@ -107,9 +107,11 @@ def _fail(code: int, message: str) -> int:
 
 
 def _load(args):
+    from model.load_progress import terminal_bar
     from model.loading import load_backend
 
-    return load_backend(args.model, device=args.device, allow_downloads=args.allow_downloads, quantize=args.quantize)
+    return load_backend(args.model, device=args.device, allow_downloads=args.allow_downloads, quantize=args.quantize,
+                        progress=terminal_bar())
 
 
 # ---- infill --jsonl --------------------------------------------------------------------------

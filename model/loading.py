@@ -12,7 +12,8 @@ import json
 import re
 from pathlib import Path
 
-from model.api import Backend, EngineError, ModelInfo
+from model.api import Backend, Cancelled, CancelFlag, EngineError, ModelInfo
+from model.load_progress import Report, watch_loading
 from model.quantization import silence_import_noise
 
 EMBEDDED_DIR = Path(__file__).resolve().parent.parent / "resources" / "models"
@@ -77,11 +78,14 @@ def load_backend(
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
     quantize: str | None = None,
+    progress: Report | None = None,
+    cancel: CancelFlag | None = None,
 ) -> Backend:
     """Load ``spec`` and wrap it in the backend its config asks for.
 
     ``device`` and ``quantize`` are checked against the machine before any weight is read
-    (``model.placement``): a model that cannot fit is refused with the way out.
+    (``model.placement``): a model that cannot fit is refused with the way out. ``progress`` hears
+    (tensors read, total) while the weights load; ``cancel`` stops the load there (``Cancelled``).
     """
     folder, hub_id = resolve_spec(spec)
     if folder is not None:
@@ -103,7 +107,8 @@ def load_backend(
         raise EngineError(f"{source}: cannot read the model config ({_first_line(error)})") from None
     if raw.get("model_type") == "diffusion_gemma":
         config = AutoConfig.from_pretrained(source, local_files_only=not allow_downloads)
-        return _load_diffusion_gemma(source, folder, raw, config, device, quantize, allow_downloads, allow_pickle)
+        with watch_loading(progress, cancel):
+            return _load_diffusion_gemma(source, folder, raw, config, device, quantize, allow_downloads, allow_pickle)
     if is_masked_diffusion_config(raw):
         return MaskedDiffusionBackend.from_pretrained(
             source, device=pick_device(device), trust_remote_code=trust_remote_code, local_files_only=not allow_downloads
@@ -126,6 +131,8 @@ def _load_diffusion_gemma(source, folder, raw, config, device, quantize, allow_d
             source, use_safetensors=not allow_pickle, local_files_only=not allow_downloads,
             **plan.from_pretrained_options(diffusion_gemma=True),
         )
+    except Cancelled:
+        raise
     except Exception as error:
         raise EngineError(f"{source}: cannot load the model ({_first_line(error)})") from None
     if len(tokenizer) > config.text_config.vocab_size:
