@@ -1,6 +1,6 @@
 """The About dialog (Help > About Sfumato) and the application icon.
 
-The main window calls ``show_about(self, self.engine.info)``; ``info`` is ``None`` while the model
+The main window calls ``show_about(self, self.worker.info)``; ``info`` is ``None`` while the model
 is still loading or when none could be loaded.
 """
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import platform
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,8 +17,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QIcon, QPainter, QPixmap
 from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtWidgets import QMessageBox, QWidget
-
-from app.cli import VERSION
 
 if TYPE_CHECKING:
     from model.api import ModelInfo
@@ -63,7 +62,7 @@ def format_parameters(count: int) -> str:
 
 def about_html(model_info: ModelInfo | None) -> str:
     """The dialog's text: the version, the model in use and its licence, and the app's licence."""
-    lines = [f"<h3>Sfumato {VERSION}</h3>", "<p>A text and code editor whose AI edits are made by a diffusion language model.</p>"]
+    lines = [f"<h3>Sfumato {metadata.version('sfumato')}</h3>", "<p>A text and code editor whose AI edits are made by a diffusion language model.</p>"]
     if model_info is None:
         lines.append("<p><b>Model:</b> none loaded (still loading, or it could not be loaded; see the status bar).</p>")
     else:

@@ -4,7 +4,7 @@
 
 Process-level figures (window shown, model ready, GUI stall, peak memory) come from
 ``app.bench_probe`` subprocesses, medians of several runs; engine figures (prefill, pass,
-first draft, quality against speed) from ``model.benchmark`` on a loaded model.
+first draft, quality against speed) from ``model.training.benchmark`` on a loaded model.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def table(figures: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from app.cli import ArgumentParser, hardware_options
+    from app.arguments import ArgumentParser, hardware_options
 
     parser = ArgumentParser(prog="sfumato bench", description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -133,7 +133,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--plot", default="bench.png", help="where to write the PNG plot")
     args = parser.parse_args(argv)
 
-    from model.benchmark import engine_figures
+    from model.training.benchmark import engine_figures
     from model.loading import load_backend
 
     backend = load_backend(args.model, device=args.device, quantize=args.quantize)

@@ -81,15 +81,15 @@ def stall(spec: str) -> dict:
     from PySide6.QtGui import QTextCursor
 
     app, loop, main_window, first_show = _window(spec)
-    main_window.new_document()
+    main_window.tabs.new_document()
     first_show(main_window)
-    editor = main_window.current_editor()
+    editor = main_window.tabs.current_editor()
     editor.setPlainText(SAMPLE)
 
     async def measure() -> dict:
-        while main_window.engine.info is None:
-            if main_window.engine.error:
-                raise RuntimeError(main_window.engine.error)
+        while main_window.ai.worker.info is None:
+            if main_window.ai.worker.error:
+                raise RuntimeError(main_window.ai.worker.error)
             await asyncio.sleep(0.05)
         ticks: list[float] = []
         timer = QTimer()
@@ -101,7 +101,7 @@ def stall(spec: str) -> dict:
         cursor.setPosition(start + len(REWRITE), QTextCursor.MoveMode.KeepAnchor)
         editor.setTextCursor(cursor)
         timer.start()
-        session = main_window.starter.rewrite(editor, 0.8)
+        session = main_window.ai.starter.rewrite(editor, 0.8)
         while session.state == "running":  # until the result is shown, waiting for Tab or Esc
             await asyncio.sleep(0.01)
         timer.stop()

@@ -15,35 +15,15 @@ import json
 import sys
 import time
 from collections.abc import Iterable, Iterator
+from importlib import metadata
 from pathlib import Path
 
+from app.arguments import ArgumentParser, UsageError, hardware_options
 from model.api import EngineError, InfillRequest, TemplateRequest
-from model.quantization import CHOICES as QUANTIZE_CHOICES  # imports no torch
 
-VERSION = "0.1.0"
+VERSION = metadata.version("sfumato")  # pyproject.toml's, as installed
 COMMANDS = ("infill", "fill", "bench")
 MAX_NEW_TOKENS = 4096  # per JSONL request; a larger number would keep the model busy for hours
-
-
-class UsageError(Exception):
-    """Bad arguments: exit code 2."""
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """Usage errors become ``UsageError`` (exit 2, one line) instead of argparse's own exit."""
-
-    def error(self, message: str):  # argparse would print usage and exit itself
-        raise UsageError(message)
-
-
-def hardware_options(parser: argparse.ArgumentParser, default_device: str | None = "auto") -> None:
-    """``--device`` and ``--quantize``, the same for the editor and every subcommand."""
-    parser.add_argument("--device", default=default_device,
-                        help="auto, cpu, cuda, cuda:N or mps (auto: the first GPU; a model too big for it is "
-                        "spread over every GPU and CPU memory)")
-    parser.add_argument("--quantize", choices=QUANTIZE_CHOICES, default=None if default_device is None else "none",
-                        help="store the weights in fewer bits: int8 (CPU or CUDA), int4 or nf4 (CUDA); "
-                        "needs pip install 'sfumato[gpu]'")
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
@@ -96,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(1, str(error))
     except KeyboardInterrupt:
         return _fail(1, "interrupted")
-    from app.editor import run
+    from app.application import run
 
     return run(args.files, args.model)
 

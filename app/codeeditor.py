@@ -7,15 +7,13 @@ user's own edits in the undo history) and the session sees the keys first (Tab, 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from contextlib import nullcontext
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QRect, QSize, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import (
-    QColor,
     QFontDatabase,
     QKeyEvent,
     QKeySequence,
@@ -30,7 +28,9 @@ from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
 
 from app.brackets import AUTO_CLOSED, ROOM_FOR_A_PAIR, matching_bracket
 from app.comments import Marker, toggle_line_comments
+from app.gutter import LineNumberArea
 from app.multicursor import ExtraCursors
+from app.textpositions import document_text, index_of, position_of, utf16_length
 
 if TYPE_CHECKING:
     from app.session import InfillSession
@@ -41,8 +41,8 @@ _NAVIGATION_KEYS = {
     Qt.Key.Key_Alt, Qt.Key.Key_Meta, Qt.Key.Key_AltGr, Qt.Key.Key_CapsLock,
 }
 _OPENERS = (":", "{", "(", "[")
+MAX_AUTO_CLOSERS = 32  # auto-typed closers remembered for typing over and pair deletion
 BRACKET_SCAN_CHARS = 20_000  # how far to look for a bracket's partner before giving up
-_MARK_COLORS = {"added": QColor("#3fa34d"), "modified": QColor("#3b7dd8"), "deleted": QColor("#d04040")}
 
 
 def is_navigation(event: QKeyEvent) -> bool:
@@ -52,18 +52,6 @@ def is_navigation(event: QKeyEvent) -> bool:
         or event.matches(QKeySequence.StandardKey.Copy)
         or event.matches(QKeySequence.StandardKey.SelectAll)
     )
-
-
-class LineNumberArea(QWidget):
-    def __init__(self, editor: CodeEditor):
-        super().__init__(editor)
-        self._editor = editor
-
-    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
-        return QSize(self._editor.line_number_width(), 0)
-
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
-        self._editor.paint_line_numbers(event)
 
 
 class CodeEditor(QPlainTextEdit):
@@ -78,6 +66,7 @@ class CodeEditor(QPlainTextEdit):
         self.indent_with_spaces = True
         self.indent_width = 4
         self.auto_close = True  # brackets and quotes typed get their closer (setting)
+        self._auto_closers: list[QTextCursor] = []  # each selects a closer the editor typed itself
         self.extra_cursors = ExtraCursors(self)  # beside the main cursor (Ctrl+D, Alt+click)
         self.line_marks: dict[int, str] = {}  # line index: "added" | "modified" | "deleted" since the commit
         self.comment_marker: Marker | None = None  # the language's one-line comment, set with its highlighter
@@ -89,58 +78,15 @@ class CodeEditor(QPlainTextEdit):
         self.setFont(font)
         self._base_point_size = font.pointSizeF()
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.blockCountChanged.connect(self._update_margins)
-        self.updateRequest.connect(self._scroll_numbers)
         self.cursorPositionChanged.connect(self._highlight_current_line)
         self.cursorPositionChanged.connect(self._highlight_brackets)
-        self._update_margins()
+        self._numbers.fit()
         self._apply_tab_stop()
         self._highlight_current_line()
 
-    # --- line numbers -------------------------------------------------------------------------
-
-    def line_number_width(self) -> int:
-        digits = len(str(max(1, self.blockCount())))
-        return 12 + self.fontMetrics().horizontalAdvance("9") * max(3, digits)
-
-    def _update_margins(self) -> None:
-        self.setViewportMargins(self.line_number_width(), 0, 0, 0)
-
-    def _scroll_numbers(self, rect: QRect, dy: int) -> None:
-        if dy:
-            self._numbers.scroll(0, dy)
-        else:
-            self._numbers.update(0, rect.y(), self._numbers.width(), rect.height())
-        if rect.contains(self.viewport().rect()):
-            self._update_margins()
-
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
-        area = self.contentsRect()
-        self._numbers.setGeometry(QRect(area.left(), area.top(), self.line_number_width(), area.height()))
-
-    def paint_line_numbers(self, event) -> None:
-        painter = QPainter(self._numbers)
-        palette = self.palette()
-        painter.fillRect(event.rect(), palette.color(QPalette.ColorRole.AlternateBase))
-        block = self.firstVisibleBlock()
-        top = round(self.blockBoundingGeometry(block).translated(self.contentOffset()).top())
-        current = self.textCursor().blockNumber()
-        width = self._numbers.width() - 6
-        height = self.fontMetrics().height()
-        while block.isValid() and top <= event.rect().bottom():
-            bottom = top + round(self.blockBoundingRect(block).height())
-            if block.isVisible() and bottom >= event.rect().top():
-                role = QPalette.ColorRole.Text if block.blockNumber() == current else QPalette.ColorRole.PlaceholderText
-                painter.setPen(palette.color(role))
-                painter.drawText(0, top, width, height, Qt.AlignmentFlag.AlignRight, str(block.blockNumber() + 1))
-                mark = self.line_marks.get(block.blockNumber())
-                if mark == "deleted":
-                    painter.fillRect(0, top - 1, 6, 3, _MARK_COLORS[mark])
-                elif mark is not None:
-                    painter.fillRect(0, top, 3, bottom - top, _MARK_COLORS[mark])
-            block = block.next()
-            top = bottom
+        self._numbers.place()
 
     # --- extra selections, in named layers ----------------------------------------------------
 
@@ -423,7 +369,7 @@ class CodeEditor(QPlainTextEdit):
             cursor.setPosition(start + 1 + utf16_length(inner), QTextCursor.MoveMode.KeepAnchor)
             self.setTextCursor(cursor)
             return True
-        if typed in AUTO_CLOSED.values() and after == typed and not cursor.hasSelection():
+        if typed in AUTO_CLOSED.values() and after == typed and not cursor.hasSelection() and self._auto_closer_at(cursor.position()):
             cursor.movePosition(QTextCursor.MoveOperation.Right)
             self.setTextCursor(cursor)
             return True
@@ -432,15 +378,27 @@ class CodeEditor(QPlainTextEdit):
         if typed in "\"'`" and (before.isalnum() or before == "_"):  # don't, or a closing quote
             return False
         cursor.insertText(typed + AUTO_CLOSED[typed])
+        closer = QTextCursor(cursor)
+        closer.movePosition(QTextCursor.MoveOperation.Left, QTextCursor.MoveMode.KeepAnchor)
+        self._auto_closers = [*self._auto_closers[-(MAX_AUTO_CLOSERS - 1) :], closer]
         cursor.movePosition(QTextCursor.MoveOperation.Left)
         self.setTextCursor(cursor)
         return True
 
+    def _auto_closer_at(self, position: int) -> bool:
+        """Whether a closer the editor typed itself (not the user) still stands at ``position``.
+
+        Only such closers are typed over or deleted with their opener, so a bracket the user
+        typed or pasted is never skipped or removed behind their back.
+        """
+        self._auto_closers = [c for c in self._auto_closers if c.selectionEnd() - c.selectionStart() == 1]
+        return any(c.selectionStart() == position for c in self._auto_closers)
+
     def _delete_empty_pair(self) -> bool:
-        """Backspace between a bracket or quote and its closer deletes both."""
+        """Backspace between a bracket or quote and the closer the editor typed for it deletes both."""
         cursor = self.textCursor()
         before, after = self._around_cursor()
-        if cursor.hasSelection() or not before or AUTO_CLOSED.get(before) != after:
+        if cursor.hasSelection() or not before or AUTO_CLOSED.get(before) != after or not self._auto_closer_at(cursor.position()):
             return False
         cursor.movePosition(QTextCursor.MoveOperation.Left)
         cursor.movePosition(QTextCursor.MoveOperation.Right, QTextCursor.MoveMode.KeepAnchor, 2)
@@ -477,21 +435,24 @@ class CodeEditor(QPlainTextEdit):
         super().dragMoveEvent(event)
 
     def contextMenuEvent(self, event) -> None:  # noqa: N802 - Qt override
-        if self.session is not None:
-            self.session.reject()  # the menu's undo/cut/paste act on the document directly
+        self.end_session()  # the menu's undo/cut/paste act on the document directly
         super().contextMenuEvent(event)
+
+    def end_session(self) -> bool:
+        """Reject the infill session of this editor, if one runs or waits: the text is as it was.
+        True when there was one."""
+        if self.session is None:
+            return False
+        self.session.reject()
+        return True
 
     def safe_undo(self) -> None:
         """Undo, ending an infill session first (its draft is not an undo step)."""
-        if self.session is not None:
-            self.session.reject()
-        else:
+        if not self.end_session():
             self.undo()
 
     def safe_redo(self) -> None:
-        if self.session is not None:
-            self.session.reject()
-        else:
+        if not self.end_session():
             self.redo()
 
     def saved_text(self) -> str:
@@ -511,7 +472,7 @@ class CodeEditor(QPlainTextEdit):
         font.setPointSizeF(max(4.0, self._base_point_size + self._zoom))
         self.setFont(font)
         self._apply_tab_stop()
-        self._update_margins()
+        self._numbers.fit()
         self.zoom_changed.emit(self._zoom)
 
     def wheelEvent(self, event) -> None:  # noqa: N802 - Qt override
@@ -525,37 +486,3 @@ class CodeEditor(QPlainTextEdit):
         cursor = QTextCursor(block)
         self.setTextCursor(cursor)
         self.centerCursor()
-
-
-def document_text(document) -> str:
-    """The document's exact text with \\n line breaks (toPlainText would turn U+00A0 into spaces)."""
-    return document.toRawText().replace("\u2029", "\n")
-
-
-_BLOCK_BREAKS = re.compile("\r\n|[\r\u2029\ufdd0\ufdd1]")  # Qt's paragraph and frame marks
-
-
-def as_stored(text: str) -> str:
-    """``text`` as a document keeps it: CR LF, CR, U+2029 and Qt's frame marks are each one \\n."""
-    return _BLOCK_BREAKS.sub("\n", text)
-
-
-def utf16_length(text: str) -> int:
-    """``text``'s length in Qt positions: UTF-16 code units (a character beyond U+FFFF takes two)."""
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
-
-
-def index_of(text: str, position: int) -> int:
-    """The index into the Python string ``text`` of the Qt ``position`` (UTF-16 code units)."""
-    return len(text.encode("utf-16-le", "surrogatepass")[: 2 * position].decode("utf-16-le", "surrogatepass"))
-
-
-def position_of(text: str, index: int) -> int:
-    """The Qt position of index ``index`` into the Python string ``text``."""
-    return utf16_length(text[:index])
-
-
-def faded(color: QColor, alpha: int) -> QColor:
-    color = QColor(color)
-    color.setAlpha(alpha)
-    return color

@@ -10,7 +10,8 @@ from PySide6.QtGui import QPalette, QTextCursor
 from PySide6.QtWidgets import QApplication
 
 from app import fileio
-from app.codeeditor import CodeEditor, document_text
+from app.codeeditor import CodeEditor
+from app.textpositions import document_text
 from app.comments import line_comment_marker
 from app.gitdiff import committed_text, line_changes
 from app.highlighter import attach_highlighter
@@ -111,8 +112,7 @@ class Document:
         """Read the file again, as one undoable edit; raises NotTextError / OSError."""
         text, fmt = fileio.read_text(self.path)
         _check_editable(text)
-        if self.editor.session is not None:
-            self.editor.session.reject()
+        self.editor.end_session()
         cursor = QTextCursor(self.editor.document())
         cursor.beginEditBlock()
         cursor.select(QTextCursor.SelectionType.Document)

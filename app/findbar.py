@@ -213,8 +213,7 @@ class FindBar(QWidget):
     def replace(self) -> None:
         if self.editor is None:
             return
-        if self.editor.session is not None:
-            self.editor.session.reject()
+        self.editor.end_session()
         if self._matches_selection():
             cursor = self.editor.textCursor()
             cursor.insertText(self._replacement(cursor))
@@ -225,8 +224,7 @@ class FindBar(QWidget):
         """Replace every match as one undo step."""
         if self.editor is None or self._pattern() is None:
             return
-        if self.editor.session is not None:
-            self.editor.session.reject()
+        self.editor.end_session()
         count = replace_every(self.editor.document(), self._pattern(), self._flags(False), self._replacement)
         self._mark_all()
         self._say(f"Replaced {count} occurrence{'s' * (count != 1)}")

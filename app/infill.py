@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.codeeditor import CodeEditor, document_text, index_of, position_of, utf16_length
-from app.engine import Engine
+from app.codeeditor import CodeEditor
+from app.textpositions import document_text, index_of, position_of
+from app.worker_adapter import WorkerAdapter
 from app.session import InfillSession, SessionKeys
 from model.api import InfillRequest, TemplateRequest
 from model.template import find_gaps, segments_of
@@ -31,17 +32,12 @@ def rewrite_length(original: str) -> int:
 
 
 class InfillStarter:
-    """Starts sessions in editors and hands their requests to the engine."""
+    """Turns the editor's selections or gaps into requests and starts a session that runs them."""
 
-    def __init__(self, engine: Engine, options: InfillOptions, keys: SessionKeys):
-        self.engine = engine
+    def __init__(self, worker: WorkerAdapter, options: InfillOptions, keys: SessionKeys):
+        self.worker = worker
         self.options = options
         self.keys = keys
-
-    def _session(self, editor: CodeEditor, spans: list[tuple[int, int]]) -> InfillSession:
-        return InfillSession(
-            editor, spans, self.options.steps, self.options.underline_low_confidence, self.keys
-        )
 
     def rewrite(self, editor: CodeEditor, strength: float = 1.0, instruction: str | None = None) -> InfillSession | None:
         """Rewrite the selection (or infill at the cursor when nothing is selected). With more
@@ -52,10 +48,7 @@ class InfillStarter:
             if not spans or start >= spans[-1][1]:  # a cursor inside another's selection adds nothing
                 spans.append((start, end))
         requests = [self._rewrite_request(text, start, end, strength, instruction) for start, end in spans]
-        session = self._run(editor, spans, requests)
-        if session is not None:
-            session.repeat = lambda: self._rewrite_again(editor, session, strength, instruction)
-        return session
+        return self._run(editor, spans, requests)
 
     def _rewrite_request(self, text: str, start: int, end: int, strength: float, instruction: str | None) -> InfillRequest:
         """The request for the Qt span ``start``-``end`` of ``text``: its original and what is around it."""
@@ -73,17 +66,6 @@ class InfillStarter:
             sampler_bound=self.options.sampler_bound,
         )
 
-    def _rewrite_again(self, editor: CodeEditor, session: InfillSession, strength: float, instruction: str | None):
-        """Put the originals back and rewrite them again with the same settings (a new random draw)."""
-        spans, shift = [], 0  # each region's place once the ones before it hold their originals again
-        for (start, end), original in zip(session.spans(), session.originals):
-            length = utf16_length(original)
-            spans.append((start - shift, start - shift + length))
-            shift += (end - start) - length
-        session.reject()
-        editor.extra_cursors.select(spans)
-        return self.rewrite(editor, strength, instruction)
-
     def fill_gaps(self, editor: CodeEditor) -> InfillSession | None:
         """Fill every [MASK] / [MASK:n] gap of the document in one run; None with a message if none."""
         text = document_text(editor.document())
@@ -98,20 +80,10 @@ class InfillStarter:
             max_new_tokens=tuple(gap.max_new_tokens for gap in gaps),
             steps=self.options.steps,
         )
-        session = self._run(editor, [(position_of(text, gap.start), position_of(text, gap.end)) for gap in gaps], template)
-        if session is not None:
-            session.repeat = lambda: self._fill_gaps_again(editor, session)
-        return session
-
-    def _fill_gaps_again(self, editor: CodeEditor, session: InfillSession):
-        session.reject()
-        return self.fill_gaps(editor)
+        return self._run(editor, [(position_of(text, gap.start), position_of(text, gap.end)) for gap in gaps], template)
 
     def _run(self, editor: CodeEditor, spans, work) -> InfillSession | None:
-        if self.engine.error is not None:
-            raise ValueError(f"No model: {self.engine.error}")
-        session = self._session(editor, spans)
-        if self.engine.submit(work, session, owner=editor) is None:
-            session.fail(RuntimeError("no model is loaded"))
-            return None
-        return session
+        if self.worker.error is not None:
+            raise ValueError(f"No model: {self.worker.error}")
+        session = InfillSession(editor, spans, self.options.steps, self.options.underline_low_confidence, self.keys)
+        return session if session.run(self.worker, work) else None

@@ -219,19 +219,19 @@ class Recovery(QObject):
 def restore(window, orphan: Orphan) -> list[Document]:
     """Open ``orphan``'s documents in ``window`` as modified tabs; a lone empty untitled tab gives way,
     and so does an unmodified tab of the same file (reopened from the last session, say)."""
-    before = window.documents()
+    before = window.tabs.documents()
     restored = []
     for copy in orphan.documents:
-        for stale in [d for d in window.documents() if copy.path is not None and d.path == copy.path and not d.is_modified()]:
-            window.close_tab(stale.editor)
-        document = window.new_document()
+        for stale in [d for d in window.tabs.documents() if copy.path is not None and d.path == copy.path and not d.is_modified()]:
+            window.tabs.close_tab(stale.editor)
+        document = window.tabs.new_document()
         document.path, document.format, document.disk_stamp = copy.path, copy.format, copy.disk_stamp
         document.editor.setPlainText(copy.text)
         document.rehighlight()
         document.editor.document().setModified(True)
         restored.append(document)
     if len(before) == 1 and before[0].path is None and not before[0].is_modified() and not before[0].editor.toPlainText():
-        window.close_tab(before[0].editor)
+        window.tabs.close_tab(before[0].editor)
     return restored
 
 
@@ -285,7 +285,7 @@ def attach(window) -> Recovery | None:
     """
     root = recovery_root()
     try:
-        recovery = Recovery(window.documents, root, parent=window)
+        recovery = Recovery(window.tabs.documents, root, parent=window)
     except OSError as error:
         window.statusBar().showMessage(f"No crash recovery: cannot use {root} ({error}).", 10000)
         return None

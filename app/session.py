@@ -20,22 +20,27 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QKeyEvent, QKeySequence, QPalette, QTextCharFormat, QTextCursor, QTextDocument
-from PySide6.QtWidgets import QTextEdit
+from PySide6.QtGui import QKeyEvent, QKeySequence, QTextCursor, QTextDocument
 
-from app.codeeditor import CodeEditor, as_stored, document_text, faded, index_of, utf16_length
+from app.draftpaint import draft_selections
 from app.reviewhint import ReviewHint
-from model.api import Candidate, Draft, TokenState
+from app.textpositions import as_stored, document_text, index_of, utf16_length
+from model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
+
+if TYPE_CHECKING:
+    from app.codeeditor import CodeEditor
+    from app.worker_adapter import WorkerAdapter
+    from model.worker import Job
 
 log = logging.getLogger(__name__)
 
 FRAME_MS = 16  # draw the newest draft at most once per frame
-LOW_CONFIDENCE = 0.5
 
 
 @dataclass
@@ -45,7 +50,6 @@ class SessionKeys:
     next_alternative: QKeySequence
     previous_alternative: QKeySequence
     try_again: QKeySequence
-
 
 
 DEFAULT_KEYS = SessionKeys(
@@ -95,7 +99,7 @@ class InfillSession(QObject):
 
     ended = Signal(str, str)
     progress = Signal(str)
-    again_requested = Signal()  # the review hint's "Again" link; the window runs ``repeat``
+    again_requested = Signal()  # the review hint's "Again" link; the window runs ``again``
 
     def __init__(
         self,
@@ -106,13 +110,13 @@ class InfillSession(QObject):
         keys: SessionKeys = DEFAULT_KEYS,
     ):
         super().__init__(editor)
-        if editor.session is not None:
-            editor.session.reject()
+        editor.end_session()
         self.editor = editor
         self.document = editor.document()
         self.state = "running"
-        self.job = None  # the worker's Job, cancelled when the session ends early
-        self.repeat: Callable[[], InfillSession | None] | None = None  # "Try Again": set by the starter
+        self.request: Sequence[InfillRequest] | TemplateRequest | None = None  # what ``run`` submitted
+        self.job: Job | None = None  # the worker's, cancelled when the session ends early
+        self._worker: WorkerAdapter | None = None
         self._hint: ReviewHint | None = None  # under the result while it waits for the user
         self.keys = keys
         self.underline_low_confidence = underline_low_confidence
@@ -134,6 +138,30 @@ class InfillSession(QObject):
         editor.extra_cursors.clear()  # a session edits with one cursor
         editor.session = self
         self._paint()
+
+    # --- the model run ------------------------------------------------------------------------
+
+    def run(self, worker: WorkerAdapter, request: Sequence[InfillRequest] | TemplateRequest) -> bool:
+        """Submit ``request`` (one per region, or a template) to ``worker``; its drafts come back
+        here. False, with the session ended as failed, when no model is loaded."""
+        self.request, self._worker = request, worker
+        self.job = worker.submit(request, self.receive, self.finish, self.fail, self.cancelled, owner=self.editor)
+        if self.job is None:
+            self.fail(RuntimeError("no model is loaded"))
+            return False
+        return True
+
+    def again(self) -> InfillSession | None:
+        """Try Again: put the originals back and run the same request once more (a new random
+        draw, the same settings) in a new session over the originals; None without a model."""
+        spans, shift = [], 0  # each region's place once the ones before it hold their originals again
+        for (start, end), original in zip(self.spans(), self.originals):
+            length = utf16_length(original)
+            spans.append((start - shift, start - shift + length))
+            shift += (end - start) - length
+        self.reject()
+        session = InfillSession(self.editor, spans, self._total_steps, self.underline_low_confidence, self.keys)
+        return session if session.run(self._worker, self.request) else None
 
     # --- what the rest of the editor asks -----------------------------------------------------
 
@@ -321,7 +349,7 @@ class InfillSession(QObject):
             drafts, self._pending = self._pending, None
             self._show(drafts)
             total = f"/{self._total_steps}" if self._total_steps else ""
-            self.progress.emit(f"Pass {drafts[0].step}{total} · {self._stats(drafts)}")
+            self.progress.emit(f"Pass {drafts[0].batch_passes}{total} · {self._stats(drafts)}")
 
     def _stats(self, drafts: tuple[Draft, ...]) -> str:
         draft = drafts[0]
@@ -350,53 +378,12 @@ class InfillSession(QObject):
         self._paint()
 
     def _paint(self) -> None:
-        palette = self.editor.palette()
-        text = palette.color(QPalette.ColorRole.Text)
-        accent = palette.color(QPalette.ColorRole.Highlight)
-        selections = []
         candidates = self._candidates() if self.has_draft else [None] * len(self._regions)
-        for candidate, (start, end) in zip(candidates, self.spans()):
-            if candidate is None:
-                selections.append(self._selection(start, end, self._format(background=faded(accent, 60))))
-                continue
-            if self.showing_original:
-                selections.append(self._selection(start, end, self._format(background=faded(text, 22))))
-                continue
-            if sum(utf16_length(as_stored(token.text)) for token in candidate.tokens) != end - start:
-                selections.append(self._selection(start, end, self._format(background=faded(accent, 40))))
-                continue
-            position = start
-            for token in candidate.tokens:
-                stop = position + utf16_length(as_stored(token.text))
-                if self.state == "ready" or token.accepted:
-                    fmt = self._format(background=faded(accent, 34))
-                    if self.state == "ready" and self.underline_low_confidence and token.confidence < LOW_CONFIDENCE:
-                        fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
-                        fmt.setUnderlineColor(QColor("#d04040"))
-                else:
-                    unsure = 1.0 - max(0.0, min(1.0, token.confidence))
-                    fmt = self._format(background=faded(accent, int(30 + 110 * unsure)), foreground=faded(text, 110))
-                selections.append(self._selection(position, stop, fmt))
-                position = stop
-        self.editor.set_layer("infill", selections)
+        self.editor.set_layer("infill", draft_selections(
+            self.document, self.editor.palette(), self.spans(), candidates, done=self.state == "ready",
+            showing_original=self.showing_original, underline_low_confidence=self.underline_low_confidence))
         if self._hint is not None:
             self._hint.place()
-
-    @staticmethod
-    def _format(background: QColor, foreground: QColor | None = None) -> QTextCharFormat:
-        fmt = QTextCharFormat()
-        fmt.setBackground(background)
-        if foreground is not None:
-            fmt.setForeground(foreground)
-        return fmt
-
-    def _selection(self, start: int, end: int, fmt: QTextCharFormat) -> QTextEdit.ExtraSelection:
-        selection = QTextEdit.ExtraSelection()
-        selection.cursor = QTextCursor(self.document)
-        selection.cursor.setPosition(start)
-        selection.cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
-        selection.format = fmt
-        return selection
 
     # --- the document edits -------------------------------------------------------------------
 

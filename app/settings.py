@@ -34,10 +34,10 @@ class Settings:
     indent_with_spaces: bool = True
     indent_width: int = 4
     auto_close: bool = True  # brackets and quotes get their closer as they are typed
-    word_wrap: bool = False
-    show_whitespace: bool = False  # spaces and tabs drawn as faint dots and arrows  # wrap long lines at the window's edge (View > Word Wrap)
-    reopen_files: bool = True
-    folder: str = ""  # the folder open in the sidebar at the last close ("" for none)  # at start without files named: the files open when it last closed
+    word_wrap: bool = False  # wrap long lines at the window's edge (View > Word Wrap)
+    show_whitespace: bool = False  # spaces and tabs drawn as faint dots and arrows
+    reopen_files: bool = True  # at start without files named: the files open when it last closed
+    folder: str = ""  # the folder open in the sidebar at the last close ("" for none)
     keys: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_KEYS))
     recent_files: list[str] = field(default_factory=list)
 
@@ -68,6 +68,13 @@ class Settings:
             else:
                 store.setValue(item.name, value)
         store.sync()
+
+    def replace_with(self, other: Settings) -> set[str]:
+        """Take ``other``'s values in place (the window's parts share this object); the names that changed."""
+        changed = {item.name for item in fields(self) if getattr(self, item.name) != getattr(other, item.name)}
+        for name in changed:
+            setattr(self, name, getattr(other, name))
+        return changed
 
     def add_recent(self, path: str) -> None:
         self.recent_files = [path] + [p for p in self.recent_files if p != path][: MAX_RECENT - 1]

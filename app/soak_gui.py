@@ -53,10 +53,10 @@ class Soak:
 
     @property
     def editor(self):
-        return self.window.current_editor()
+        return self.window.tabs.current_editor()
 
     def text(self) -> str:
-        from app.codeeditor import document_text
+        from app.textpositions import document_text
 
         return document_text(self.editor.document())
 
@@ -71,7 +71,7 @@ class Soak:
         """Start one session of a random kind; the session, or None when none could start."""
         from PySide6.QtGui import QTextCursor
 
-        from app.codeeditor import position_of
+        from app.textpositions import position_of
 
         editor, text = self.editor, self.text()
         kind = self.rng.choice(["rewrite", "infill", "gap"])
@@ -80,14 +80,14 @@ class Soak:
             cursor.setPosition(position_of(text, self.rng.randint(0, len(text))))
             cursor.insertText(self.rng.choice(["[MASK]", "[MASK:3]"]))
             self.counts["gap_fills"] += 1
-            self.window.fill_gaps()
+            self.window.ai.fill_gaps()
         else:
             start = self.rng.randint(0, len(text))  # whole characters, as a user selects
             end = min(len(text), start + (self.rng.randint(1, 40) if kind == "rewrite" else 0))
             cursor.setPosition(position_of(text, start))
             cursor.setPosition(position_of(text, end), QTextCursor.MoveMode.KeepAnchor)
             editor.setTextCursor(cursor)
-            self.window.starter.rewrite(editor, strength=self.rng.uniform(0.3, 1.0))
+            self.window.ai.starter.rewrite(editor, strength=self.rng.uniform(0.3, 1.0))
         return editor.session
 
     def run_one(self, index: int) -> None:
@@ -163,15 +163,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         window = MainWindow(loop, QSettings(os.path.join(folder, "settings.ini"), QSettings.Format.IniFormat), args.model)
         window.show()
-        window.starter.options = replace(window.starter.options, max_new_tokens=args.tokens, gap_tokens=args.tokens)
-        window.start_engine()
-        if not wait(lambda: window.engine.info is not None or window.engine.error is not None):
+        window.ai.starter.options = replace(window.ai.starter.options, max_new_tokens=args.tokens, gap_tokens=args.tokens)
+        window.ai.start_engine()
+        if not wait(lambda: window.ai.worker.info is not None or window.ai.worker.error is not None):
             print(json.dumps({"error": "the model did not load"}))
             return 1
-        if window.engine.error is not None:
-            print(json.dumps({"error": window.engine.error}))
+        if window.ai.worker.error is not None:
+            print(json.dumps({"error": window.ai.worker.error}))
             return 1
-        document = window.new_document()
+        document = window.tabs.new_document()
         document.editor.setPlainText(SAMPLE)
         soak = Soak(window, random.Random(args.seed))
         began, start_mb = time.perf_counter(), resident_mb()
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         print(json.dumps(report))
         document.editor.document().setModified(False)
-        window.engine.stop()
+        window.ai.worker.stop()
         window.close()
     return 1 if soak.breaches else 0
 

@@ -102,11 +102,14 @@ class Candidate:
 class Draft:
     """The state after one denoising pass.
 
-    ``step`` counts decoder passes so far; ``final`` marks the last draft, whose candidates are
-    the results. Alternative 0 is ``text`` / ``tokens``.
+    ``batch_passes`` counts the passes the whole batch has run so far (the progress the editor
+    shows; every request of a batch has the same); ``forward_passes`` counts those this request's
+    own rows needed: the batch's passes after they stopped do not count, so it is the denominator
+    of ``tokens_per_pass``. ``final`` marks the last draft, whose candidates are the results.
+    Alternative 0 is ``text`` / ``tokens``.
     """
 
-    step: int
+    batch_passes: int
     candidates: tuple[Candidate, ...]
     final: bool = False
     forward_passes: int = 0

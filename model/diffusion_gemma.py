@@ -2,15 +2,16 @@
 
 ``generate()`` runs the whole loop and reports only argmax drafts, so the editor could neither
 see which tokens the sampler accepted nor cancel between passes, and a rewrite could not keep
-tokens fixed. This module therefore drives the loop itself from the library's own parts: the
-encoder prefill and canvas masks (``_prepare_encoder_inputs``, ``_prepare_denoiser_inputs``),
-the temperature schedule, the entropy-bound sampler, the stopping criteria and self-conditioning,
-composed per pass as the library's ``_denoising_step`` does (see ``_pass``). Two small additions:
+tokens fixed. This module therefore drives the loop itself from the library's own parts (the
+encoder prefill and canvas masks, the temperature schedule, the entropy-bound sampler, the
+stopping criteria and self-conditioning), reached only through ``model.diffusion_gemma_library``,
+which composes each pass as the library's ``_denoising_step`` does. Two small additions:
 
 * ``PinnedTokens``, a logits processor that forces chosen canvas positions to chosen tokens:
   the untouched part of a rewrite, and, for absorbing-mask models, tokens already accepted.
-* ``MaskNoiseSampler``, the library's entropy-bound sampler with ``<mask>`` instead of uniform
-  random tokens as noise, for models trained with absorbing-mask corruption (the embedded one).
+* ``MaskNoiseSampler`` (in the library module), the library's entropy-bound sampler with
+  ``<mask>`` instead of uniform random tokens as noise, for models trained with absorbing-mask
+  corruption (the embedded one).
 
 Shapes: B rows (requests x alternatives), L = canvas length, V = vocabulary.
 """
@@ -23,10 +24,8 @@ from dataclasses import dataclass, field
 
 import torch
 from transformers.generation import LogitsProcessor, SuppressTokensLogitsProcessor
-from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
-    EntropyBoundSampler,
-    EntropyBoundSamplerConfig,
-)
+
+from model import diffusion_gemma_library as library
 
 from model.api import (
     Candidate,
@@ -71,20 +70,10 @@ class PinnedTokens(LogitsProcessor):
         return torch.where(self.pinned.unsqueeze(-1), forced, scores)
 
 
-class MaskNoiseSampler(EntropyBoundSampler):
-    """Entropy-bound acceptance as in the library; noise is the ``<mask>`` token (absorbing diffusion)."""
-
-    def __init__(self, config, canvas_length: int, vocab_size: int, max_denoising_steps: int, mask_id: int):
-        super().__init__(config, canvas_length, vocab_size, max_denoising_steps)
-        self.mask_id = mask_id
-
-    def initialize_canvas(self, batch_size: int, device: torch.device) -> torch.LongTensor:
-        return torch.full((batch_size, self.canvas_length), self.mask_id, dtype=torch.long, device=device)
-
-
 @dataclass
-class _Row:
-    """One line of the batch: a request's alternative, or one gap of a template."""
+class _RowRequest:
+    """What one row of the batch asks for: a request's alternative, or a template's gaps on one
+    canvas. Its output after each pass is a ``_RowState``."""
 
     prompt: list[int]
     max_new_tokens: int
@@ -100,8 +89,8 @@ class _RowState:
     ids: list[int]
     accepted: list[bool]
     confidence: list[float]
-    step: int
-    passes: int
+    batch_passes: int
+    forward_passes: int
     final: bool = False
 
 
@@ -122,6 +111,9 @@ class DiffusionGemmaBackend:
         self.device = next(model.parameters()).device
         self._end_tensor = torch.tensor(sorted(self._end_ids), device=self.device)
         self.prompt_cache = PromptCache()
+        # How a pass draws the denoiser's tokens: the fast inverse CDF, or ``library.draw_like_library``
+        # to consume the random stream exactly as ``generate()`` does.
+        self.draw_tokens = library.sample_tokens
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -154,17 +146,17 @@ class DiffusionGemmaBackend:
         keep_first = min(len(segments[0]), room * 3 // 4)
         segments[0] = segments[0][len(segments[0]) - keep_first :]
         segments[-1] = segments[-1][: max(0, room - keep_first)]
-        row = _Row(self.layout.multi_gap_prompt(segments), self.canvas_length, sentinels=self.layout.gaps[:n_gaps])
+        row = _RowRequest(self.layout.multi_gap_prompt(segments), self.canvas_length, sentinels=self.layout.gaps[:n_gaps])
         denoising = self._denoise([row], template.steps, template.seed, None, cancel)
         for (state,) in _in_inference_mode(denoising, self.model):
             yield tuple(self._draft(part) for part in _split_gaps(state, row.sentinels))
 
     # ---- prompts ------------------------------------------------------------------------------
 
-    def _row(self, request: InfillRequest) -> _Row:
+    def _row(self, request: InfillRequest) -> _RowRequest:
         init_ids = encode_text(self.tokenizer, request.init_text) if request.is_rewrite else None
         max_new = max(request.max_new_tokens, len(init_ids) + 1) if init_ids is not None else request.max_new_tokens
-        return _Row(self.prompt_ids(request), max_new, init_ids, request.strength)
+        return _RowRequest(self.prompt_ids(request), max_new, init_ids, request.strength)
 
     def prompt_ids(self, request: InfillRequest) -> list[int]:
         """The prompt the engine encodes for ``request``, within the model's context budget."""
@@ -198,13 +190,9 @@ class DiffusionGemmaBackend:
 
     # ---- the denoising loop -------------------------------------------------------------------
 
-    def _denoise(self, rows: list[_Row], steps, seed, sampler_bound, cancel: CancelFlag | None):
+    def _denoise(self, rows: list[_RowRequest], steps, seed, sampler_bound, cancel: CancelFlag | None):
         model, L, device = self.model, self.canvas_length, self.device
-        config, _ = model._prepare_generation_config(None)
-        if steps is not None:
-            config.max_denoising_steps = steps
-        if sampler_bound is not None:
-            config.sampler_config = EntropyBoundSamplerConfig(entropy_bound=float(sampler_bound))
+        config = library.generation_config(model, steps, sampler_bound)
         torch.manual_seed(seed if seed is not None else torch.seed())
 
         B = len(rows)
@@ -219,21 +207,21 @@ class DiffusionGemmaBackend:
         shared_prompt = rows[0].prompt if all(row.prompt == rows[0].prompt for row in rows) else None
         cache, reused = self.prompt_cache.lookup(shared_prompt, B) if shared_prompt else (None, 0)
         if cache is None:
-            cache = model._prepare_cache_for_generation(config, B, width + n_canvases * L)
+            cache = library.new_cache(model, config, B, width + n_canvases * L)
 
-        sampler = self._sampler(config)
+        mask_noise = self.tokenizer.mask_token_id if self.profile.canvas_noise == "mask" else None
+        sampler = library.sampler(model, config, mask_noise)
         pinned = PinnedTokens(torch.zeros((B, L), dtype=torch.bool, device=device), torch.zeros((B, L), dtype=torch.long, device=device))
-        logits_processor = model._prepare_logits_processor(config, None)
-        logits_processor.insert(0, pinned)
         allowed = {token for row in rows for token in row.sentinels}
         suppressed = [token for token in self._suppressed if token not in allowed]
-        logits_processor.insert(0, SuppressTokensLogitsProcessor(suppressed, device=device))
-        stopping = self._stopping(config)
+        suppress = SuppressTokensLogitsProcessor(suppressed, device=device)
+        logits_processor = library.logits_processors(model, config, [suppress, pinned])
+        stopping = library.early_stop(config)
 
         generated: list[list[int]] = [[] for _ in rows]
         finished = [False] * B
         passes = [0] * B
-        step = 0
+        batch_passes = 0
         cur_len = width
         new_ids = input_ids[:, reused:]
         decoder_attention_mask = torch.nn.functional.pad(attention_mask, (0, L), value=True)
@@ -241,21 +229,13 @@ class DiffusionGemmaBackend:
             encoder_position_ids = torch.arange(cur_len - new_ids.shape[1], cur_len, device=device).unsqueeze(0)
             decoder_position_ids = torch.arange(cur_len, cur_len + L, device=device).unsqueeze(0)
             if new_ids.shape[1]:  # nothing to encode when the whole prompt came from the prompt cache
-                encoder_inputs, encoder_mask = model._prepare_encoder_inputs(
-                    input_ids=new_ids, attention_mask=attention_mask, encoder_position_ids=encoder_position_ids,
-                    cache=cache, is_prefill=canvas_index == 0, canvas_length=L, batch_size=B,
-                )
-                cache = model.model.encoder(
-                    input_ids=encoder_inputs, attention_mask=encoder_mask, cache=cache, position_ids=encoder_position_ids
-                ).cache
+                cache = library.encode(model, new_ids, attention_mask, encoder_position_ids, cache, canvas_index == 0)
             if canvas_index == 0 and shared_prompt and reused < len(shared_prompt):
                 self.prompt_cache.store(shared_prompt, cache)
 
             start = self._start_canvas(rows, canvas_index, sampler, pinned)
-            canvas, self_conditioning, mask_mapping, done = model._prepare_denoiser_inputs(
-                decoder_attention_mask=decoder_attention_mask, cache=cache, sampler=sampler,
-                diffusion_stopping_criteria=stopping, batch_size=B, device=device,
-                model_kwargs={"decoder_input_ids": start},
+            canvas, self_conditioning, mask_mapping, done = library.start_denoising(
+                model, decoder_attention_mask, cache, sampler, stopping, start
             )
             argmax = canvas
             # Rows that ended on an earlier canvas still ride along (the library's step cannot
@@ -269,18 +249,19 @@ class DiffusionGemmaBackend:
                     break
                 for b in range(B):
                     passes[b] += not bool(idle[b])
-                canvas, argmax, self_conditioning, probs, done = self._pass(
-                    canvas, argmax, self_conditioning, done, cur_step, sampler, logits_processor, stopping,
+                canvas, argmax, self_conditioning, probs, done = library.denoising_pass(
+                    model, canvas, argmax, self_conditioning, done, cur_step, sampler, logits_processor, stopping,
                     dict(decoder_attention_mask=mask_mapping, cache=cache, decoder_position_ids=decoder_position_ids),
+                    self.draw_tokens,
                 )
-                step += 1
+                batch_passes += 1
                 accepted = sampler.accepted_token_mask | pinned.pinned
                 shown = torch.where(accepted, canvas, argmax)
                 if self.profile.canvas_noise == "mask":  # absorbing: accepted tokens never change again
                     pinned.ids = torch.where(accepted & ~pinned.pinned, canvas, pinned.ids)
                     pinned.pinned = accepted
                     done = done | self._settled(accepted, pinned.ids)
-                yield self._states(rows, generated, shown, accepted, probs, step, passes, finished)
+                yield self._states(rows, generated, shown, accepted, probs, batch_passes, passes, finished)
 
             final_canvas = torch.where(pinned.pinned, pinned.ids, argmax)
             self._append(rows, generated, finished, final_canvas)
@@ -291,40 +272,9 @@ class DiffusionGemmaBackend:
             attention_mask = torch.nn.functional.pad(attention_mask, (0, L), value=True)
             decoder_attention_mask = torch.nn.functional.pad(decoder_attention_mask, (0, L), value=True)
         yield [
-            _RowState(drop_incomplete_tail(self._bytes, ids), [True] * len(ids), [1.0] * len(ids), step, passes[b], True)
+            _RowState(drop_incomplete_tail(self._bytes, ids), [True] * len(ids), [1.0] * len(ids), batch_passes, passes[b], True)
             for b, ids in enumerate(generated)
         ]
-
-    def _pass(self, canvas, argmax, self_conditioning, done, cur_step, sampler, logits_processor, stopping, inputs):
-        """One denoising pass, in the order of the library's ``_denoising_step``, with two differences
-        that leave the result's distribution unchanged:
-
-        * the denoiser's sample is drawn by inverting the softmax's cumulative distribution at one
-          uniform number per position instead of ``torch.multinomial`` over the full vocabulary
-          (32 x 8192 logits on this CPU: multinomial ~11 ms, the inverse CDF 0.25 ms);
-        * the distribution and its entropies are computed once and shared by sampling, acceptance,
-          the early stop and the drafts' confidences; the library's sampler and stop each build a
-          ``Categorical`` (~1 ms each).
-
-        Returns (canvas, argmax, self-conditioning logits, probabilities, done).
-        """
-        logits = self.model(decoder_input_ids=canvas, self_conditioning_logits=self_conditioning, **inputs).logits
-        logits = logits_processor(None, logits, cur_step=cur_step)  # (B, L, V)
-        probs, entropy = distribution(logits)
-        denoised = sample_tokens(probs)
-        new_argmax = logits.argmax(dim=-1)
-        accepted = accept_lowest_entropy(sampler, canvas, denoised, entropy)
-        new_canvas = sampler.renoise_canvas(accepted, cur_step)
-        if done.any():  # rows that already stopped keep their state
-            new_argmax = torch.where(done[:, None], argmax, new_argmax)
-            new_canvas = torch.where(done[:, None], canvas, new_canvas)
-            logits = torch.where(done[:, None, None], self_conditioning, logits)
-            probs = torch.where(done[:, None, None], torch.softmax(self_conditioning.float(), dim=-1), probs)
-            # and accept nothing new: the noise still standing in a frozen canvas must not be pinned
-            sampler.accepted_token_mask = sampler.accepted_token_mask & ~done[:, None]
-        if stopping is not None:
-            done = done | stopping(new_argmax, entropy)
-        return new_canvas, new_argmax, logits.to(self.model.model.decoder.embed_tokens.weight.dtype), probs, done
 
     def _settled(self, accepted: torch.BoolTensor, ids: torch.LongTensor) -> torch.BoolTensor:
         """(B,) rows whose text can no longer change: with absorbing noise, every position up to the
@@ -335,20 +285,7 @@ class DiffusionGemmaBackend:
         before_end = torch.arange(L, device=ids.device).unsqueeze(0) < first_end.unsqueeze(1)
         return (accepted | ~before_end).all(dim=1)
 
-    def _stopping(self, config) -> StableAndConfident | None:
-        if config.stability_threshold is None or config.confidence_threshold is None:
-            return None
-        return StableAndConfident(config.stability_threshold, config.confidence_threshold)
-
-    def _sampler(self, config) -> EntropyBoundSampler:
-        if self.profile.canvas_noise == "mask":
-            return MaskNoiseSampler(
-                config.sampler_config, self.canvas_length, self.model.config.text_config.vocab_size,
-                config.max_denoising_steps, self.tokenizer.mask_token_id,
-            )
-        return self.model._prepare_sampler(config)
-
-    def _start_canvas(self, rows: list[_Row], canvas_index: int, sampler, pinned: PinnedTokens) -> torch.LongTensor:
+    def _start_canvas(self, rows: list[_RowRequest], canvas_index: int, sampler, pinned: PinnedTokens) -> torch.LongTensor:
         """Noise everywhere, except a rewrite's pinned tokens: (1 - strength) of its text and EOS."""
         L = self.canvas_length
         start = sampler.initialize_canvas(len(rows), self.device)
@@ -381,7 +318,7 @@ class DiffusionGemmaBackend:
 
     # ---- drafts -------------------------------------------------------------------------------
 
-    def _states(self, rows, generated, shown, accepted, probs, step, passes, finished) -> list[_RowState]:
+    def _states(self, rows, generated, shown, accepted, probs, batch_passes, passes, finished) -> list[_RowState]:
         """Each row's output so far: finished canvases, then the current canvas up to its first end."""
         confidence = probs.gather(-1, shown.unsqueeze(-1)).squeeze(-1)
         states = []
@@ -394,66 +331,14 @@ class DiffusionGemmaBackend:
                     ids.append(token_id)
                     flags.append(ok)
                     scores.append(score)
-            states.append(_RowState(ids, flags, scores, step, passes[b]))
+            states.append(_RowState(ids, flags, scores, batch_passes, passes[b]))
         return states
 
     def _draft(self, state: _RowState) -> Draft:
         pieces = split_text(self._bytes, state.ids)
         text = decode_ids(self.tokenizer, state.ids) if state.final else "".join(pieces)
         tokens = tuple(TokenState(p, c, a) for p, c, a in zip(pieces, state.confidence, state.accepted))
-        return Draft(state.step, (Candidate(text, tokens),), state.final, state.passes, len(state.ids))
-
-
-def distribution(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(probabilities (..., V) in float32, entropy (...) in nats) of softmax(logits); suppressed
-    tokens (logit -inf) count as probability 0, as in ``torch.distributions.Categorical``."""
-    log_probs = torch.log_softmax(logits.float(), dim=-1)
-    probs = log_probs.exp()
-    entropy = -(probs * log_probs.clamp_min(torch.finfo(torch.float32).min)).sum(dim=-1)
-    return probs, entropy
-
-
-def accept_lowest_entropy(sampler: EntropyBoundSampler, current: torch.LongTensor, denoised: torch.LongTensor,
-                          entropy: torch.Tensor) -> torch.LongTensor:
-    """The library's entropy-bound acceptance (``EntropyBoundSampler.accept_canvas``) from entropies
-    already computed: per row, the k lowest-entropy positions whose summed entropy less its largest
-    term is within the bound. Sets ``sampler.accepted_token_mask`` as the library does."""
-    ordered, order = torch.sort(entropy, dim=-1)
-    chosen = torch.cumsum(ordered, dim=-1) - ordered <= sampler.entropy_bound
-    sampler.accepted_token_mask = torch.zeros_like(chosen).scatter(-1, order, chosen)
-    return torch.where(sampler.accepted_token_mask, denoised, current)
-
-
-class StableAndConfident:
-    """The library's stable-and-confident early stop (``StableAndConfidentStoppingCriteria``), fed
-    the pass's entropies: a row stops once its argmax canvas has not changed for ``stability``
-    passes and its mean entropy is below ``confidence``."""
-
-    def __init__(self, stability: int, confidence: float):
-        self.stability = stability
-        self.confidence = confidence
-        self.history: torch.LongTensor | None = None  # (stability, B, L) the last argmax canvases
-
-    def reset(self) -> None:
-        self.history = None
-
-    def __call__(self, argmax: torch.LongTensor, entropy: torch.Tensor) -> torch.BoolTensor:
-        if self.stability == 0:
-            stable = torch.ones(argmax.shape[0], dtype=torch.bool, device=argmax.device)
-        else:
-            if self.history is None:
-                self.history = torch.full((self.stability, *argmax.shape), -1, dtype=argmax.dtype, device=argmax.device)
-            stable = (self.history == argmax[None]).all(dim=-1).all(dim=0)
-            self.history = torch.roll(self.history, shifts=-1, dims=0)
-            self.history[-1] = argmax
-        return stable & (entropy.mean(dim=-1) < self.confidence)
-
-
-def sample_tokens(probs: torch.Tensor) -> torch.LongTensor:
-    """One token per position (..., V) -> (...), drawn from the probabilities ``probs`` by inverse CDF."""
-    cdf = probs.cumsum(dim=-1)
-    uniform = torch.rand(cdf.shape[:-1], device=cdf.device).clamp_min(1e-7).unsqueeze(-1) * cdf[..., -1:]
-    return torch.searchsorted(cdf, uniform).squeeze(-1).clamp_max(cdf.shape[-1] - 1)
+        return Draft(state.batch_passes, (Candidate(text, tokens),), state.final, state.forward_passes, len(state.ids))
 
 
 def _in_inference_mode(steps: Iterator, model):
@@ -490,7 +375,7 @@ def _split_gaps(state: _RowState, sentinels: list[int]) -> list[_RowState]:
         begin, end = spans.get(sentinel, (0, 0))
         parts.append(
             _RowState(state.ids[begin:end], state.accepted[begin:end], state.confidence[begin:end],
-                      state.step, state.passes, state.final)
+                      state.batch_passes, state.forward_passes, state.final)
         )
     return parts
 
@@ -499,7 +384,7 @@ def _merge(drafts: list[Draft]) -> Draft:
     """One request's draft from its alternatives' rows: candidates side by side."""
     first = drafts[0]
     return Draft(
-        first.step,
+        first.batch_passes,
         tuple(candidate for draft in drafts for candidate in draft.candidates),
         all(draft.final for draft in drafts),
         max(draft.forward_passes for draft in drafts),

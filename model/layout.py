@@ -1,6 +1,6 @@
 """How infill requests are laid out as DiffusionGemma prompts and canvases.
 
-Training (``model.train``) and decoding (``model.diffusion_gemma``) share these functions, so the
+Training (``model.training.train``) and decoding (``model.diffusion_gemma``) share these functions, so the
 model sees at inference exactly the layout it was trained on.
 
 Single gap, prefix-suffix-middle (PSM) order::

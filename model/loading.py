@@ -14,6 +14,8 @@ from pathlib import Path
 
 from model.api import Backend, Cancelled, CancelFlag, EngineError, ModelInfo
 from model.load_progress import Report, watch_loading
+from model.memory import measured_bytes
+from model.placement import LoadPlan, plan_load
 from model.quantization import silence_import_noise
 
 EMBEDDED_DIR = Path(__file__).resolve().parent.parent / "resources" / "models"
@@ -38,14 +40,18 @@ def resolve_spec(spec: str) -> tuple[Path | None, str | None]:
     raise EngineError(f"{spec}: no such model folder, and not a hub id of the form owner/name")
 
 
-def check_folder(folder: Path, allow_pickle: bool = False) -> None:
-    """Fail early, with a clear line, on folders that from_pretrained would choke on."""
+def check_config(folder: Path) -> None:
+    """Fail early, with a clear line, on a folder whose config.json is missing or not JSON."""
     if not (folder / "config.json").is_file():
         raise EngineError(f"{folder}: no config.json, so this is not a model folder")
     try:
         json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise EngineError(f"{folder}: config.json is not valid JSON ({error})") from None
+
+
+def check_files(folder: Path, allow_pickle: bool = False) -> None:
+    """Fail early, with a clear line, on weights and tokenizer files that from_pretrained would choke on."""
     safetensors = list(folder.glob("*.safetensors"))
     if not safetensors:
         pickles = list(folder.glob("*.bin")) + list(folder.glob("*.pt"))
@@ -55,20 +61,6 @@ def check_folder(folder: Path, allow_pickle: bool = False) -> None:
             raise EngineError(f"{folder}: no weights (*.safetensors) found")
     if not (folder / "tokenizer.json").is_file() and not (folder / "tokenizer_config.json").is_file():
         raise EngineError(f"{folder}: no tokenizer files (tokenizer.json)")
-
-
-def pick_device(requested: str | None = None) -> str:
-    import torch
-
-    if requested and requested != "auto":
-        if requested.startswith("cuda") and not torch.cuda.is_available():
-            raise EngineError(f"device {requested} was asked for but CUDA is not available")
-        return requested
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
 
 
 def load_backend(
@@ -83,74 +75,100 @@ def load_backend(
 ) -> Backend:
     """Load ``spec`` and wrap it in the backend its config asks for.
 
-    ``device`` and ``quantize`` are checked against the machine before any weight is read
-    (``model.placement``): a model that cannot fit is refused with the way out. ``progress`` hears
-    (tensors read, total) while the weights load; ``cancel`` stops the load there (``Cancelled``).
+    The one place that reads a config, picks the device, loads weights and tokenizer and builds
+    the ``ModelInfo``; a backend's constructor only wraps the loaded model. ``device`` and
+    ``quantize`` are checked against the machine before any weight is read (``model.placement``):
+    a model that cannot fit is refused with the way out. ``progress`` hears (tensors read, total)
+    while the weights load; ``cancel`` stops the load there (``Cancelled``).
     """
     folder, hub_id = resolve_spec(spec)
     if folder is not None:
-        check_folder(folder, allow_pickle)
+        check_config(folder)
     elif not allow_downloads:
         raise EngineError(f"{hub_id}: not a local folder, and downloads are off (turn them on in settings)")
     source = str(folder) if folder is not None else hub_id
+    local_only = not allow_downloads
     silence_import_noise()  # before transformers imports torchao (it does whenever torchao is installed)
 
-    from transformers import AutoConfig, PreTrainedConfig
+    from transformers import AutoModel, AutoModelForMaskedLM, DiffusionGemmaForBlockDiffusion, PreTrainedConfig
     from transformers.utils import logging as transformers_logging
 
-    from model.masked_diffusion import MaskedDiffusionBackend, architecture_name, is_masked_diffusion_config
+    from model.diffusion_gemma import DiffusionGemmaBackend
+    from model.masked_diffusion import MaskedDiffusionBackend, architecture_name, masked_diffusion_family
 
     transformers_logging.disable_progress_bar()
     try:
-        raw, _ = PreTrainedConfig.get_config_dict(source, local_files_only=not allow_downloads)
+        raw, _ = PreTrainedConfig.get_config_dict(source, local_files_only=local_only)
     except Exception as error:  # transformers raises many types for a bad config
         raise EngineError(f"{source}: cannot read the model config ({_first_line(error)})") from None
-    if raw.get("model_type") == "diffusion_gemma":
-        config = AutoConfig.from_pretrained(source, local_files_only=not allow_downloads)
-        with watch_loading(progress, cancel):
-            return _load_diffusion_gemma(source, folder, raw, config, device, quantize, allow_downloads, allow_pickle)
-    if is_masked_diffusion_config(raw):
-        return MaskedDiffusionBackend.from_pretrained(
-            source, device=pick_device(device), trust_remote_code=trust_remote_code, local_files_only=not allow_downloads
-        )
-    raise EngineError(f"{source}: unsupported architecture {architecture_name(raw)}")
+    family = masked_diffusion_family(raw)
+    if raw.get("model_type") != "diffusion_gemma" and family is None:
+        raise EngineError(f"{source}: unsupported architecture {architecture_name(raw)}")
+    remote = family not in (None, "masked-lm")
+    if remote and not trust_remote_code:
+        raise EngineError(f"{source}: {architecture_name(raw)} runs the checkpoint's own code; allow remote code to load it")
+    if folder is not None:
+        check_files(folder, allow_pickle)
+    gemma = family is None
+    model_class = DiffusionGemmaForBlockDiffusion if gemma else AutoModel if remote else AutoModelForMaskedLM
+    build = _builder(model_class, source, local_only, trust_remote_code)
+    plan = plan_load(source, raw, device, quantize, build, needs_bfloat16=gemma)  # Gemma overflows float16
+    with watch_loading(progress, cancel):
+        model, tokenizer = _load_weights(model_class, gemma, source, plan, local_only, allow_pickle, trust_remote_code)
+
+    if gemma:
+        vocab_size = model.config.text_config.vocab_size
+        if len(tokenizer) > vocab_size:
+            raise EngineError(f"{source}: the tokenizer has {len(tokenizer)} tokens but the model only {vocab_size}")
+        profile = _read_profile(folder)
+        info = _model_info(source, folder, "diffusion-gemma", plan, model, profile.prompt_layout == "chat")
+        return DiffusionGemmaBackend(model, tokenizer, profile, info)
+    return MaskedDiffusionBackend(model, tokenizer, _model_info(source, folder, "masked-diffusion", plan, model, False))
 
 
-def _load_diffusion_gemma(source, folder, raw, config, device, quantize, allow_downloads, allow_pickle) -> Backend:
-    from transformers import AutoTokenizer, DiffusionGemmaForBlockDiffusion
+def _builder(model_class, source: str, local_only: bool, trust_remote_code: bool):
+    """A callable that builds ``model_class`` from the config alone (for the memory estimate)."""
 
-    from model.diffusion_gemma import DiffusionGemmaBackend
-    from model.memory import measured_bytes
-    from model.placement import plan_load
+    def build():
+        from transformers import AutoConfig, PreTrainedModel
 
-    plan = plan_load(source, raw, device, quantize, lambda: DiffusionGemmaForBlockDiffusion._from_config(config),
-                     needs_bfloat16=True)
+        config = AutoConfig.from_pretrained(source, local_files_only=local_only, trust_remote_code=trust_remote_code)
+        if issubclass(model_class, PreTrainedModel):
+            return model_class._from_config(config)
+        return model_class.from_config(config, trust_remote_code=trust_remote_code)  # an Auto class
+
+    return build
+
+
+def _load_weights(model_class, gemma: bool, source: str, plan: LoadPlan, local_only: bool, allow_pickle: bool,
+                  trust_remote_code: bool):
+    """(model placed as ``plan`` says, tokenizer). Any failure but a cancel is one EngineError line."""
+    from transformers import AutoTokenizer
+
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=not allow_downloads)
-        model = DiffusionGemmaForBlockDiffusion.from_pretrained(
-            source, use_safetensors=not allow_pickle, local_files_only=not allow_downloads,
-            **plan.from_pretrained_options(diffusion_gemma=True),
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only, trust_remote_code=trust_remote_code)
+        model = model_class.from_pretrained(
+            source, use_safetensors=not allow_pickle, local_files_only=local_only, trust_remote_code=trust_remote_code,
+            **plan.from_pretrained_options(diffusion_gemma=gemma),
         )
     except Cancelled:
         raise
     except Exception as error:
         raise EngineError(f"{source}: cannot load the model ({_first_line(error)})") from None
-    if len(tokenizer) > config.text_config.vocab_size:
-        raise EngineError(
-            f"{source}: the tokenizer has {len(tokenizer)} tokens but the model only {config.text_config.vocab_size}"
-        )
-    profile = _read_profile(folder)
-    info = ModelInfo(
+    return model, tokenizer
+
+
+def _model_info(source: str, folder: Path | None, backend: str, plan: LoadPlan, model, instruction_tuned: bool) -> ModelInfo:
+    return ModelInfo(
         name=Path(source).name if folder is not None else source,
-        backend="diffusion-gemma",
-        device=plan.placement.device,
+        backend=backend,
+        device=plan.device_label(getattr(model, "hf_device_map", None)),
         parameters=sum(p.numel() for p in model.parameters()),
+        instruction_tuned=instruction_tuned,
+        license=_read_license(folder),
         precision=plan.precision,
         memory_bytes=measured_bytes(model),
-        instruction_tuned=profile.prompt_layout == "chat",
-        license=_read_license(folder),
     )
-    return DiffusionGemmaBackend(model, tokenizer, profile, info)
 
 
 def _read_profile(folder: Path | None):

@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 
@@ -43,6 +42,7 @@ from model.api import (
     TokenState,
 )
 from model.gap_fill import fill_gaps_separately
+from model.quantization import grad_free
 from model.masked_samplers import SAMPLERS, Sampler, Scores
 from model.token_text import split_text, token_bytes_table
 from model.tokenizer import decode_ids, encode_text
@@ -152,8 +152,9 @@ class _Span:
 
 
 @dataclass
-class _Row:
-    """One sequence of the batch: token runs around its gaps, one more run than gaps."""
+class _GappedSequence:
+    """One row of the batch: the token runs around its gaps (one more run than gaps), the span
+    being denoised in each gap, and its random generator."""
 
     segments: list[list[int]]
     spans: list[_Span]
@@ -219,59 +220,6 @@ class MaskedDiffusionBackend:
         self.window = self._window(config, tokenizer)
         self._bytes = token_bytes_table(tokenizer)
 
-    @classmethod
-    def from_pretrained(
-        cls,
-        folder_or_id: str | Path,
-        device: str | None = None,
-        trust_remote_code: bool = False,
-        local_files_only: bool = True,
-        **options,
-    ) -> MaskedDiffusionBackend:
-        """Load a checkpoint (safetensors only); ``options`` go to the constructor.
-
-        Masked LMs load with ``AutoModelForMaskedLM``; LLaDA and Dream ship their own code and load
-        with ``AutoModel``, only when ``trust_remote_code`` is on.
-        """
-        from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer, PreTrainedConfig
-
-        from model.loading import pick_device
-
-        source = str(folder_or_id)
-        try:
-            raw, _ = PreTrainedConfig.get_config_dict(source, local_files_only=local_files_only)
-        except Exception as error:  # transformers raises many types for a bad config
-            raise EngineError(f"{source}: cannot read the model config ({_first_line(error)})") from None
-        family = masked_diffusion_family(raw)
-        if family is None:
-            name = architecture_name(raw)
-            raise EngineError(f"{source}: unsupported architecture {name} (not a masked-diffusion model)")
-        remote = family != "masked-lm"
-        if remote and not trust_remote_code:
-            name = architecture_name(raw)
-            raise EngineError(f"{source}: {name} runs the checkpoint's own code; allow remote code to load it")
-        device = pick_device(device)
-        dtype = torch.bfloat16 if device != "cpu" else torch.float32
-        loader = AutoModel if remote else AutoModelForMaskedLM
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(
-                source, local_files_only=local_files_only, trust_remote_code=trust_remote_code
-            )
-            model = loader.from_pretrained(
-                source, dtype=dtype, use_safetensors=True, local_files_only=local_files_only,
-                trust_remote_code=trust_remote_code,
-            ).to(device)
-        except Exception as error:
-            raise EngineError(f"{source}: cannot load the model ({_first_line(error)})") from None
-        info = ModelInfo(
-            name=Path(source).name if Path(source).is_dir() else source,
-            backend="masked-diffusion",
-            device=device,
-            parameters=sum(p.numel() for p in model.parameters()),
-            instruction_tuned=False,
-        )
-        return cls(model, tokenizer, info, **options)
-
     # ---- public API -------------------------------------------------------------------------
 
     def stream(
@@ -281,8 +229,8 @@ class MaskedDiffusionBackend:
         for request in requests:
             generator = self._generator(request.seed)
             groups.append([self._infill_row(request, generator) for _ in range(request.n_alternatives)])
-        for step in self._denoise([row for group in groups for row in group], cancel):
-            yield tuple(self._draft(group, step, gap=0) for group in groups)
+        for batch_passes in self._denoise([row for group in groups for row in group], cancel):
+            yield tuple(self._draft(group, batch_passes, gap=0) for group in groups)
 
     def stream_template(
         self, template: TemplateRequest, cancel: CancelFlag | None = None
@@ -296,9 +244,9 @@ class MaskedDiffusionBackend:
             return
         first, last = _fit(segments[0], segments[-1], budget)
         spans = [self._blank_span(cap, template.steps) for cap in template.max_new_tokens]
-        row = _Row([first, *segments[1:-1], last], spans, self._generator(template.seed))
-        for step in self._denoise([row], cancel):
-            yield tuple(self._draft([row], step, gap) for gap in range(len(spans)))
+        row = _GappedSequence([first, *segments[1:-1], last], spans, self._generator(template.seed))
+        for batch_passes in self._denoise([row], cancel):
+            yield tuple(self._draft([row], batch_passes, gap) for gap in range(len(spans)))
 
     # ---- rows ---------------------------------------------------------------------------------
 
@@ -329,7 +277,7 @@ class MaskedDiffusionBackend:
         return _Span([self.mask_id] * length, [False] * length, [0.0] * length, [self.mask_id] * length,
                      cap, self._quota(cap, steps))
 
-    def _infill_row(self, request: InfillRequest, generator: torch.Generator) -> _Row:
+    def _infill_row(self, request: InfillRequest, generator: torch.Generator) -> _GappedSequence:
         init = encode_text(self.tokenizer, request.init_text) if request.init_text else []
         room = self._budget(0)
         if len(init) > room:
@@ -347,11 +295,11 @@ class MaskedDiffusionBackend:
         prefix = encode_text(self.tokenizer, request.prefix)
         suffix = encode_text(self.tokenizer, request.suffix)
         prefix, suffix = _fit(prefix, suffix, self._budget(span.cap))
-        return _Row([prefix, suffix], [span], generator)
+        return _GappedSequence([prefix, suffix], [span], generator)
 
     # ---- denoising ----------------------------------------------------------------------------
 
-    def _denoise(self, rows: list[_Row], cancel: CancelFlag | None) -> Iterator[int]:
+    def _denoise(self, rows: list[_GappedSequence], cancel: CancelFlag | None) -> Iterator[int]:
         """Run passes until every row is finished; yield the pass count after each (0 if none ran)."""
         step = 0
         while True:
@@ -365,12 +313,12 @@ class MaskedDiffusionBackend:
                 return
             if cancel is not None:
                 cancel.raise_if_set()
-            with torch.inference_mode():
+            with grad_free(self.model):
                 self._pass(active)
             step += 1
             yield step
 
-    def _pass(self, rows: list[_Row]) -> None:
+    def _pass(self, rows: list[_GappedSequence]) -> None:
         sequences, positions = [], []
         for row in rows:
             sequence, where = self._sequence(row)
@@ -383,7 +331,7 @@ class MaskedDiffusionBackend:
             self._update(row, logits[index])  # (n, V)
             row.passes += 1
 
-    def _sequence(self, row: _Row) -> tuple[list[int], list[int]]:
+    def _sequence(self, row: _GappedSequence) -> tuple[list[int], list[int]]:
         """The row's token ids, and the sequence positions of its masks (recorded in ``row.masked``)."""
         ids, where = list(self.head), []
         row.masked = []
@@ -418,7 +366,7 @@ class MaskedDiffusionBackend:
                 logits[b] = row_logits
         return logits
 
-    def _update(self, row: _Row, logits: torch.Tensor) -> None:
+    def _update(self, row: _GappedSequence, logits: torch.Tensor) -> None:
         """Sample the row's masks, let the sampler commit some per gap, close gaps at end tokens."""
         logits = logits[:, : self._vocab].float()
         logits[:, self._suppressed] = -math.inf
@@ -457,11 +405,11 @@ class MaskedDiffusionBackend:
 
     # ---- drafts -------------------------------------------------------------------------------
 
-    def _draft(self, rows: list[_Row], step: int, gap: int) -> Draft:
+    def _draft(self, rows: list[_GappedSequence], batch_passes: int, gap: int) -> Draft:
         """One request's (or one template gap's) draft: a candidate per row."""
         spans = [row.spans[gap] for row in rows]
         return Draft(
-            step,
+            batch_passes,
             tuple(self._candidate(span) for span in spans),
             final=all(row.finished for row in rows),
             forward_passes=max(row.passes for row in rows),
@@ -501,8 +449,3 @@ def _prefix_pieces(tokenizer, ids: list[int], text: str) -> list[str]:
         else:
             pieces.append("")
     return pieces + [text[len(done) :]] if ids else []
-
-
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__

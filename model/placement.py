@@ -91,6 +91,13 @@ class LoadPlan:
         dtype = self.placement.dtype
         return dtype if self.quantize == "none" else f"{self.quantize} ({dtype})"
 
+    def device_label(self, device_map: dict | None) -> str:
+        """ "cuda:0", or for a spread model the devices it landed on, e.g. "cuda:0+cuda:1+cpu"."""
+        if self.placement.device != SPREAD or not device_map:
+            return self.placement.device
+        names = [f"cuda:{where}" if isinstance(where, int) else str(where) for where in device_map.values()]
+        return "+".join(dict.fromkeys(names))
+
     def from_pretrained_options(self, diffusion_gemma: bool) -> dict:
         """dtype, device map and quantization for ``from_pretrained``; weights load straight onto a GPU."""
         import torch

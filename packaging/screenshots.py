@@ -95,7 +95,7 @@ def shoot(args) -> int:
     window.settings.slow_motion_ms = args.slow_motion
     window.settings.max_new_tokens = 48
     window.settings.alternatives = 2
-    window._apply_settings()
+    window.apply_settings()
     window.resize(1180, 760)
     open_files(window, [str(SAMPLE.parent), str(SAMPLE)])  # the samples folder in the sidebar, the sample open
     window.show()
@@ -121,14 +121,14 @@ def shoot(args) -> int:
         print(f"wrote {out / name}", flush=True)
 
     async def scenario() -> int:
-        window.start_engine()
-        while window.engine.loading:
+        window.ai.start_engine()
+        while window.ai.worker.loading:
             await asyncio.sleep(0.05)
-        if window.engine.info is None:
-            print(f"no model: {window.engine.error}", file=sys.stderr)
+        if window.ai.worker.info is None:
+            print(f"no model: {window.ai.worker.error}", file=sys.stderr)
             return 1
         print(f"model loaded: {time.perf_counter() - LAUNCHED:.2f} s after launch", flush=True)
-        editor = window.current_editor()
+        editor = window.tabs.current_editor()
         text = editor.toPlainText()
         start = text.index("    low = [")
         end = text.index("    return low\n") + len("    return low")
@@ -137,15 +137,15 @@ def shoot(args) -> int:
         cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
         editor.setTextCursor(cursor)
         editor.centerCursor()
-        window.rewrite()  # Ctrl+K: the strength box at the selection
+        window.ai.rewrite()  # Ctrl+K: the strength box at the selection
         grab("rewrite-start.png")
         from app.inlinebox import InlineBox
 
         editor.viewport().findChild(InlineBox).close_box()
         last[0] = time.perf_counter()
         ticker.start()
-        session = window.starter.rewrite(editor, strength=0.7)
-        window._start(editor, lambda: session)
+        session = window.ai.starter.rewrite(editor, strength=0.7)
+        window.ai.start(editor, lambda: session)
         passes: list[str] = []
         session.progress.connect(passes.append)
         mid_taken = False
@@ -165,9 +165,9 @@ def shoot(args) -> int:
             print(f"largest UI stall while denoising: {max(stalls) * 1000:.0f} ms "
                   f"(event-loop gap, 5 ms timer, {len(stalls)} ticks)", flush=True)
         session.reject()
-        window.open_path(str(TEMPLATE))
-        gaps = window.starter.fill_gaps(window.current_editor())
-        window._start(window.current_editor(), lambda: gaps)
+        window.tabs.open_path(str(TEMPLATE))
+        gaps = window.ai.starter.fill_gaps(window.tabs.current_editor())
+        window.ai.start(window.tabs.current_editor(), lambda: gaps)
         while gaps.state == "running":
             await asyncio.sleep(0.02)
         grab("gap-fill-end.png")
@@ -176,7 +176,7 @@ def shoot(args) -> int:
 
     with loop:
         code = loop.run_until_complete(scenario())
-    for document in window.documents():
+    for document in window.tabs.documents():
         document.editor.document().setModified(False)
     window.close()
     os.remove(out / ".screenshot-settings.ini")

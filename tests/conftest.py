@@ -34,7 +34,7 @@ def build_tiny_model(folder: Path, tokenizer, canvas_length: int = 16, noise: st
         EntropyBoundSamplerConfig,
     )
 
-    from model.architecture import small_config
+    from model.training.architecture import small_config
 
     torch.manual_seed(seed)
     config = small_config(

@@ -197,6 +197,21 @@ def test_backspace_in_an_empty_pair_deletes_both_and_enter_in_braces_opens_a_blo
     assert editor.toPlainText() == "if (a) {\n    b;\n}"
 
 
+def test_brackets_the_user_typed_or_pasted_are_never_typed_over_or_deleted_as_a_pair(qtbot, editor):
+    editor.setPlainText("[]")  # as if pasted: the editor closed nothing here
+    cursor = editor.textCursor()
+    cursor.setPosition(1)
+    editor.setTextCursor(cursor)
+    qtbot.keyClick(editor, Qt.Key.Key_Backspace)
+    assert editor.toPlainText() == "]"
+    qtbot.keyClicks(editor, "]")
+    assert editor.toPlainText() == "]]"
+    editor.setPlainText("")
+    qtbot.keyClicks(editor, "f(x")  # the closer the editor typed is still typed over
+    qtbot.keyClicks(editor, ")")
+    assert editor.toPlainText() == "f(x)"
+
+
 def test_auto_close_off_types_just_what_is_typed(qtbot, editor):
     editor.auto_close = False
     qtbot.keyClicks(editor, "f(\"")

@@ -9,7 +9,7 @@ from test_app_support import qasync_loop, window_with_model  # noqa: F401 - fixt
 from test_app_tiny_model import press_ctrl_k, select, wait_ready
 from test_masked_diffusion import build_bert
 
-from app.codeeditor import document_text
+from app.textpositions import document_text
 from app.session import InfillSession
 
 TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))\n"
@@ -19,9 +19,9 @@ TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))
 def window(qapp, qasync_loop, tmp_path_factory, project_tokenizer):  # noqa: F811
     folder = build_bert(tmp_path_factory.mktemp("bert-app"), project_tokenizer)
     window = window_with_model(qapp, qasync_loop, str(folder), tmp_path_factory.mktemp("settings"), steps=4)
-    assert window.engine.info.backend == "masked-diffusion"
+    assert window.ai.worker.info.backend == "masked-diffusion"
     yield window
-    for document in window.documents():
+    for document in window.tabs.documents():
         document.editor.document().setModified(False)
     window.close()
 
@@ -35,7 +35,7 @@ def test_a_masked_model_rewrite_is_animated_and_rejected_byte_for_byte(qtbot, wi
         original_receive(session, drafts)
 
     monkeypatch.setattr(InfillSession, "receive", receive)
-    document = window.new_document()
+    document = window.tabs.new_document()
     editor = document.editor
     editor.setPlainText(TEXT)
     start = TEXT.index("width * height")
@@ -50,7 +50,7 @@ def test_a_masked_model_rewrite_is_animated_and_rejected_byte_for_byte(qtbot, wi
 
 
 def test_a_masked_model_accept_is_one_undo_step(qtbot, window):
-    document = window.new_document()
+    document = window.tabs.new_document()
     editor = document.editor
     editor.setPlainText(TEXT)
     start = TEXT.index("2, 3")

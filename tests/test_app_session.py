@@ -8,7 +8,8 @@ from PySide6.QtGui import QTextCursor
 
 from test_app_support import FakeBackend, make_engine, qasync_loop, select  # noqa: F401 - fixture
 
-from app.codeeditor import CodeEditor, document_text
+from app.codeeditor import CodeEditor
+from app.textpositions import document_text
 from app.infill import InfillOptions, InfillStarter
 from app.session import DEFAULT_KEYS
 
@@ -218,7 +219,7 @@ def test_trying_a_gap_fill_again_refills_the_template_from_its_gaps(qtbot, setup
     editor, starter, backend, _ = setup(text=template)
     first = starter.fill_gaps(editor)
     wait_ready(qtbot, first)
-    second = first.repeat()
+    second = first.again()
     assert first.state == "ended" and editor.session is second
     wait_ready(qtbot, second)
     assert backend.requests[1] == backend.requests[0]

@@ -16,7 +16,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
 
-from app.codeeditor import CodeEditor, document_text
+from app.codeeditor import CodeEditor
+from app.textpositions import document_text
 from app.session import InfillSession
 from model.api import Candidate, Draft, TokenState
 

@@ -93,9 +93,9 @@ def qasync_loop(qapp):
 
 
 def make_engine(qasync_loop, backend, qtbot):
-    from app.engine import Engine
+    from app.worker_adapter import WorkerAdapter
 
-    engine = Engine(qasync_loop)
+    engine = WorkerAdapter(qasync_loop)
     engine.start(lambda: backend, "fake")
     qtbot.waitUntil(lambda: engine.info is not None or engine.error is not None, timeout=30000)
     return engine
@@ -114,12 +114,12 @@ def window_with_model(qapp, loop, spec: str, settings_dir, **settings):
     window.settings.device = "cpu"
     for name, value in settings.items():
         setattr(window.settings, name, value)
-    window._apply_settings()
+    window.apply_settings()
     window.show()
-    window.start_engine()
+    window.ai.start_engine()
     start = time.monotonic()
-    while window.engine.loading and time.monotonic() - start < 120:
+    while window.ai.worker.loading and time.monotonic() - start < 120:
         qapp.processEvents()
         time.sleep(0.01)
-    assert window.engine.info is not None, window.engine.error
+    assert window.ai.worker.info is not None, window.ai.worker.error
     return window

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 
 from test_app_support import qasync_loop, select, window_with_model  # noqa: F401 - fixture
 
-from app.codeeditor import document_text
+from app.textpositions import document_text
 from app.inlinebox import InlineBox
 from model.template import apply_fills, find_gaps
 
@@ -23,7 +23,7 @@ TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))
 def window(qapp, qasync_loop, tiny_model_dir, tmp_path_factory):  # noqa: F811
     window = window_with_model(qapp, qasync_loop, str(tiny_model_dir), tmp_path_factory.mktemp("settings"), max_new_tokens=12)
     yield window
-    for document in window.documents():
+    for document in window.tabs.documents():
         if document.editor.session is not None:
             document.editor.session.reject()
         document.editor.document().setModified(False)
@@ -33,15 +33,15 @@ def window(qapp, qasync_loop, tiny_model_dir, tmp_path_factory):  # noqa: F811
 
 @pytest.fixture
 def editor(window):
-    window.engine.slow_motion_ms = 0
-    document = window.new_document()
+    window.ai.worker.slow_motion_ms = 0
+    document = window.tabs.new_document()
     document.editor.setPlainText(TEXT)
     document.editor.document().setModified(False)
     yield document.editor
     if document.editor.session is not None:
         document.editor.session.reject()
     document.editor.document().setModified(False)
-    window.close_tab(document.editor)
+    window.tabs.close_tab(document.editor)
 
 
 def press_ctrl_k(qtbot, window, editor):
@@ -82,7 +82,7 @@ def test_accept_is_one_undo_step_and_ctrl_z_restores_the_original(qtbot, window,
 
 
 def test_typing_before_the_region_while_it_denoises_lands_the_result_in_place(qtbot, window, editor):
-    window.engine.slow_motion_ms = 120
+    window.ai.worker.slow_motion_ms = 120
     select(editor, 29, 50)
     session = press_ctrl_k(qtbot, window, editor)
     qtbot.waitUntil(lambda: session.has_draft, timeout=60000)
@@ -101,7 +101,7 @@ def test_typing_before_the_region_while_it_denoises_lands_the_result_in_place(qt
 
 
 def test_typing_inside_the_region_cancels_cleanly(qtbot, window, editor):
-    window.engine.slow_motion_ms = 120
+    window.ai.worker.slow_motion_ms = 120
     select(editor, 29, 50)
     session = press_ctrl_k(qtbot, window, editor)
     qtbot.waitUntil(lambda: session.has_draft, timeout=60000)
@@ -153,7 +153,7 @@ def test_gap_fill_replaces_every_gap(qtbot, window, editor):
 
 def test_two_selections_are_rewritten_in_one_batch_and_land_in_their_places(qtbot, window, editor):
     editor.extra_cursors.select([(9, 14), (36, 41)])  # "width" in the signature and in the body
-    session = window.starter.rewrite(editor, strength=0.8)
+    session = window.ai.starter.rewrite(editor, strength=0.8)
     wait_ready(qtbot, session)
     first, second = session.texts()
     qtbot.keyClick(editor, Qt.Key.Key_Tab)

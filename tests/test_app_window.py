@@ -13,7 +13,7 @@ from PySide6.QtGui import QDropEvent, QTextCursor
 
 from test_app_support import FakeBackend, qasync_loop  # noqa: F401 - fixture
 
-from app.codeeditor import document_text
+from app.textpositions import document_text
 from app.mainwindow import MainWindow
 
 REPO = Path(__file__).resolve().parent.parent
@@ -25,7 +25,7 @@ def window(qtbot, qasync_loop, tmp_path):  # noqa: F811
     window = MainWindow(qasync_loop, store)
     window.show()
     yield window
-    for document in window.documents():  # no "save changes?" prompt when the test closes it
+    for document in window.tabs.documents():  # no "save changes?" prompt when the test closes it
         if document.editor.session is not None:
             document.editor.session.reject()
         document.editor.document().setModified(False)
@@ -34,13 +34,13 @@ def window(qtbot, qasync_loop, tmp_path):  # noqa: F811
 
 
 def with_fake_model(window, qtbot, backend=None):
-    window.engine.start(lambda: backend or FakeBackend(), "fake")
-    qtbot.waitUntil(lambda: window.engine.info is not None, timeout=10000)
+    window.ai.worker.start(lambda: backend or FakeBackend(), "fake")
+    qtbot.waitUntil(lambda: window.ai.worker.info is not None, timeout=10000)
 
 
 def test_importing_the_window_does_not_import_torch():
     code = (
-        "import sys, app.mainwindow, app.editor; "
+        "import sys, app.mainwindow, app.application; "
         "heavy = [m for m in ('torch', 'transformers') if m in sys.modules]; "
         "print(heavy); sys.exit(1 if heavy else 0)"
     )
@@ -49,25 +49,25 @@ def test_importing_the_window_does_not_import_torch():
 
 
 def test_opening_a_binary_file_shows_a_message_and_opens_nothing(window, tmp_path):
-    window.new_document()
+    window.tabs.new_document()
     binary = tmp_path / "image.png"
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00")
-    assert window.open_path(str(binary)) is None
+    assert window.tabs.open_path(str(binary)) is None
     assert window.tabs.count() == 1
-    assert window.current_document().path is None
-    assert "binary" in window.message_box.text() and "Nothing was opened" in window.message_box.text()
+    assert window.tabs.current_document().path is None
+    assert "binary" in window.notices.box.text() and "Nothing was opened" in window.notices.box.text()
 
 
 def test_a_file_keeps_its_bom_and_line_endings_through_edit_and_save(window, qtbot, tmp_path):
     path = tmp_path / "notes.txt"
     path.write_bytes(codecs.BOM_UTF8 + b"one\r\ntwo\r\n")
-    document = window.open_path(str(path))
+    document = window.tabs.open_path(str(path))
     cursor = document.editor.textCursor()
     cursor.movePosition(QTextCursor.MoveOperation.End)
     document.editor.setTextCursor(cursor)
     qtbot.keyClicks(document.editor, "three")
     assert document.is_modified()
-    assert window.save()
+    assert window.tabs.save()
     assert path.read_bytes() == codecs.BOM_UTF8 + b"one\r\ntwo\r\nthree"
     assert not document.is_modified()
 
@@ -78,16 +78,16 @@ def test_saving_while_a_draft_is_shown_writes_the_users_text(window, qtbot, tmp_
     with_fake_model(window, qtbot, backend)
     path = tmp_path / "code.py"
     path.write_text("x = 1\ny = 2\n")
-    document = window.open_path(str(path))
+    document = window.tabs.open_path(str(path))
     cursor = document.editor.textCursor()
     cursor.setPosition(0)
     document.editor.setTextCursor(cursor)
     qtbot.keyClicks(document.editor, "# top")
     qtbot.keyClick(document.editor, Qt.Key.Key_Return)
-    window.rewrite()  # no selection: infill at the cursor
+    window.ai.rewrite()  # no selection: infill at the cursor
     session = document.editor.session
     qtbot.waitUntil(lambda: session.has_draft, timeout=10000)
-    assert window.save()
+    assert window.tabs.save()
     assert path.read_text() == "# top\nx = 1\ny = 2\n"
     assert session.has_draft and not document.is_modified()
     session.reject()
@@ -107,12 +107,12 @@ def test_dropping_a_file_opens_it(window, tmp_path):
     path = tmp_path / "dropped.md"
     path.write_text("# Title\n")
     drop_file(window, path)
-    assert window.current_document().path == str(path)
-    assert window.current_document().language == "Markdown"
+    assert window.tabs.current_document().path == str(path)
+    assert window.tabs.current_document().language == "Markdown"
 
 
 def test_find_and_replace_all_with_a_regular_expression_is_one_undo_step(window, qtbot):
-    document = window.new_document()
+    document = window.tabs.new_document()
     document.editor.setPlainText("foo1 bar foo22 Foo3\n")
     bar = window.find_bar
     bar.open(replace=True)
@@ -127,7 +127,7 @@ def test_find_and_replace_all_with_a_regular_expression_is_one_undo_step(window,
 
 
 def test_whole_word_find_skips_partial_matches(window):
-    document = window.new_document()
+    document = window.tabs.new_document()
     document.editor.setPlainText("cat concat cat\n")
     bar = window.find_bar
     bar.find_text.setText("cat")  # as typed: the first match is selected and all are counted
@@ -141,7 +141,7 @@ def test_whole_word_find_skips_partial_matches(window):
 
 
 def test_every_match_is_marked_while_the_bar_is_open(window):
-    document = window.new_document()
+    document = window.tabs.new_document()
     document.editor.setPlainText("a b a b a\n")
     bar = window.find_bar
     bar.open(replace=False)
@@ -158,22 +158,22 @@ def test_every_match_is_marked_while_the_bar_is_open(window):
 
 def test_without_a_model_editing_works_and_ai_actions_explain_why(window, qtbot, tmp_path):
     window.settings.model_spec = str(tmp_path / "no-such-model")
-    window.start_engine()
-    qtbot.waitUntil(lambda: window.engine.error is not None, timeout=30000)
-    assert "No model" in window.model_label.text()
-    document = window.new_document()
+    window.ai.start_engine()
+    qtbot.waitUntil(lambda: window.ai.worker.error is not None, timeout=30000)
+    assert "No model" in window.ai.model_label.text()
+    document = window.tabs.new_document()
     qtbot.keyClicks(document.editor, "still typing")
-    window.rewrite()
+    window.ai.rewrite()
     assert document.editor.session is None
     assert document_text(document.editor.document()) == "still typing"
-    assert "AI edits are off" in window.message_box.text()
+    assert "AI edits are off" in window.notices.box.text()
 
 
 def press_ctrl_k_on_beta(window, qtbot):
     """A new document "alpha beta gamma", "beta" selected, Ctrl+K pressed: the editor and its box."""
     from app.inlinebox import InlineBox
 
-    editor = window.new_document().editor
+    editor = window.tabs.new_document().editor
     editor.setPlainText("alpha beta gamma\n")
     cursor = editor.textCursor()
     cursor.setPosition(6)
@@ -212,8 +212,8 @@ def test_settings_survive_a_restart(tmp_path, qasync_loop, qtbot):  # noqa: F811
 def test_a_file_changed_on_disk_reloads_when_unmodified_and_asks_when_modified(window, qtbot, tmp_path):
     path = tmp_path / "shared.txt"
     path.write_text("first\n")
-    document = window.open_path(str(path))
-    window.save()  # our own save is not "changed by another program"
+    document = window.tabs.open_path(str(path))
+    window.tabs.save()  # our own save is not "changed by another program"
     qtbot.wait(400)
     assert document_text(document.editor.document()) == "first\n"
     path.write_text("second version\n")
@@ -221,19 +221,19 @@ def test_a_file_changed_on_disk_reloads_when_unmodified_and_asks_when_modified(w
     document.editor.undo()
     assert document_text(document.editor.document()) == "first\n"
     path.write_text("third\n")
-    qtbot.waitUntil(lambda: window.message_box is not None and window.message_box.isVisible(), timeout=10000)
-    assert "changed by another program" in window.message_box.text()
+    qtbot.waitUntil(lambda: window.notices.box is not None and window.notices.box.isVisible(), timeout=10000)
+    assert "changed by another program" in window.notices.box.text()
     assert document_text(document.editor.document()) == "first\n"
 
 
 def test_a_file_deleted_on_disk_keeps_the_text_and_counts_as_unsaved(window, qtbot, tmp_path):
     path = tmp_path / "doomed.txt"
     path.write_text("keep me\n")
-    document = window.open_path(str(path))
+    document = window.tabs.open_path(str(path))
     path.unlink()
     qtbot.waitUntil(document.is_modified, timeout=10000)
     assert document_text(document.editor.document()) == "keep me\n"
-    assert window.save()
+    assert window.tabs.save()
     assert path.read_text() == "keep me\n"
 
 
@@ -256,9 +256,9 @@ def test_the_settings_dialog_round_trips_every_field(window, qtbot):
 def test_a_command_line_model_is_used_for_this_run_only(qtbot, qasync_loop, tmp_path):  # noqa: F811
     store = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
     window = MainWindow(qasync_loop, store, model_spec=str(tmp_path / "missing-model"))
-    window.start_engine()
-    qtbot.waitUntil(lambda: window.engine.error is not None, timeout=30000)
-    assert "missing-model" in window.engine.error
+    window.ai.start_engine()
+    qtbot.waitUntil(lambda: window.ai.worker.error is not None, timeout=30000)
+    assert "missing-model" in window.ai.worker.error
     window.settings.add_recent("/tmp/x")
     window.settings.save(store)
     assert QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat).value("model_spec") == "embedded"
@@ -284,9 +284,9 @@ def test_instruction_tuned_models_get_an_instruction_field_even_without_a_select
     backend = FakeBackend()
     backend.info = replace(FakeBackend.info, instruction_tuned=True)
     with_fake_model(window, qtbot, backend)
-    editor = window.new_document().editor
+    editor = window.tabs.new_document().editor
     editor.setPlainText("x = 1\n")
-    window.rewrite()
+    window.ai.rewrite()
     box = editor.viewport().findChild(InlineBox)
     assert box.instruction.isVisible()
     qtbot.keyClicks(box.instruction, "add a comment")
@@ -298,10 +298,10 @@ def test_instruction_tuned_models_get_an_instruction_field_even_without_a_select
 def test_dropping_a_file_on_the_text_opens_it_in_a_tab(window, tmp_path):
     path = tmp_path / "notes.txt"
     path.write_text("dropped\n")
-    editor = window.new_document().editor
+    editor = window.tabs.new_document().editor
     editor.setPlainText("unchanged")
     drop_file(editor, path)
-    assert window.current_document().path == str(path)
+    assert window.tabs.current_document().path == str(path)
     assert editor.toPlainText() == "unchanged"
 
 
@@ -310,11 +310,11 @@ def test_text_the_files_encoding_cannot_hold_is_saved_as_utf8_when_the_user_agre
 
     path = tmp_path / "legacy.txt"
     path.write_bytes("caf\xe9\r\n".encode("cp1252"))
-    document = window.open_path(str(path))
+    document = window.tabs.open_path(str(path))
     document.editor.moveCursor(QTextCursor.MoveOperation.End)
     document.editor.insertPlainText("☃")
     monkeypatch.setattr(QMessageBox, "question", lambda *args, **kwargs: QMessageBox.StandardButton.Yes)
-    assert window.save()
+    assert window.tabs.save()
     assert path.read_bytes() == "café\r\n☃".encode()
 
 
@@ -328,16 +328,16 @@ def test_editing_works_while_the_model_loads_and_a_request_waits_for_it(window, 
         release.wait(10)
         return backend
 
-    window.engine.start(slow_load, "slow")
-    assert window.model_label.text() == "Loading model…" and window.load_progress.isVisible()
-    editor = window.new_document().editor
+    window.ai.worker.start(slow_load, "slow")
+    assert window.ai.model_label.text() == "Loading model…" and window.ai.load_progress.isVisible()
+    editor = window.tabs.new_document().editor
     qtbot.keyClicks(editor, "typing while it loads")
-    window.rewrite()  # no selection: infill at the cursor, queued until the model is ready
+    window.ai.rewrite()  # no selection: infill at the cursor, queued until the model is ready
     session = editor.session
     assert session is not None and session.state == "running"
     release.set()
     qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
-    assert window.model_label.text() == "fake · cpu" and not window.load_progress.isVisible()
+    assert window.ai.model_label.text() == "fake · cpu" and not window.ai.load_progress.isVisible()
     session.accept()
     assert editor.toPlainText() == "typing while it loads" + FakeBackend.result(0)
 
@@ -349,7 +349,7 @@ def test_ctrl_slash_comments_the_line_in_the_files_language(qtbot, window, tmp_p
     html.write_text("<p>hi</p>\n")
     notes.write_text("words\n")
     for path, commented in ((python, "# x = 1\n"), (sql, "-- select 1;\n"), (html, "<!-- <p>hi</p> -->\n"), (notes, "words\n")):
-        document = window.open_path(str(path))
+        document = window.tabs.open_path(str(path))
         document.editor.setFocus()
         qtbot.waitUntil(document.editor.hasFocus)
         qtbot.keyClick(document.editor, Qt.Key.Key_Slash, Qt.KeyboardModifier.ControlModifier)
@@ -388,7 +388,7 @@ def test_word_wrap_wraps_every_tab_and_is_remembered(qtbot, qasync_loop, tmp_pat
     qtbot.addWidget(window)
     window.resize(600, 400)
     window.show()
-    editor = window.new_document().editor
+    editor = window.tabs.new_document().editor
     editor.setPlainText("word " * 400)
     editor.document().setModified(False)  # no "save changes?" question when the test closes it
     line = editor.document().firstBlock().layout()
@@ -401,14 +401,14 @@ def test_word_wrap_wraps_every_tab_and_is_remembered(qtbot, qasync_loop, tmp_pat
     assert editor.toPlainText() == "word " * 400  # wrapping shows the line on several rows, the text is one line
     again = MainWindow(qasync_loop, store)
     qtbot.addWidget(again)
-    assert again.wrap_action.isChecked()
-    assert again.new_document().editor.lineWrapMode() == QPlainTextEdit.LineWrapMode.WidgetWidth
+    assert again.menu_actions.wrap.isChecked()
+    assert again.tabs.new_document().editor.lineWrapMode() == QPlainTextEdit.LineWrapMode.WidgetWidth
     for each in (window, again):
         each.close()
 
 
 def test_the_command_palette_finds_a_command_by_its_letters_and_runs_it(window, qtbot):
-    editor = window.new_document().editor
+    editor = window.tabs.new_document().editor
     editor.setPlainText("one\ntwo\n")
     window.activateWindow()
     qtbot.waitUntil(window.isActiveWindow)
@@ -448,7 +448,7 @@ def test_an_open_folder_shows_in_the_sidebar_and_go_to_file_opens_its_files(wind
     assert listed == [".gitignore", "README.md", "src/app.py"]
     qtbot.keyClicks(picker.query, "sap")
     qtbot.keyClick(picker.query, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: window.current_document() is not None and window.current_document().path == str(project / "src" / "app.py"))
+    qtbot.waitUntil(lambda: window.tabs.current_document() is not None and window.tabs.current_document().path == str(project / "src" / "app.py"))
 
 
 def test_the_folder_tree_opens_a_file_and_the_folder_comes_back_at_the_next_start(qtbot, qasync_loop, tmp_path):  # noqa: F811
@@ -471,13 +471,13 @@ def test_the_folder_tree_opens_a_file_and_the_folder_comes_back_at_the_next_star
     tree.expand(lib())
     qtbot.waitUntil(lambda: tree.model().rowCount(lib()) == 1)
     tree.activated.emit(tree.model().index(0, 0, lib()))
-    assert window.current_document().path == str(project / "lib" / "util.py")
+    assert window.tabs.current_document().path == str(project / "lib" / "util.py")
     window.close()
     again = MainWindow(qasync_loop, store)
     qtbot.addWidget(again)
     open_files(again, [])
     assert again.folder.root == str(project) and not again.folder.tree_dock.isHidden()
-    assert [d.path for d in again.documents()] == [str(project / "lib" / "util.py")]
+    assert [d.path for d in again.tabs.documents()] == [str(project / "lib" / "util.py")]
     again.close()
 
 
@@ -503,7 +503,7 @@ def test_find_in_folder_lists_matching_lines_and_opens_one_at_its_column(window,
     qtbot.keyClick(panel.query, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: panel.results.count() == 2, timeout=10000)
     panel.results.itemActivated.emit(panel.results.item(1))
-    document = window.current_document()
+    document = window.tabs.current_document()
     assert document.path == str(project / "pkg" / "a.py")
     cursor = document.editor.textCursor()
     assert (cursor.blockNumber(), cursor.positionInBlock()) == (3, 11)
@@ -515,7 +515,7 @@ def test_tab_follows_the_indentation_the_file_uses(window, qtbot, tmp_path):
     two.write_text("a:\n  b: 1\n")
     flat.write_text("words\n")
     for path, inserted, label in ((tabbed, "\t", "Tabs: 4"), (two, "  ", "Spaces: 2"), (flat, "    ", "Spaces: 4")):
-        document = window.open_path(str(path))
+        document = window.tabs.open_path(str(path))
         assert window.indent_label.text() == label
         qtbot.keyClick(document.editor, Qt.Key.Key_Tab)
         assert document_text(document.editor.document()) == inserted + path.read_text()
@@ -524,12 +524,12 @@ def test_tab_follows_the_indentation_the_file_uses(window, qtbot, tmp_path):
 
 def test_starting_a_rewrite_from_a_side_panel_gives_the_editor_the_keys(window, qtbot, tmp_path):
     with_fake_model(window, qtbot)
-    editor = window.new_document().editor
+    editor = window.tabs.new_document().editor
     editor.setPlainText("alpha\n")
     window.activateWindow()
     window.find_in_folder()
     qtbot.waitUntil(window.folder.search.query.hasFocus)
-    window.rewrite()  # no selection: infill at the cursor, straight away
+    window.ai.rewrite()  # no selection: infill at the cursor, straight away
     session = editor.session
     qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
     assert editor.hasFocus()
@@ -542,38 +542,38 @@ def test_closed_tabs_reopen_newest_first_and_a_middle_click_closes_a_tab(window,
     first.write_text("a\n")
     second.write_text("b\n")
     for path in (first, second):
-        window.open_path(str(path))
+        window.tabs.open_path(str(path))
     bar = window.tabs.tabBar()
     qtbot.mouseClick(bar, Qt.MouseButton.MiddleButton, pos=bar.tabRect(1).center())
-    window.close_tab(window.documents()[0].editor)
-    assert window.documents() == [] or [d.path for d in window.documents()] == [None]
+    window.tabs.close_tab(window.tabs.documents()[0].editor)
+    assert window.tabs.documents() == [] or [d.path for d in window.tabs.documents()] == [None]
     window.activateWindow()
     qtbot.waitUntil(window.isActiveWindow)
     qtbot.keyClick(window, Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
-    assert window.current_document().path == str(first)
-    window.reopen_closed_tab()
-    assert window.current_document().path == str(second)
-    window.reopen_closed_tab()
+    assert window.tabs.current_document().path == str(first)
+    window.tabs.reopen_closed_tab()
+    assert window.tabs.current_document().path == str(second)
+    window.tabs.reopen_closed_tab()
     assert "No closed tab" in window.statusBar().currentMessage()
 
 
 def test_show_whitespace_draws_spaces_and_tabs_in_every_tab(window):
     from PySide6.QtGui import QTextOption
 
-    editor = window.new_document().editor
+    editor = window.tabs.new_document().editor
     shows = lambda: bool(editor.document().defaultTextOption().flags() & QTextOption.Flag.ShowTabsAndSpaces)  # noqa: E731
     assert not shows()
-    window.whitespace_action.trigger()
+    window.menu_actions.whitespace.trigger()
     assert shows() and window.settings.show_whitespace
-    assert window.new_document().editor.document().defaultTextOption().flags() & QTextOption.Flag.ShowTabsAndSpaces
-    window.whitespace_action.trigger()
+    assert window.tabs.new_document().editor.document().defaultTextOption().flags() & QTextOption.Flag.ShowTabsAndSpaces
+    window.menu_actions.whitespace.trigger()
     assert not shows()
 
 
 def test_go_to_symbol_lists_the_files_definitions_and_jumps_to_one(window, qtbot, tmp_path):
     path = tmp_path / "shapes.py"
     path.write_text("class Shape:\n    def __init__(self):\n        super().__init__()\n\n\ndef area(shape):\n    return 0\n")
-    document = window.open_path(str(path))
+    document = window.tabs.open_path(str(path))
     window.activateWindow()
     qtbot.waitUntil(window.isActiveWindow)
     qtbot.keyClick(document.editor, Qt.Key.Key_O, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
@@ -586,7 +586,7 @@ def test_go_to_symbol_lists_the_files_definitions_and_jumps_to_one(window, qtbot
 
 
 def test_go_to_symbol_in_plain_text_says_there_is_none(window):
-    window.new_document().editor.setPlainText("just words\n")
+    window.tabs.new_document().editor.setPlainText("just words\n")
     window.go_to_symbol()
     assert "No functions or classes" in window.statusBar().currentMessage()
 
@@ -595,12 +595,12 @@ def test_save_all_writes_every_changed_file_and_leaves_the_others(window, qtbot,
     changed, untouched = tmp_path / "a.txt", tmp_path / "b.txt"
     changed.write_text("a\n")
     untouched.write_text("b\n")
-    first = window.open_path(str(changed))
-    window.open_path(str(untouched))
+    first = window.tabs.open_path(str(changed))
+    window.tabs.open_path(str(untouched))
     first.editor.moveCursor(QTextCursor.MoveOperation.End)
     first.editor.insertPlainText("more\n")
     stamp = untouched.stat().st_mtime_ns
-    assert window.save_all()
+    assert window.tabs.save_all()
     assert changed.read_text() == "a\nmore\n" and not first.is_modified()
     assert untouched.stat().st_mtime_ns == stamp
 
@@ -620,14 +620,14 @@ def test_replace_all_in_folder_edits_the_files_tabs_and_saves_nothing(window, qt
     qtbot.waitUntil(lambda: panel.replace_all.isEnabled(), timeout=10000)
     panel.replacement.setText("sum_")
     panel.replace_all.click()
-    texts = {d.path: document_text(d.editor.document()) for d in window.documents() if d.path}
+    texts = {d.path: document_text(d.editor.document()) for d in window.tabs.documents() if d.path}
     assert texts == {str(project / "a.py"): "sum_ = 1\nprint(sum_)\n", str(project / "b.txt"): "Total is sum_\n"}
     assert (project / "a.py").read_text() == "total = 1\nprint(total)\n"  # nothing saved yet
     assert "Replaced 3 in 2 files" in panel.summary.text()
-    a = next(d for d in window.documents() if d.path == str(project / "a.py"))
+    a = next(d for d in window.tabs.documents() if d.path == str(project / "a.py"))
     a.editor.undo()  # one step per file
     assert document_text(a.editor.document()) == "total = 1\nprint(total)\n"
-    for document in window.documents():
+    for document in window.tabs.documents():
         document.editor.document().setModified(False)
 
 
@@ -637,14 +637,14 @@ def test_the_tab_menu_closes_the_others_or_those_to_the_right_and_copies_the_pat
     paths = [tmp_path / f"{name}.txt" for name in "abcd"]
     for path in paths:
         path.write_text("x\n")
-        window.open_path(str(path))
-    actions = {action.text(): action for action in window.tab_menu(1).actions()}
+        window.tabs.open_path(str(path))
+    actions = {action.text(): action for action in window.tabs.tab_menu(1).actions()}
     actions["Copy Path"].trigger()
     assert QApplication.clipboard().text() == str(paths[1])
     actions["Close to the Right"].trigger()
-    assert [d.path for d in window.documents()] == [str(paths[0]), str(paths[1])]
-    {action.text(): action for action in window.tab_menu(1).actions()}["Close Others"].trigger()
-    assert [d.path for d in window.documents()] == [str(paths[1])]
+    assert [d.path for d in window.tabs.documents()] == [str(paths[0]), str(paths[1])]
+    {action.text(): action for action in window.tabs.tab_menu(1).actions()}["Close Others"].trigger()
+    assert [d.path for d in window.tabs.documents()] == [str(paths[1])]
 
 
 def test_the_review_hints_again_link_runs_the_request_again(window, qtbot):

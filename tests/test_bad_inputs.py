@@ -20,7 +20,7 @@ from PySide6.QtGui import QTextCursor
 from test_app_support import FakeBackend, qasync_loop  # noqa: F401 - fixture
 
 from app.cli import main
-from app.codeeditor import document_text
+from app.textpositions import document_text
 from app.mainwindow import MainWindow
 from model.api import EngineError
 from model.loading import load_backend
@@ -33,20 +33,20 @@ def window(qtbot, qasync_loop, tmp_path):  # noqa: F811
     window = MainWindow(qasync_loop, QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
     window.show()
     yield window
-    window.watcher.blockSignals(True)  # files these tests deleted must not mark documents modified again
-    for document in window.documents():  # no "save changes?" prompt
+    window.tabs.watcher.blockSignals(True)  # files these tests deleted must not mark documents modified again
+    for document in window.tabs.documents():  # no "save changes?" prompt
         if document.editor.session is not None:
             document.editor.session.reject()
         document.editor.document().setModified(False)
     window.close()
-    window.engine.stop()
+    window.ai.worker.stop()
     window.deleteLater()
 
 
 def with_fake_model(window, qtbot) -> FakeBackend:
     backend = FakeBackend()
-    window.engine.start(lambda: backend, "fake")
-    qtbot.waitUntil(lambda: window.engine.info is not None, timeout=10000)
+    window.ai.worker.start(lambda: backend, "fake")
+    qtbot.waitUntil(lambda: window.ai.worker.info is not None, timeout=10000)
     return backend
 
 
@@ -67,19 +67,19 @@ OPENS = {
 def test_odd_files_open_and_save_byte_identically(window, tmp_path, name):
     path = tmp_path / "file.txt"
     path.write_bytes(OPENS[name])
-    document = window.open_path(str(path))
+    document = window.tabs.open_path(str(path))
     assert document is not None
-    assert window.save(document)
+    assert window.tabs.save(document)
     assert path.read_bytes() == OPENS[name]
 
 
 def test_mixed_line_endings_open_and_save_with_the_most_common_one(window, tmp_path):
     path = tmp_path / "mixed.txt"
     path.write_bytes(b"a\r\nb\nc\r\nd\re\r\n")
-    document = window.open_path(str(path))
+    document = window.tabs.open_path(str(path))
     assert document_text(document.editor.document()) == "a\nb\nc\nd\ne\n"
     assert document.format.newline == "\r\n" and "CRLF" in window.format_label.text()
-    assert window.save(document)
+    assert window.tabs.save(document)
     assert path.read_bytes() == b"a\r\nb\r\nc\r\nd\r\ne\r\n"  # every line kept; the endings are made one
 
 
@@ -87,9 +87,9 @@ def test_mixed_line_endings_open_and_save_with_the_most_common_one(window, tmp_p
 
 def _refused(window, path: str, *fragments: str) -> None:
     before = window.tabs.count()
-    assert window.open_path(path) is None
+    assert window.tabs.open_path(path) is None
     assert window.tabs.count() == before
-    message = window.message_box.text()
+    message = window.notices.box.text()
     assert message.startswith("Cannot open") and all(fragment in message for fragment in fragments), message
 
 
@@ -130,7 +130,7 @@ def test_a_folder_a_missing_file_and_a_device_are_refused(window, tmp_path):
 # --- saving -----------------------------------------------------------------------------------
 
 def open_and_type(window, qtbot, path: Path, typed: str = "more"):
-    document = window.open_path(str(path))
+    document = window.tabs.open_path(str(path))
     cursor = document.editor.textCursor()
     cursor.movePosition(QTextCursor.MoveOperation.End)
     document.editor.setTextCursor(cursor)
@@ -143,8 +143,8 @@ def test_a_read_only_file_is_not_replaced_and_the_text_is_kept(window, qtbot, tm
     path.write_text("original\n")
     document = open_and_type(window, qtbot, path)
     path.chmod(0o444)
-    assert not window.save(document)
-    assert "read-only" in window.message_box.text() and "The text is still here" in window.message_box.text()
+    assert not window.tabs.save(document)
+    assert "read-only" in window.notices.box.text() and "The text is still here" in window.notices.box.text()
     assert path.read_text() == "original\n"
     assert document_text(document.editor.document()) == "original\nmore" and document.is_modified()
 
@@ -154,7 +154,7 @@ def test_a_file_deleted_while_open_is_written_back_on_save(window, qtbot, tmp_pa
     path.write_text("keep me\n")
     document = open_and_type(window, qtbot, path)
     path.unlink()
-    assert window.save(document)
+    assert window.tabs.save(document)
     assert path.read_text() == "keep me\nmore"
 
 
@@ -165,8 +165,8 @@ def test_a_file_whose_folder_vanished_keeps_the_text_with_a_message(window, qtbo
     path.write_text("notes\n")
     document = open_and_type(window, qtbot, path)
     shutil.rmtree(folder)
-    assert not window.save(document)
-    assert "No such file or directory" in window.message_box.text()
+    assert not window.tabs.save(document)
+    assert "No such file or directory" in window.notices.box.text()
     assert document_text(document.editor.document()) == "notes\nmore" and document.is_modified()
 
 
@@ -176,7 +176,7 @@ def test_saving_through_a_symbolic_link_updates_its_target_and_keeps_the_link(wi
     link = tmp_path / "link.txt"
     link.symlink_to(target)
     document = open_and_type(window, qtbot, link)
-    assert window.save(document)
+    assert window.tabs.save(document)
     assert link.is_symlink() and target.read_text() == "real\nmore"
 
 
@@ -193,9 +193,9 @@ def test_saving_through_a_symbolic_link_updates_its_target_and_keeps_the_link(wi
 )
 def test_templates_without_valid_gaps_explain_and_change_nothing(window, qtbot, template, message):
     with_fake_model(window, qtbot)
-    document = window.new_document()
+    document = window.tabs.new_document()
     document.editor.setPlainText(template)
-    window.fill_gaps()
+    window.ai.fill_gaps()
     assert document.editor.session is None
     assert message in window.statusBar().currentMessage()
     assert document_text(document.editor.document()) == template
@@ -203,9 +203,9 @@ def test_templates_without_valid_gaps_explain_and_change_nothing(window, qtbot, 
 
 def test_a_nested_marker_fills_the_inner_gap_only(window, qtbot):
     with_fake_model(window, qtbot)
-    document = window.new_document()
+    document = window.tabs.new_document()
     document.editor.setPlainText("v = [MASK[MASK]]\n")
-    window.fill_gaps()
+    window.ai.fill_gaps()
     session = document.editor.session
     qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
     assert session.originals == ["[MASK]"]
@@ -217,14 +217,14 @@ def test_a_nested_marker_fills_the_inner_gap_only(window, qtbot):
 
 def test_a_100000_character_selection_rewrites_and_rejects_exactly(window, qtbot):
     backend = with_fake_model(window, qtbot)
-    document = window.new_document()
+    document = window.tabs.new_document()
     text = "head\n" + "".join(f"line {i:06d} é\n" for i in range(8_000)) + "tail\n"
     document.editor.setPlainText(text)
     cursor = document.editor.textCursor()
     cursor.setPosition(5)
     cursor.setPosition(100_005, QTextCursor.MoveMode.KeepAnchor)
     document.editor.setTextCursor(cursor)
-    window.starter.rewrite(document.editor)
+    window.ai.starter.rewrite(document.editor)
     session = document.editor.session
     qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
     request = backend.requests[0][0]
@@ -234,7 +234,7 @@ def test_a_100000_character_selection_rewrites_and_rejects_exactly(window, qtbot
     cursor.setPosition(5)
     cursor.setPosition(100_005, QTextCursor.MoveMode.KeepAnchor)
     document.editor.setTextCursor(cursor)
-    session = window.starter.rewrite(document.editor)
+    session = window.ai.starter.rewrite(document.editor)
     qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
     session.accept()
     assert document_text(document.editor.document()) == text[:5] + FakeBackend.result(0) + text[100_005:]
@@ -316,11 +316,11 @@ def test_saving_over_a_file_another_program_changed_asks_first(window, qtbot, tm
     path = tmp_path / "shared.txt"
     path.write_text("mine\n")
     document = open_and_type(window, qtbot, path)
-    window.watcher.blockSignals(True)  # as if the watcher had not reported the change yet
+    window.tabs.watcher.blockSignals(True)  # as if the watcher had not reported the change yet
     path.write_text("theirs, and longer\n")
     asked = []
     monkeypatch.setattr(QMessageBox, "question", lambda *args, **kwargs: asked.append(args[2]) or getattr(QMessageBox.StandardButton, answer))
-    assert window.save(document) == (answer == "Save")
+    assert window.tabs.save(document) == (answer == "Save")
     assert "changed by another program" in asked[0]
     assert path.read_text() == ("mine\nmore" if answer == "Save" else "theirs, and longer\n")
     assert document_text(document.editor.document()) == "mine\nmore"
@@ -329,8 +329,8 @@ def test_saving_over_a_file_another_program_changed_asks_first(window, qtbot, tm
 def test_reloading_a_file_that_now_holds_a_paragraph_separator_keeps_the_text(window, qtbot, tmp_path):
     path = tmp_path / "watched.txt"
     path.write_text("calm\n")
-    document = window.open_path(str(path))
+    document = window.tabs.open_path(str(path))
     path.write_text("changed\u2029by another program\n")  # the watcher reloads an unmodified document
-    qtbot.waitUntil(lambda: window.message_box is not None and "U+2029" in window.message_box.text(), timeout=10000)
-    assert "Your text is kept" in window.message_box.text()
+    qtbot.waitUntil(lambda: window.notices.box is not None and "U+2029" in window.notices.box.text(), timeout=10000)
+    assert "Your text is kept" in window.notices.box.text()
     assert document_text(document.editor.document()) == "calm\n"

@@ -1,7 +1,7 @@
 """The benchmark's engine figures and report on the tiny model (figures checked for shape, not speed)."""
 
 from app.bench import plot, table
-from model.benchmark import first_draft_ms, prefill_ms, quality_and_speed
+from model.training.benchmark import first_draft_ms, prefill_ms, quality_and_speed
 
 
 def test_quality_and_speed_compares_shipped_with_one_token_per_pass(tiny_backend, tmp_path):
@@ -28,7 +28,7 @@ def test_latency_probes_return_times(tiny_backend):
 
 
 def test_tuning_takes_the_fastest_sampler_within_two_points_of_the_best_exact_match():
-    from model.evaluate import choose_sampler
+    from model.training.evaluate import choose_sampler
 
     sweep = [
         {"entropy_bound": 0.1, "exact_match": 0.30, "char_similarity": 0.80, "tokens_per_pass": 1.5},

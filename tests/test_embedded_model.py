@@ -7,7 +7,7 @@ import json
 import pytest
 
 from model.api import InfillRequest
-from model.evaluate import heldout_documents, make_tasks, teacher_forced
+from model.training.evaluate import heldout_documents, make_tasks, teacher_forced
 from model.loading import EMBEDDED_DIR, EMBEDDED_NAME, load_backend
 
 

@@ -35,7 +35,7 @@ def test_request_streams_drafts_then_a_final_text(tiny_backend):
     draft = last[0]
     assert draft.text and draft.generated_tokens <= 12
     assert "".join(t.text for t in draft.tokens) == draft.text
-    steps = [d.step for (d,) in drafts]
+    steps = [d.batch_passes for (d,) in drafts]
     assert steps == sorted(steps)
     # intermediate drafts carry per-token confidence and accepted flags
     middle = drafts[0][0]
@@ -229,7 +229,7 @@ def test_joint_fill_never_puts_a_sentinel_into_a_gap():
 def test_sampled_tokens_follow_the_softmax_and_never_take_a_suppressed_token():
     import torch
 
-    from model.diffusion_gemma import distribution, sample_tokens
+    from model.diffusion_gemma_library import distribution, sample_tokens
 
     torch.manual_seed(0)
     logits = torch.tensor([0.0, 1.0, 2.0, float("-inf"), -1.0]).expand(4, 5000, 5)
@@ -251,7 +251,7 @@ def test_entropy_acceptance_and_early_stop_from_one_distribution_match_the_libra
         StableAndConfidentStoppingCriteria,
     )
 
-    from model.diffusion_gemma import StableAndConfident, accept_lowest_entropy, distribution
+    from model.diffusion_gemma_library import StableAndConfident, accept_lowest_entropy, distribution
 
     torch.manual_seed(0)
     B, L, V = 3, 16, 50
@@ -287,7 +287,9 @@ def test_a_row_that_stops_before_the_others_keeps_its_text_and_never_takes_mask_
         def reset(self):
             pass
 
-    monkeypatch.setattr(tiny_backend, "_stopping", lambda config: StopFirstRow())
+    from model import diffusion_gemma_library
+
+    monkeypatch.setattr(diffusion_gemma_library, "early_stop", lambda config: StopFirstRow())
     requests = [InfillRequest(prefix=f"value_{i} = ", max_new_tokens=12, seed=1, sampler_bound=1e-6) for i in range(3)]
     mask = tiny_backend.tokenizer.mask_token
     drafts = list(tiny_backend.stream(requests))

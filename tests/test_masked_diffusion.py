@@ -16,6 +16,7 @@ import torch
 
 from model.api import CancelFlag, Cancelled, EngineError, InfillRequest, TemplateRequest
 from model.gap_fill import gap_requests
+from model.loading import load_backend
 from model.masked_diffusion import (
     MaskedDiffusionBackend,
     is_masked_diffusion_config,
@@ -43,6 +44,13 @@ def build_bert(folder, tokenizer, bias: dict[int, float] | None = None, max_posi
     return folder
 
 
+def load_masked(folder, **options) -> MaskedDiffusionBackend:
+    """The backend the loader builds for ``folder`` on the CPU, wrapped again with constructor ``options``."""
+    loaded = load_backend(str(folder), device="cpu")
+    assert isinstance(loaded, MaskedDiffusionBackend)
+    return MaskedDiffusionBackend(loaded.model, loaded.tokenizer, loaded.info, **options)
+
+
 @pytest.fixture(scope="module")
 def bert_dir(tmp_path_factory, project_tokenizer):
     return build_bert(tmp_path_factory.mktemp("bert"), project_tokenizer)
@@ -50,7 +58,7 @@ def bert_dir(tmp_path_factory, project_tokenizer):
 
 @pytest.fixture(scope="module")
 def backend(bert_dir):
-    return MaskedDiffusionBackend.from_pretrained(bert_dir, device="cpu")
+    return load_masked(bert_dir)
 
 
 @pytest.fixture(scope="module")
@@ -58,14 +66,14 @@ def endless(tmp_path_factory, project_tokenizer):
     """A model that never predicts EOS or pad, with a 4-token first estimate."""
     ends = {project_tokenizer.eos_token_id: -1e4, project_tokenizer.pad_token_id: -1e4}
     folder = build_bert(tmp_path_factory.mktemp("endless"), project_tokenizer, ends)
-    return MaskedDiffusionBackend.from_pretrained(folder, device="cpu", span_tokens=4)
+    return load_masked(folder, span_tokens=4)
 
 
 @pytest.fixture(scope="module")
 def eager_to_end(tmp_path_factory, project_tokenizer):
     """A model that predicts EOS everywhere with high confidence."""
     folder = build_bert(tmp_path_factory.mktemp("eos"), project_tokenizer, {project_tokenizer.eos_token_id: 20.0})
-    return MaskedDiffusionBackend.from_pretrained(folder, device="cpu")
+    return load_masked(folder)
 
 
 @contextmanager
@@ -101,7 +109,7 @@ def test_infill_feeds_prefix_and_suffix_untouched_and_drafts_have_the_right_shap
         row = ids[0].tolist()
         assert row[: len(prefix)] == prefix and row[len(prefix) + 6 :] == suffix
     assert all(len(tuple_) == 2 for tuple_ in drafts)
-    assert [tuple_[0].step for tuple_ in drafts] == list(range(1, len(drafts) + 1))
+    assert [tuple_[0].batch_passes for tuple_ in drafts] == list(range(1, len(drafts) + 1))
     assert all(draft.final for draft in drafts[-1]) and not all(draft.final for draft in drafts[0])
     assert len(drafts[-1][0].candidates) == 2 and len(drafts[-1][1].candidates) == 1
     for tuple_ in drafts:
@@ -175,7 +183,7 @@ def test_three_gaps_are_filled_jointly_in_one_sequence(endless, project_tokenize
 
 def test_template_too_long_for_the_window_falls_back_to_one_request_per_gap(tmp_path, project_tokenizer):
     folder = build_bert(tmp_path / "short", project_tokenizer, max_positions=24)
-    backend = MaskedDiffusionBackend.from_pretrained(folder, device="cpu")
+    backend = load_masked(folder)
     template = TemplateRequest(("a ", " b ", " c ", " d"), (10, 10, 10), steps=2, seed=0)
     with fed_inputs(backend) as seen:
         drafts = list(backend.stream_template(template))
@@ -188,7 +196,7 @@ def test_template_too_long_for_the_window_falls_back_to_one_request_per_gap(tmp_
 
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
 def test_each_sampler_is_deterministic_under_a_seed(name, bert_dir):
-    backend = MaskedDiffusionBackend.from_pretrained(bert_dir, device="cpu", sampler=name)
+    backend = load_masked(bert_dir, sampler=name)
     request = InfillRequest(prefix="for i in range(", suffix="):\n", max_new_tokens=8, steps=4, seed=11)
 
     def run():
@@ -222,7 +230,7 @@ def test_cancel_stops_between_passes(backend):
 
 def test_dream_style_shift_reads_the_previous_position(bert_dir, project_tokenizer):
     """With the shift, the first gap position is predicted from the last prefix position."""
-    plain = MaskedDiffusionBackend.from_pretrained(bert_dir, device="cpu", temperature=0.0)
+    plain = load_masked(bert_dir, temperature=0.0)
     shifted = MaskedDiffusionBackend(plain.model, project_tokenizer, plain.info, temperature=0.0, shift_logits=True)
     request = InfillRequest(prefix="value = ", suffix=" + 1", max_new_tokens=1, seed=0)
     with torch.no_grad():
@@ -250,7 +258,7 @@ def test_modernbert_checkpoint_loads_and_fills_a_padded_batch(tmp_path, project_
     )
     ModernBertForMaskedLM(config).save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
-    backend = MaskedDiffusionBackend.from_pretrained(tmp_path, device="cpu")
+    backend = load_masked(tmp_path)
     assert backend.info.backend == "masked-diffusion" and backend.info.parameters > 0
     requests = [InfillRequest(prefix="a", max_new_tokens=4, steps=2, seed=0),
                 InfillRequest(prefix="a much longer prefix here", suffix="and more", max_new_tokens=4, steps=2, seed=0)]
@@ -281,5 +289,5 @@ def test_config_detection():
 def test_refusals_are_one_line_naming_the_architecture(tmp_path, config, named):
     (tmp_path / "config.json").write_text(json.dumps(config))
     with pytest.raises(EngineError) as error:
-        MaskedDiffusionBackend.from_pretrained(tmp_path, device="cpu")
+        load_masked(tmp_path)
     assert named in str(error.value) and "\n" not in str(error.value)

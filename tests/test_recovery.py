@@ -15,7 +15,8 @@ from PySide6.QtCore import QMimeData, QSettings
 from test_app_support import qasync_loop  # noqa: F401 - fixture
 
 from app import fileio, recovery
-from app.codeeditor import CodeEditor, document_text
+from app.codeeditor import CodeEditor
+from app.textpositions import document_text
 from app.document import Document
 from app.mainwindow import MainWindow
 from app.session import InfillSession
@@ -117,14 +118,14 @@ def test_unreadable_copies_are_left_alone(tmp_path):
 CRASHING_EDITOR = """
 import sys
 from PySide6.QtCore import QMimeData, QTimer
-from app import editor, mainwindow
+from app import application, mainwindow
 
 shown = mainwindow.first_show
 
 def first_show(window):
     shown(window)
     def type_and_wait():
-        document = window.open_path(sys.argv[1])
+        document = window.tabs.open_path(sys.argv[1])
         mime = QMimeData()
         mime.setText(sys.argv[2])
         document.editor.selectAll()
@@ -133,7 +134,7 @@ def first_show(window):
     QTimer.singleShot(200, type_and_wait)
 
 mainwindow.first_show = first_show
-editor.run([], str(sys.argv[3]))
+application.run([], str(sys.argv[3]))
 """
 
 
@@ -171,14 +172,14 @@ def test_after_kill_9_the_next_start_restores_the_text_byte_for_byte(qtbot, qasy
 
     window = MainWindow(qasync_loop, QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(window)
-    window.new_document()
+    window.tabs.new_document()
     [orphan] = recovery.find_orphans(root)
     [restored] = recovery.restore(window, orphan)
     orphan.discard()
     assert document_text(restored.editor.document()) == TRICKY
     assert restored.path == str(path) and restored.format == fileio.TextFormat("utf-8", False, "\r\n")
-    assert restored.is_modified() and window.documents() == [restored]
-    assert window.save(restored)  # the file is as the crashed editor last saw it: no question
+    assert restored.is_modified() and window.tabs.documents() == [restored]
+    assert window.tabs.save(restored)  # the file is as the crashed editor last saw it: no question
     assert path.read_bytes() == fileio.encode(TRICKY, restored.format)
     assert list(root.iterdir()) == []
 
@@ -200,11 +201,11 @@ def test_a_file_changed_after_the_crash_is_not_overwritten_without_asking(qtbot,
     [restored] = recovery.restore(window, orphan)
     orphan.discard()
     monkeypatch.setattr(QMessageBox, "question", lambda *args, **kwargs: QMessageBox.StandardButton.Cancel)
-    assert not window.save(restored)
+    assert not window.tabs.save(restored)
     assert path.read_text() == "written by another program after the crash\n"
     assert document_text(restored.editor.document()) == "unsaved before the crash\n"
     restored.editor.document().setModified(False)
-    window.engine.stop()
+    window.ai.worker.stop()
 
 
 @pytest.mark.parametrize("button, restored, kept", [("Restore", True, False), ("Discard", False, False), ("Not Now", False, True)])
@@ -214,23 +215,23 @@ def test_the_offer_to_restore(qtbot, qasync_loop, tmp_path, button, restored, ke
     recovery.Recovery(lambda: [crashed], root).close()  # left behind, as by a crash
     window = MainWindow(qasync_loop, QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(window)
-    window.new_document()
-    store = recovery.Recovery(window.documents, root, parent=window)
+    window.tabs.new_document()
+    store = recovery.Recovery(window.tabs.documents, root, parent=window)
     recovery.offer_restore(window, store)
     box = store.box
     assert box is not None and "1 unsaved document" in box.text()
     choice = next(b for b in box.buttons() if b.text() == button)
     choice.click()
-    texts = [document_text(d.editor.document()) for d in window.documents()]
+    texts = [document_text(d.editor.document()) for d in window.tabs.documents()]
     assert texts == ([TRICKY] if restored else [""])
     others = [folder for folder in root.iterdir() if folder != store.folder]
     assert bool(others) == kept
     if restored:  # copied again in this session's folder before the old copy went
         assert [copy.text for copy in copies(store.folder)] == [TRICKY]
-    for document in window.documents():
+    for document in window.tabs.documents():
         document.editor.document().setModified(False)
     store.close()
-    window.engine.stop()
+    window.ai.worker.stop()
 
 
 def test_without_a_usable_recovery_folder_the_editor_still_starts(qtbot, qasync_loop, tmp_path, monkeypatch):  # noqa: F811
@@ -242,7 +243,7 @@ def test_without_a_usable_recovery_folder_the_editor_still_starts(qtbot, qasync_
     assert recovery.attach(window) is None
     assert "No crash recovery" in window.statusBar().currentMessage()
     assert recovery.find_orphans(blocker / "recovery") == []
-    window.engine.stop()
+    window.ai.worker.stop()
 
 
 def test_a_copy_that_cannot_be_written_is_retried_on_the_next_tick(qtbot, tmp_path, monkeypatch):

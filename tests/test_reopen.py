@@ -7,7 +7,8 @@ from PySide6.QtCore import QSettings
 from test_app_support import qasync_loop, select  # noqa: F401 - fixture
 
 from app import recovery
-from app.codeeditor import CodeEditor, document_text
+from app.codeeditor import CodeEditor
+from app.textpositions import document_text
 from app.document import Document
 from app.mainwindow import MainWindow, open_files
 from app.reopen import KEY
@@ -28,20 +29,20 @@ def test_the_next_start_reopens_the_files_with_their_selections_and_the_current_
     second.write_text("hello world\n")
     gone.write_text("soon deleted\n")
     window = start(qtbot, qasync_loop, store, [str(first), str(second), str(gone)])
-    select(window.documents()[0].editor, 3000, 3005)
-    window.documents()[0].editor.verticalScrollBar().setValue(100)  # the cursor scrolled out of view
-    select(window.documents()[1].editor, 6, 11)
-    window.new_document()  # untitled: nothing to reopen
+    select(window.tabs.documents()[0].editor, 3000, 3005)
+    window.tabs.documents()[0].editor.verticalScrollBar().setValue(100)  # the cursor scrolled out of view
+    select(window.tabs.documents()[1].editor, 6, 11)
+    window.tabs.new_document()  # untitled: nothing to reopen
     window.tabs.setCurrentIndex(0)
     window.close()
     gone.unlink()
 
     again = start(qtbot, qasync_loop, store)
-    assert [d.path for d in again.documents()] == [str(first), str(second)]
-    assert again.current_document().path == str(first)
-    reopened = again.documents()[0].editor
+    assert [d.path for d in again.tabs.documents()] == [str(first), str(second)]
+    assert again.tabs.current_document().path == str(first)
+    reopened = again.tabs.documents()[0].editor
     assert (reopened.textCursor().anchor(), reopened.textCursor().position()) == (3000, 3005)
-    assert again.documents()[1].editor.textCursor().selectedText() == "world"
+    assert again.tabs.documents()[1].editor.textCursor().selectedText() == "world"
     qtbot.waitUntil(lambda: reopened.firstVisibleBlock().blockNumber() == 100)
     again.close()
 
@@ -53,11 +54,11 @@ def test_files_named_at_start_or_the_setting_off_open_nothing_else(qtbot, qasync
     named.write_text("b\n")
     start(qtbot, qasync_loop, store, [str(remembered)]).close()
     window = start(qtbot, qasync_loop, store, [str(named)])
-    assert [d.path for d in window.documents()] == [str(named)]
+    assert [d.path for d in window.tabs.documents()] == [str(named)]
     window.settings.reopen_files = False
     window.close()
     window = start(qtbot, qasync_loop, store)
-    assert [d.path for d in window.documents()] == [None]
+    assert [d.path for d in window.tabs.documents()] == [None]
     window.close()
 
 
@@ -66,7 +67,7 @@ def test_a_damaged_record_starts_with_an_untitled_document(qtbot, qasync_loop, t
     for damaged in ("{not json", '[{"path": 3}]', "7", '[{"path": "x"}]'):
         store.setValue(KEY, damaged)
         window = start(qtbot, qasync_loop, store)
-        assert [d.path for d in window.documents()] == [None]
+        assert [d.path for d in window.tabs.documents()] == [None]
         window.close()
 
 
@@ -82,7 +83,7 @@ def test_a_recovered_copy_replaces_the_reopened_unmodified_tab_of_its_file(qtbot
     [orphan] = recovery.find_orphans(root)
     [restored] = recovery.restore(window, orphan)
     orphan.discard()
-    assert window.documents() == [restored]
+    assert window.tabs.documents() == [restored]
     assert document_text(restored.editor.document()) == "unsaved saved\n" and restored.is_modified()
     restored.editor.document().setModified(False)
     window.close()

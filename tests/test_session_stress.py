@@ -33,7 +33,8 @@ from PySide6.QtWidgets import QApplication
 from test_app_support import FakeBackend, make_engine, qasync_loop  # noqa: F401 - fixture
 
 from app import recovery, session as session_module
-from app.codeeditor import CodeEditor, document_text
+from app.codeeditor import CodeEditor
+from app.textpositions import document_text
 from app.document import Document
 from app.infill import InfillOptions, InfillStarter
 from app.session import DEFAULT_KEYS, InfillSession

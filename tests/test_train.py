@@ -8,8 +8,8 @@ import random
 import pytest
 import torch
 
-from model import examples, train
-from model.corpus import Document
+from model.training import examples, train
+from model.training.corpus import Document
 from model.api import InfillRequest
 from model.layout import Layout
 from model.loading import load_backend
@@ -171,7 +171,7 @@ def test_a_deeper_run_starts_from_an_earlier_one_computing_the_same(tmp_path, mo
 
 
 def test_the_corpus_leaves_out_packages_whose_licence_metadata_is_copyleft():
-    from model.corpus import restricted_packages
+    from model.training.corpus import restricted_packages
 
     restricted = restricted_packages()
     assert {"PySide6", "shiboken6", "tqdm", "hypothesis"} <= restricted  # LGPL/GPL, MPL, MPL

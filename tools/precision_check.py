@@ -27,7 +27,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from model.evaluate import pass_time_ms  # noqa: E402
+from model.training.evaluate import pass_time_ms  # noqa: E402
 from model.loading import EMBEDDED_DIR, EMBEDDED_NAME, load_backend  # noqa: E402
 from model.memory import GB, estimate_weights  # noqa: E402
 from model.released import released_config  # noqa: E402

@@ -1,6 +1,6 @@
 """Engine speed figures for ``sfumato bench``: what block denoising buys on this machine.
 
-Quality and speed are measured on the same held-out single-line infill tasks (``model.evaluate``,
+Quality and speed are measured on the same held-out single-line infill tasks (``model.training.evaluate``,
 its ``test`` part) in the same run: once at the shipped sampler settings and once accepting one
 token per pass with no early stop (the sequential baseline: every token costs a pass, as in
 autoregressive decoding), so the speed-up is never reported without the exact
@@ -18,7 +18,7 @@ import torch
 
 from model.api import InfillRequest
 from model.quantization import backend_grad_free
-from model.evaluate import ENTROPY_BOUNDS, ONE_PER_PASS, heldout_documents, make_tasks, pass_time_ms, run, set_sampler
+from model.training.evaluate import ENTROPY_BOUNDS, ONE_PER_PASS, heldout_documents, make_tasks, pass_time_ms, run, set_sampler
 from model.worker import InferenceWorker
 
 

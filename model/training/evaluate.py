@@ -1,9 +1,9 @@
 """Held-out infill evaluation of a model folder, decoded by the engine itself.
 
-    python -m model.evaluate resources/models/sfumato-small --part test --out runs/eval-test.json
-    python -m model.evaluate checkpoints/main/hf --part dev --tune --out runs/tune-dev.json
+    python -m model.training.evaluate resources/models/sfumato-small --part test --out runs/eval-test.json
+    python -m model.training.evaluate checkpoints/main/hf --part dev --tune --out runs/tune-dev.json
 
-Tasks are cut from held-out documents (``model.corpus``: never trained on), halved by name into a
+Tasks are cut from held-out documents (``model.training.corpus``: never trained on), halved by name into a
 ``dev`` part, used to choose sampler settings (``--tune`` writes generation_config.json into the
 model folder: the fastest setting within 2 points of the best exact match, ``choose_sampler``) and
 compare runs, and a ``test`` part that gives the reported figures.
@@ -37,7 +37,7 @@ import torch
 
 from model.api import InfillRequest
 from model.quantization import backend_grad_free
-from model.corpus import Document, heldout_part, iter_documents
+from model.training.corpus import Document, heldout_part, iter_documents
 from model.loading import load_backend
 from model.tokenizer import encode_text
 

@@ -28,8 +28,9 @@ def load_from_spec(spec: str, device: str | None, allow_downloads: bool, trust_r
     return load
 
 
-class Engine(QObject):
-    """One inference worker for the whole application.
+class WorkerAdapter(QObject):
+    """The UI's adapter to the one inference worker (model/worker.py) of the application: it
+    starts and stops the worker and hands its callbacks to the Qt thread.
 
     ``status`` carries a status-bar line: loading, loaded (model and device) or the load error.
     """
@@ -83,25 +84,32 @@ class Engine(QObject):
         self.status.emit(f"No model: {self.error}. Editing works; AI edits are off.")
         self.load_failed.emit(self.error)
 
-    def submit(self, work: Sequence[InfillRequest] | TemplateRequest, session, owner: object) -> Job | None:
-        """Run ``work`` (requests, or a template) for ``session`` (an InfillSession); None without a model."""
+    def submit(
+        self,
+        work: Sequence[InfillRequest] | TemplateRequest,
+        on_drafts: Callable[[tuple[Draft, ...]], None],
+        on_done: Callable[[tuple[Draft, ...]], None],
+        on_error: Callable[[BaseException], None],
+        on_cancelled: Callable[[], None],
+        owner: object,
+    ) -> Job | None:
+        """Run ``work`` (requests, or a template); every callback runs on the Qt thread. None
+        without a model. A new job of the same ``owner`` cancels the one before."""
         if self._worker is None or self.error is not None:
             return None
         loop = self._loop
         slow = self.slow_motion_ms / 1000.0
 
         def on_draft(drafts: tuple[Draft, ...]) -> None:
-            loop.call_soon_threadsafe(session.receive, drafts)
+            loop.call_soon_threadsafe(on_drafts, drafts)
             if slow:
                 time.sleep(slow)  # on the worker thread: slows the passes, never the window
 
-        job = self._worker.submit(
+        return self._worker.submit(
             work,
             on_draft,
-            on_done=lambda drafts: loop.call_soon_threadsafe(session.finish, drafts),
-            on_error=lambda error: loop.call_soon_threadsafe(session.fail, error),
-            on_cancelled=lambda: loop.call_soon_threadsafe(session.cancelled),
+            on_done=lambda drafts: loop.call_soon_threadsafe(on_done, drafts),
+            on_error=lambda error: loop.call_soon_threadsafe(on_error, error),
+            on_cancelled=lambda: loop.call_soon_threadsafe(on_cancelled),
             owner=owner,
         )
-        session.job = job
-        return job

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from model.corpus import Document, heldout_part, iter_documents
+from model.training.corpus import Document, heldout_part, iter_documents
 from model.layout import Layout
 from model.tokenizer import encode_text
 

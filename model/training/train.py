@@ -1,12 +1,12 @@
 """Train the embedded DiffusionGemma on fill-in-the-middle examples from the local corpus.
 
-    python -m model.train --out checkpoints/small                      # CPU, fp32
-    python -m model.train --out checkpoints/small --device cuda --dtype bf16 --workers 14
-    python -m model.train --out checkpoints/small --export resources/models/sfumato-small
+    python -m model.training.train --out checkpoints/small                      # CPU, fp32
+    python -m model.training.train --out checkpoints/small --device cuda --dtype bf16 --workers 14
+    python -m model.training.train --out checkpoints/small --export resources/models/sfumato-small
 
 One training step (shapes for batch B, prompt width P, canvas length C, vocabulary V):
 
-1. Examples are cut from train-split documents at character positions (``model.examples``; in
+1. Examples are cut from train-split documents at character positions (``model.training.examples``; in
    ``--workers`` processes on a GPU) and laid out exactly as the engine lays out a request
    (``model.layout``): prefix, suffix and middle are tokenised separately, as the editor
    tokenises them, so the model never relies on a token that straddles the cursor.
@@ -49,12 +49,12 @@ from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
     EntropyBoundSamplerConfig,
 )
 
-from model import examples
-from model.architecture import small_config
-from model.examples import ExampleMaker, batch_stream
+from model.training import examples
+from model.training.architecture import small_config
+from model.training.examples import ExampleMaker, batch_stream
 from model.tokenizer import load_tokenizer
 
-TOKENIZER_DIR = Path(__file__).resolve().parent.parent / "resources" / "tokenizer"
+TOKENIZER_DIR = Path(__file__).resolve().parents[2] / "resources" / "tokenizer"
 
 
 def corrupt(canvas: torch.Tensor, noise: str, mask_id: int, vocab_size: int, generator: torch.Generator):
@@ -226,7 +226,7 @@ def save_checkpoint(path: Path, state: dict) -> None:
 
 
 def default_generation_config(tokenizer, canvas_length: int, max_new_tokens: int = 64) -> DiffusionGemmaGenerationConfig:
-    """Sampler settings shipped until ``model.evaluate --tune`` has chosen them on the dev part."""
+    """Sampler settings shipped until ``model.training.evaluate --tune`` has chosen them on the dev part."""
     return DiffusionGemmaGenerationConfig(
         max_new_tokens=max_new_tokens,
         max_denoising_steps=canvas_length,

@@ -1,0 +1,159 @@
+"""The window's AI actions: loading the model and showing its state, and Ctrl+K, Fill Gaps, Try Again
+and the review keys acting on the current editor's infill session."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QLabel, QProgressBar
+
+from app.codeeditor import CodeEditor
+from app.documenttabs import DocumentTabs
+from app.infill import InfillOptions, InfillStarter
+from app.inlinebox import InlineBox
+from app.notices import Notices
+from app.session import InfillSession, SessionKeys
+from app.settings import Settings
+from app.worker_adapter import WorkerAdapter, load_from_spec
+
+
+class AiController(QObject):
+    """Owns the worker adapter and the starter; ``model_label`` and ``load_progress`` are its two
+    status-bar widgets. ``model_override`` is ``sfumato --model SPEC``: this run only, never saved."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, tabs: DocumentTabs, notices: Notices,
+                 settings: Settings, save_settings: Callable[[], None], model_override: str | None):
+        super().__init__(tabs)
+        self.tabs = tabs
+        self.notices = notices
+        self.settings = settings
+        self._save_settings = save_settings
+        self.model_override = model_override
+        self.worker = WorkerAdapter(loop, self)
+        self.worker.status.connect(self._show_model_status)
+        self.starter = InfillStarter(self.worker, InfillOptions(), self._session_keys())
+        self.model_label = QLabel("No model")
+        self.load_progress = QProgressBar()
+        self.load_progress.setRange(0, 0)
+        self.load_progress.setMaximumWidth(90)
+        self.load_progress.setMaximumHeight(14)
+        self.load_progress.hide()
+
+    def apply_settings(self) -> None:
+        s = self.settings
+        self.starter.options = InfillOptions(
+            max_new_tokens=s.max_new_tokens,
+            steps=s.steps or None,
+            sampler_bound=s.sampler_bound or None,
+            alternatives=s.alternatives,
+            underline_low_confidence=s.underline_low_confidence,
+        )
+        self.starter.keys = self._session_keys()
+        self.worker.slow_motion_ms = s.slow_motion_ms
+        for document in self.tabs.documents():
+            if document.editor.session is not None:
+                document.editor.session.set_underline(s.underline_low_confidence)
+
+    def _session_keys(self) -> SessionKeys:
+        keys = self.settings.keys
+        return SessionKeys(*(QKeySequence(keys[name]) for name in ("accept", "reject", "next_alternative", "previous_alternative", "try_again")))
+
+    # --- the model ----------------------------------------------------------------------------
+
+    def start_engine(self) -> None:
+        """(Re)load the model in the background; sessions running on the old one are rejected."""
+        s = self.settings
+        for document in self.tabs.documents():
+            document.editor.end_session()
+        device = None if s.device == "auto" else s.device
+        self.load_progress.show()
+        spec = self.model_override or s.model_spec
+        self.worker.start(load_from_spec(spec, device, s.allow_downloads, s.trust_remote_code), spec)
+
+    def _show_model_status(self, text: str) -> None:
+        """A short label at the right (details in its tooltip); the whole line as a message."""
+        worker = self.worker
+        if worker.info is not None:
+            self.model_label.setText(f"{worker.info.name} · {worker.info.device}")
+        elif worker.error is not None:
+            self.model_label.setText("No model")
+        else:
+            self.model_label.setText("Loading model…")
+        self.model_label.setToolTip(text)
+        self.load_progress.setVisible(worker.loading)
+        self.notices.say(text, 10000)
+
+    def _model_ready(self) -> bool:
+        if self.worker.error is not None:
+            self.notices.error(f"AI edits are off: {self.worker.error}. Choose a model in Settings.")
+            return False
+        if self.worker.loading:
+            self.notices.say("The model is still loading; the request will start when it is ready.", 4000)
+        return True
+
+    # --- the actions --------------------------------------------------------------------------
+
+    def rewrite(self) -> None:
+        """Ctrl+K: with a selection, ask strength (and instruction); without, infill at once."""
+        editor = self.tabs.current_editor()
+        if editor is None or not self._model_ready():
+            return
+        editor.end_session()
+        instruction_tuned = self.worker.info is not None and self.worker.info.instruction_tuned
+        if editor.textCursor().hasSelection() or instruction_tuned:
+            box = InlineBox(editor, self.settings.rewrite_strength, instruction_tuned)
+            box.submitted.connect(lambda strength, text: self._rewrite_with(editor, strength, text))
+            box.open()
+        else:
+            self.start(editor, lambda: self.starter.rewrite(editor))
+
+    def _rewrite_with(self, editor: CodeEditor, strength: float, instruction: str) -> None:
+        """Run the box's rewrite; its strength becomes the one the next box starts at."""
+        if strength != self.settings.rewrite_strength:
+            self.settings.rewrite_strength = strength
+            self._save_settings()
+        self.start(editor, lambda: self.starter.rewrite(editor, strength, instruction))
+
+    def fill_gaps(self) -> None:
+        editor = self.tabs.current_editor()
+        if editor is not None and self._model_ready():
+            self.start(editor, lambda: self.starter.fill_gaps(editor))
+
+    def try_again(self) -> None:
+        """Put the original back and run the same request again: a new draw, the same settings."""
+        editor = self.tabs.current_editor()
+        if editor is None or editor.session is None or editor.session.request is None:
+            self.notices.say("Nothing to try again: Ctrl+K starts a rewrite.", 4000)
+        elif self._model_ready():
+            self.start(editor, editor.session.again)
+
+    def on_session(self, action: Callable[[InfillSession], object]) -> None:
+        """Accept, reject, the alternatives: ``action`` on the current editor's session, if any."""
+        editor = self.tabs.current_editor()
+        if editor is not None and editor.session is not None:
+            action(editor.session)
+
+    def start(self, editor: CodeEditor, begin: Callable[[], InfillSession | None]) -> None:
+        """Start a session in ``editor`` with ``begin`` and show its progress in the status bar."""
+        editor.setFocus()  # Tab, Esc and Alt+] reach the session only from the editor
+        try:
+            session = begin()
+        except ValueError as error:
+            self.notices.say(str(error), 6000)
+            return
+        if session is None:
+            return
+        session.progress.connect(self.notices.say)
+        session.again_requested.connect(self.try_again)
+        session.ended.connect(lambda outcome, text, e=editor: self._session_ended(e, text))
+        if editor.document().isRedoAvailable():
+            self.notices.say("Denoising… (the redo history is replaced by this edit)")
+        else:
+            self.notices.say("Denoising…")
+
+    def _session_ended(self, editor: CodeEditor, text: str) -> None:
+        self.notices.say(text, 6000)
+        self.tabs.update_title(editor)

@@ -1,0 +1,81 @@
+"""How a draft looks in the editor: extra selections over each region, by the tokens' state.
+
+While denoising, a token not yet accepted is tinted by how unsure the model is and its text faded;
+accepted tokens and the finished result get a light tint (low-confidence ones a wavy underline if
+the user asks); a region with no draft yet, or whose tokens do not add up to its text, one tint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PySide6.QtGui import QColor, QPalette, QTextCharFormat, QTextCursor, QTextDocument
+from PySide6.QtWidgets import QTextEdit
+
+from app.textpositions import as_stored, utf16_length
+from model.api import Candidate
+
+LOW_CONFIDENCE = 0.5
+
+
+def faded(color: QColor, alpha: int) -> QColor:
+    color = QColor(color)
+    color.setAlpha(alpha)
+    return color
+
+
+def draft_selections(
+    document: QTextDocument,
+    palette: QPalette,
+    spans: Sequence[tuple[int, int]],
+    candidates: Sequence[Candidate | None],
+    done: bool,
+    showing_original: bool,
+    underline_low_confidence: bool,
+) -> list[QTextEdit.ExtraSelection]:
+    """The selections for regions at ``spans`` showing ``candidates`` (None: no draft yet); ``done``:
+    the final result is shown; ``showing_original``: the review shows the original text."""
+    text = palette.color(QPalette.ColorRole.Text)
+    accent = palette.color(QPalette.ColorRole.Highlight)
+    selections = []
+    for candidate, (start, end) in zip(candidates, spans):
+        if candidate is None:
+            selections.append(_selection(document, start, end, _format(faded(accent, 60))))
+            continue
+        if showing_original:
+            selections.append(_selection(document, start, end, _format(faded(text, 22))))
+            continue
+        if sum(utf16_length(as_stored(token.text)) for token in candidate.tokens) != end - start:
+            selections.append(_selection(document, start, end, _format(faded(accent, 40))))
+            continue
+        position = start
+        for token in candidate.tokens:
+            stop = position + utf16_length(as_stored(token.text))
+            if done or token.accepted:
+                fmt = _format(faded(accent, 34))
+                if done and underline_low_confidence and token.confidence < LOW_CONFIDENCE:
+                    fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
+                    fmt.setUnderlineColor(QColor("#d04040"))
+            else:
+                unsure = 1.0 - max(0.0, min(1.0, token.confidence))
+                fmt = _format(faded(accent, int(30 + 110 * unsure)), foreground=faded(text, 110))
+            selections.append(_selection(document, position, stop, fmt))
+            position = stop
+    return selections
+
+
+def _format(background: QColor, foreground: QColor | None = None) -> QTextCharFormat:
+    fmt = QTextCharFormat()
+    fmt.setBackground(background)
+    if foreground is not None:
+        fmt.setForeground(foreground)
+    return fmt
+
+
+def _selection(document: QTextDocument, start: int, end: int, fmt: QTextCharFormat) -> QTextEdit.ExtraSelection:
+    selection = QTextEdit.ExtraSelection()
+    selection.cursor = QTextCursor(document)
+    selection.cursor.setPosition(start)
+    selection.cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+    selection.format = fmt
+    return selection

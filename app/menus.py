@@ -1,0 +1,123 @@
+"""The window's menu bar: every command with its name and default shortcut (the command palette
+lists the same actions). The actions whose shortcut, text or check mark follow the settings come
+back in ``MenuActions``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMenu
+
+from app.codeeditor import CodeEditor
+from app.session import InfillSession
+
+if TYPE_CHECKING:
+    from app.mainwindow import MainWindow
+
+
+@dataclass
+class MenuActions:
+    recent: QMenu
+    rewrite: QAction
+    fill: QAction
+    accept: QAction
+    reject: QAction
+    try_again: QAction
+    wrap: QAction
+    whitespace: QAction
+    underline: QAction
+    slow_motion: QAction
+
+
+def _action(window: MainWindow, menu: QMenu, text: str, slot, shortcut=None, checkable: bool = False) -> QAction:
+    action = QAction(text, window)
+    if shortcut is not None:
+        action.setShortcut(QKeySequence(shortcut))
+    action.setCheckable(checkable)
+    action.triggered.connect(lambda checked=False: slot())
+    menu.addAction(action)
+    return action
+
+
+def build_menus(window: MainWindow) -> MenuActions:
+    """File, Edit, View, AI and Help, wired to ``window``, its tabs and its AI controller."""
+    tabs, ai, on_editor = window.tabs, window.ai, window.on_editor
+    keys = QKeySequence.StandardKey
+    menus = window.menuBar()
+
+    file = menus.addMenu("&File")
+    _action(window, file, "&New", tabs.new_document, keys.New)
+    _action(window, file, "&Open…", tabs.open_dialog, keys.Open)
+    _action(window, file, "Open &Folder…", window.open_folder_dialog)
+    _action(window, file, "Go to &File…", window.go_to_file, "Ctrl+P")
+    recent = file.addMenu("Open &Recent")
+    recent.aboutToShow.connect(window.fill_recent)
+    _action(window, file, "&Save", tabs.save, keys.Save)
+    _action(window, file, "Save &As…", tabs.save_as, keys.SaveAs)
+    _action(window, file, "Save A&ll", tabs.save_all, "Ctrl+Alt+S")
+    _action(window, file, "&Close", lambda: tabs.close_tab(tabs.current_editor()), keys.Close)
+    file.addSeparator()
+    _action(window, file, "Settings…", window.open_settings, keys.Preferences)
+    _action(window, file, "&Quit", window.close, keys.Quit)
+
+    edit = menus.addMenu("&Edit")
+    _action(window, edit, "&Undo", lambda: on_editor(CodeEditor.safe_undo), keys.Undo)
+    _action(window, edit, "&Redo", lambda: on_editor(CodeEditor.safe_redo), keys.Redo)
+    edit.addSeparator()
+    _action(window, edit, "Cu&t", lambda: on_editor(CodeEditor.cut))
+    _action(window, edit, "&Copy", lambda: on_editor(CodeEditor.copy))
+    _action(window, edit, "&Paste", lambda: on_editor(CodeEditor.paste))
+    edit.addSeparator()
+    _action(window, edit, "Toggle &Comment", window.toggle_comment, "Ctrl+/")
+    _action(window, edit, "&Duplicate Lines", lambda: on_editor(CodeEditor.duplicate_lines), "Ctrl+Shift+D")
+    _action(window, edit, "Add Next &Occurrence", lambda: on_editor(CodeEditor.add_next_occurrence), "Ctrl+D")
+    _action(window, edit, "Move Lines &Up", lambda: on_editor(lambda e: e.move_lines(down=False)), "Alt+Up")
+    _action(window, edit, "Move Lines Do&wn", lambda: on_editor(lambda e: e.move_lines(down=True)), "Alt+Down")
+    edit.addSeparator()
+    find_bar = window.find_bar
+    _action(window, edit, "&Find…", lambda: find_bar.open(replace=False), keys.Find)
+    _action(window, edit, "&Replace…", lambda: find_bar.open(replace=True), keys.Replace)
+    _action(window, edit, "Find &Next", lambda: find_bar.find(False), keys.FindNext)
+    _action(window, edit, "Find Pre&vious", lambda: find_bar.find(True), keys.FindPrevious)
+    _action(window, edit, "&Go to Line…", window.go_to_line, "Ctrl+G")
+    _action(window, edit, "Go to &Symbol…", window.go_to_symbol, "Ctrl+Shift+O")
+    _action(window, edit, "Find in F&older…", window.find_in_folder, "Ctrl+Shift+F")
+
+    view = menus.addMenu("&View")
+    _action(window, view, "&Command Palette…", window.show_palette, "Ctrl+Shift+P")
+    sidebar = window.folder.tree_dock.toggleViewAction()
+    sidebar.setText("&Sidebar")
+    sidebar.setShortcut(QKeySequence("Ctrl+B"))
+    view.addAction(sidebar)
+    view.addSeparator()
+    _action(window, view, "Zoom &In", lambda: on_editor(lambda e: e.zoom(1)), keys.ZoomIn)
+    _action(window, view, "Zoom &Out", lambda: on_editor(lambda e: e.zoom(-1)), keys.ZoomOut)
+    _action(window, view, "&Reset Zoom", lambda: on_editor(lambda e: e.zoom(0)), "Ctrl+0")
+    view.addSeparator()
+    _action(window, view, "Next &Tab", lambda: window.step_tab(1)).setShortcuts([QKeySequence("Ctrl+PgDown"), QKeySequence("Ctrl+Tab")])
+    _action(window, view, "Pre&vious Tab", lambda: window.step_tab(-1)).setShortcuts([QKeySequence("Ctrl+PgUp"), QKeySequence("Ctrl+Shift+Tab")])
+    _action(window, view, "Reopen C&losed Tab", tabs.reopen_closed_tab, "Ctrl+Shift+T")
+    view.addSeparator()
+    wrap = _action(window, view, "&Word Wrap", lambda: window.toggle("word_wrap", wrap.isChecked()), "Alt+Z", checkable=True)
+    whitespace = _action(window, view, "Show W&hitespace", lambda: window.toggle("show_whitespace", whitespace.isChecked()), checkable=True)
+    underline = _action(window, view, "&Underline Low-Confidence Tokens",
+                        lambda: window.toggle("underline_low_confidence", underline.isChecked()), checkable=True)
+    slow = _action(window, view, "&Slow Motion", lambda: window.toggle("slow_motion_ms", 250 if slow.isChecked() else 0), checkable=True)
+
+    ai_menu = menus.addMenu("&AI")
+    rewrite = _action(window, ai_menu, "&Rewrite Selection / Infill at Cursor", ai.rewrite)
+    fill = _action(window, ai_menu, "&Fill Every [MASK] Gap", ai.fill_gaps)
+    ai_menu.addSeparator()
+    accept = _action(window, ai_menu, "&Accept", lambda: ai.on_session(InfillSession.accept))
+    reject = _action(window, ai_menu, "Re&ject", lambda: ai.on_session(InfillSession.reject))
+    _action(window, ai_menu, "&Next Alternative", lambda: ai.on_session(lambda s: s.cycle(1)))
+    _action(window, ai_menu, "&Previous Alternative", lambda: ai.on_session(lambda s: s.cycle(-1)))
+    try_again = _action(window, ai_menu, "&Try Again", ai.try_again)
+    ai_menu.addSeparator()
+    _action(window, ai_menu, "Reload &Model", ai.start_engine)
+
+    help_menu = menus.addMenu("&Help")
+    _action(window, help_menu, "&About Sfumato", window.show_about)
+    return MenuActions(recent, rewrite, fill, accept, reject, try_again, wrap, whitespace, underline, slow)

@@ -1,0 +1,28 @@
+"""How the window tells the user things: a status-bar line, and a window-modal box for errors and
+questions that does not block the event loop."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QMainWindow, QMessageBox
+
+
+class Notices:
+    """``box`` is the last window-modal box opened (kept so it is not garbage-collected open)."""
+
+    def __init__(self, window: QMainWindow):
+        self.window = window
+        self.box: QMessageBox | None = None
+
+    def say(self, text: str, milliseconds: int = 0) -> None:
+        """A status-bar line, for ``milliseconds`` (0: until the next one)."""
+        self.window.statusBar().showMessage(text, milliseconds)
+
+    def error(self, text: str) -> None:
+        """Tell the user in the status bar and in a window-modal box."""
+        self.say(text, 10000)
+        self.open(QMessageBox(QMessageBox.Icon.Warning, "Sfumato", text, QMessageBox.StandardButton.Ok, self.window))
+
+    def open(self, box: QMessageBox) -> None:
+        """Show ``box`` window-modal; its ``finished`` signal carries the answer."""
+        self.box = box
+        box.open()

@@ -1,0 +1,218 @@
+"""The layering rules, checked from the source: imports are read with ``ast``, never executed.
+
+Imports under ``if TYPE_CHECKING:`` are for type checkers only and do not count. Function-level
+(lazy) imports do count: a cycle through one still ties the modules together.
+"""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+import sys
+import tomllib
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ["model", "app"]
+MAX_LINES = 500
+TRANSFORMERS_ADAPTER = "model.diffusion_gemma_library"
+
+
+def modules(package: str) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of ``package`` and its subpackages."""
+    found = {}
+    for path in sorted((REPO / package).rglob("*.py")):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_nodes(node: ast.AST, in_functions: bool = True):
+    """Every node under ``node``, leaving out the bodies of ``if TYPE_CHECKING:`` (and of functions
+    unless ``in_functions``)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for other in child.orelse:
+                yield other
+                yield from _runtime_nodes(other, in_functions)
+            continue
+        if not in_functions and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        yield child
+        yield from _runtime_nodes(child, in_functions)
+
+
+def imported_names(name: str, path: Path, in_functions: bool = True) -> set[str]:
+    """Dotted names module ``name`` imports at run time: ``from a.b import c`` gives ``a.b.c``.
+    Without ``in_functions``, only those imported when the module itself is imported."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    names = set()
+    for node in _runtime_nodes(tree, in_functions):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def resolve(name: str, known: dict[str, Path]) -> str | None:
+    """The longest known module that ``name`` is or lies in (``a.b.c`` -> ``a.b`` for a class c)."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def import_graph(package: str) -> dict[str, set[str]]:
+    """Module -> the modules of ``package`` it imports (a package's ``__init__`` counts as one)."""
+    known = modules(package)
+    graph = {}
+    for name, path in known.items():
+        targets = {resolve(imported, known) for imported in imported_names(name, path)}
+        graph[name] = {target for target in targets if target is not None and target != name}
+    return graph
+
+
+def import_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (its modules in order), or None when it has none."""
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as error:
+        return error.args[1]
+    return None
+
+
+def long_modules(package: str, limit: int = MAX_LINES) -> dict[str, int]:
+    """Modules of ``package`` longer than ``limit`` lines, with their lengths."""
+    lengths = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in modules(package).items()}
+    return {name: lines for name, lines in lengths.items() if lines > limit}
+
+
+def unresolved_imports(package: str) -> set[str]:
+    """Imports of ``package``'s own modules that name no module, no module's attribute and no name
+    the package binds in this checkout (an editable install of another checkout would otherwise
+    answer them, hiding a missed move)."""
+    known = modules(package)
+    missing = set()
+    for name, path in known.items():
+        for imported in imported_names(name, path):
+            if imported.split(".")[0] != package or imported in known:
+                continue
+            parent, _, leaf = imported.rpartition(".")
+            if parent in known and (not _is_package(known[parent]) or leaf in _bound_names(known[parent])):
+                continue
+            missing.add(f"{name}: {imported}")
+    return missing
+
+
+def _is_package(path: Path) -> bool:
+    return path.name == "__init__.py"
+
+
+def _bound_names(path: Path) -> set[str]:
+    """Names an ``__init__.py`` defines or imports at its top level."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Assign):
+            names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+    return names
+
+
+def private_calls(package: str, prefix: str) -> dict[str, set[str]]:
+    """Module -> the attributes starting with ``prefix`` it calls (``model._prepare_sampler(...)``)."""
+    found = {}
+    for name, path in modules(package).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        called = {
+            node.func.attr
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.startswith(prefix)
+        }
+        if called:
+            found[name] = called
+    return found
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_cycles(package):
+    assert import_cycle(import_graph(package)) is None
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_is_over_the_line_limit(package):
+    assert long_modules(package) == {}
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_import_of_the_package_resolves_in_this_checkout(package):
+    assert unresolved_imports(package) == set()
+
+
+def test_the_runtime_never_imports_training():
+    graph = import_graph("model")
+    runtime = {name: targets for name, targets in graph.items() if not name.startswith("model.training")}
+    offending = {name: sorted(t for t in targets if t.startswith("model.training")) for name, targets in runtime.items()}
+    assert {name: targets for name, targets in offending.items() if targets} == {}
+
+
+def test_the_app_imports_training_only_inside_the_commands_that_train_or_evaluate():
+    loaded_with_the_app = {
+        name: sorted(imported for imported in imported_names(name, path, in_functions=False) if imported.startswith("model.training"))
+        for name, path in modules("app").items()
+    }
+    assert {name: names for name, names in loaded_with_the_app.items() if names} == {}
+
+
+def test_transformers_private_generation_api_is_called_from_one_module():
+    calls = private_calls("model", "_prepare_")
+    assert set(calls) == {TRANSFORMERS_ADAPTER}
+
+
+def test_transformers_is_capped_below_its_next_major_version_and_installed_within_the_range():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    (transformers,) = [Requirement(line) for line in project["dependencies"] if Requirement(line).name == "transformers"]
+    assert any(spec.operator in {"<", "<=", "==", "~="} for spec in transformers.specifier)
+    assert transformers.specifier.contains(version("transformers"))
+
+
+# The helpers must see what they are meant to catch, or the checks above prove nothing.
+
+
+def test_the_helpers_find_a_cycle_a_long_module_and_a_missed_move(tmp_path, monkeypatch):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from pkg.b import thing\n")
+    (package / "b.py").write_text("def f():\n    from pkg import a\n" + "x = 1\n" * MAX_LINES)
+    (package / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\nfrom pkg import gone\n"
+        "x._prepare_sampler(config)\ndef later():\n    import pkg.b\n"
+    )
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    graph = import_graph("pkg")
+    assert graph["pkg.c"] == {"pkg", "pkg.b"}  # the TYPE_CHECKING import of a does not count
+    assert imported_names("pkg.c", package / "c.py", in_functions=False) == {"typing.TYPE_CHECKING", "pkg.gone"}
+    assert sorted(import_cycle(graph)[:2]) == ["pkg.a", "pkg.b"]
+    assert import_cycle({"x": {"y"}, "y": {"z"}, "z": set()}) is None  # a chain is no cycle
+    assert set(long_modules("pkg")) == {"pkg.b"}
+    assert unresolved_imports("pkg") == {"pkg.c: pkg.gone"}
+    assert private_calls("pkg", "_prepare_") == {"pkg.c": {"_prepare_sampler"}}
