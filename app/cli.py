@@ -51,6 +51,7 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     editor = ArgumentParser(prog="sfumato", description="Sfumato: an editor whose AI edits are made by diffusion.")
     editor.add_argument("files", nargs="*", help="files to open (a folder opens in the sidebar)")
     editor.add_argument("--model", default=None, help="model spec for this run (default: settings)")
+    hardware_options(editor, default_device=None)  # for this run; default: settings
     editor.add_argument("--version", action="version", version=f"sfumato {VERSION}")
     return {"infill": infill, "fill": fill, "editor": editor}
 
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(1, "interrupted")
     from app.application import run
 
-    return run(args.files, args.model)
+    return run(args.files, args.model, args.device, args.quantize)
 
 
 def _fail(code: int, message: str) -> int:

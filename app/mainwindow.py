@@ -31,14 +31,15 @@ from app.symbols import symbols
 from app.textpositions import position_of
 
 MAX_FILES_REPLACED = 200  # Replace All in Folder opens at most this many tabs at once
-MODEL_SETTINGS = {"model_spec", "device", "allow_downloads", "trust_remote_code"}  # a change reloads
+MODEL_SETTINGS = {"model_spec", "device", "quantize", "allow_downloads", "trust_remote_code"}  # a change reloads
 
 
 class MainWindow(QMainWindow):
     """``tabs`` (the documents), ``ai`` (model and AI actions), ``folder`` (sidebar panels),
     ``find_bar``, ``notices`` (status line, message boxes), ``menu_actions`` (entries the settings set)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, store: QSettings, model_spec: str | None = None):
+    def __init__(self, loop: asyncio.AbstractEventLoop, store: QSettings, model_spec: str | None = None,
+                 device: str | None = None, quantize: str | None = None):
         super().__init__()
         self.store = store
         self.settings = Settings.load(store)
@@ -54,7 +55,8 @@ class MainWindow(QMainWindow):
         self.tabs.title_changed.connect(self.setWindowTitle)
         self.tabs.format_changed.connect(lambda document: self.format_label.setText(document.format.label))
         self.tabs.currentChanged.connect(self._current_changed)
-        self.ai = AiController(loop, self.tabs, self.notices, self.settings, self.save_settings, model_spec)
+        self.ai = AiController(loop, self.tabs, self.notices, self.settings, self.save_settings, model_spec,
+                               {"device": device, "quantize": quantize})
         self.find_bar = FindBar()
         self.find_bar.hide()
         self.find_bar.message.connect(lambda text: self.notices.say(text, 4000))
@@ -78,7 +80,7 @@ class MainWindow(QMainWindow):
         self.language_label = QLabel()
         self.indent_label = QLabel()
         for widget in (self.position_label, self.indent_label, self.format_label, self.language_label,
-                       self.ai.load_progress, self.ai.model_label):
+                       self.ai.load_progress, self.ai.cancel_load, self.ai.model_label):
             self.statusBar().addPermanentWidget(widget)
 
     # --- settings -----------------------------------------------------------------------------
@@ -134,6 +136,7 @@ class MainWindow(QMainWindow):
         self.apply_settings()
         if changed & MODEL_SETTINGS:
             self.ai.model_override = None  # the user chose a model: it wins over the command line
+            self.ai.hardware_override = {}
             self.ai.start_engine()
 
     # --- the status bar -----------------------------------------------------------------------
