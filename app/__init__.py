@@ -1,1 +1,1 @@
-"""The Qt application (see DESIGN.md)."""
+"""The Qt application (see docs/architecture.md)."""

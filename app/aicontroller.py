@@ -8,16 +8,18 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QLabel, QProgressBar, QToolButton
+from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QToolButton
 
 from app.codeeditor import CodeEditor
 from app.documenttabs import DocumentTabs
 from app.infill import InfillOptions, InfillStarter
 from app.inlinebox import InlineBox
 from app.notices import Notices
+from app.server_consent import ServerConsent
 from app.session import InfillSession, SessionKeys
 from app.settings import Settings
 from app.worker_adapter import WorkerAdapter, load_from_spec, model_label
+from model.loading import SERVER_URL
 
 
 class AiController(QObject):
@@ -38,6 +40,9 @@ class AiController(QObject):
         self.worker = WorkerAdapter(loop, self)
         self.worker.status.connect(self._show_model_status)
         self.worker.load_progress.connect(self._show_load_progress)
+        self.worker.served.connect(self._show_server_status)
+        self.consent = ServerConsent(settings, self._ask, remembered=save_settings)
+        self._spec = ""  # what the worker loaded (a server's URL for a served model)
         self.starter = InfillStarter(self.worker, InfillOptions(), self._session_keys())
         self.model_label = QLabel("No model")
         self.load_progress = QProgressBar()
@@ -83,8 +88,10 @@ class AiController(QObject):
         self.load_progress.setRange(0, 0)  # busy until the first tensor is read
         self.load_progress.show()
         self.cancel_load.show()
-        spec = self.model_override or s.model_spec
-        self.worker.start_loading(load_from_spec(spec, device, quantize, s.allow_downloads, s.trust_remote_code), spec)
+        spec = self._spec = self.model_override or s.active_model_spec
+        remote_model = (s.server_model or None) if spec == s.server_url else None  # the Server page's model name
+        loader = load_from_spec(spec, device, quantize, s.allow_downloads, s.trust_remote_code, remote_model)
+        self.worker.start_loading(loader, spec)
 
     def _show_load_progress(self, done: int, total: int) -> None:
         self.load_progress.setRange(0, total)
@@ -104,6 +111,25 @@ class AiController(QObject):
         self.load_progress.setVisible(worker.loading)
         self.cancel_load.setVisible(worker.loading)
         self.notices.say(text, 10000)
+
+    def _show_server_status(self, line: str) -> None:
+        """A served model: the server, its last round trip and speed, and what the user should know."""
+        self.model_label.setText(line)
+        self.model_label.setToolTip(f"{self.worker.info.name if self.worker.info else ''}\n{line}")
+
+    def _ask(self, title: str, question: str) -> bool:
+        """A privacy question, on the UI thread, before anything is sent."""
+        answer = QMessageBox.question(self.tabs.window(), title, question)
+        return answer == QMessageBox.StandardButton.Yes
+
+    def _may_send(self) -> bool:
+        """False (and nothing sent) when the user does not let the document go to the server."""
+        if not SERVER_URL.match(self._spec):
+            return True
+        if self.consent.allows(self._spec):
+            return True
+        self.notices.say("Nothing was sent: the server was not allowed. Your text is unchanged.", 6000)
+        return False
 
     def _model_ready(self) -> bool:
         if self.worker.error is not None:
@@ -158,6 +184,8 @@ class AiController(QObject):
     def start(self, editor: CodeEditor, begin: Callable[[], InfillSession | None]) -> None:
         """Start a session in ``editor`` with ``begin`` and show its progress in the status bar."""
         editor.setFocus()  # Tab, Esc and Alt+] reach the session only from the editor
+        if not self._may_send():
+            return
         try:
             session = begin()
         except ValueError as error:
@@ -168,10 +196,12 @@ class AiController(QObject):
         session.progress.connect(self.notices.say)
         session.again_requested.connect(self.try_again)
         session.ended.connect(lambda outcome, text, e=editor: self._session_ended(e, text))
+        info = self.worker.info
+        doing = f"Waiting for server {info.device}…" if info is not None and info.backend == "remote" else "Denoising…"
         if editor.document().isRedoAvailable():
-            self.notices.say("Denoising… (the redo history is replaced by this edit)")
+            self.notices.say(f"{doing} (the redo history is replaced by this edit)")
         else:
-            self.notices.say("Denoising…")
+            self.notices.say(doing)
 
     def _session_ended(self, editor: CodeEditor, text: str) -> None:
         self.notices.say(text, 6000)

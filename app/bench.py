@@ -2,6 +2,9 @@
 
     sfumato bench [--json] [--model SPEC] [--quick] [--plot PATH]
 
+With a server URL as the model, the figures are the server's: first-chunk latency, tokens/s and
+cancel-to-closed time (``model.remote.figures``).
+
 Process-level figures (window shown, model ready, GUI stall, peak memory) come from
 ``app.bench_probe`` subprocesses, medians of several runs; engine figures (prefill, pass,
 first draft, quality against speed) from ``model.training.benchmark`` on a loaded model.
@@ -127,16 +130,24 @@ def main(argv: list[str]) -> int:
     parser = ArgumentParser(prog="sfumato bench", description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    parser.add_argument("--model", default="embedded")
+    parser.add_argument("--model", default="embedded", help="a model spec, or a server URL ending in /v1")
+    parser.add_argument("--remote-model", default=None, help="with a server URL: the served model")
     hardware_options(parser)
     parser.add_argument("--quick", action="store_true", help="fewer tasks and repeats (under a minute)")
     parser.add_argument("--plot", default="bench.png", help="where to write the PNG plot")
     args = parser.parse_args(argv)
 
-    from model.training.benchmark import engine_figures
     from model.loading import load_backend
 
-    backend = load_backend(args.model, device=args.device, quantize=args.quantize)
+    backend = load_backend(args.model, remote_model=args.remote_model, device=args.device, quantize=args.quantize)
+    if backend.info.backend == "remote":  # a served model: round trips and cancel, not passes
+        from model.remote.figures import remote_figures
+
+        figures = {"model": backend.info.name, **remote_figures(backend, runs=5 if args.quick else 20)}
+        print(json.dumps(figures, indent=1) if args.json else table(figures))
+        return 0
+    from model.training.benchmark import engine_figures
+
     figures: dict = {"model": backend.info.name, "machine": machine(), "device": backend.info.device,
                      "precision": backend.info.precision, "weights_mb": round(backend.info.memory_bytes / 1e6, 1)}
     figures.update(engine_figures(backend, quick=args.quick))

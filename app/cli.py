@@ -27,7 +27,8 @@ MAX_NEW_TOKENS = 4096  # per JSONL request; a larger number would keep the model
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default="embedded", help="embedded | a model folder | a hub id")
+    parser.add_argument("--model", default="embedded", help="embedded | a model folder | a hub id | http(s)://host:port/v1")
+    parser.add_argument("--remote-model", default=None, help="with a server URL: the served model (default: its first)")
     hardware_options(parser)
     parser.add_argument("--steps", type=int, default=None, help="denoising passes per canvas")
     parser.add_argument("--seed", type=int, default=None, help="make runs reproducible")
@@ -91,8 +92,10 @@ def _load(args):
     from model.load_progress import terminal_bar
     from model.loading import load_backend
 
-    return load_backend(args.model, device=args.device, allow_downloads=args.allow_downloads, quantize=args.quantize,
-                        progress=terminal_bar())
+    return load_backend(
+        args.model, device=args.device, allow_downloads=args.allow_downloads, remote_model=args.remote_model,
+        quantize=args.quantize, progress=terminal_bar(),
+    )
 
 
 # ---- infill --jsonl --------------------------------------------------------------------------

@@ -31,7 +31,10 @@ from app.symbols import symbols
 from app.textpositions import position_of
 
 MAX_FILES_REPLACED = 200  # Replace All in Folder opens at most this many tabs at once
-MODEL_SETTINGS = {"model_spec", "device", "quantize", "allow_downloads", "trust_remote_code"}  # a change reloads
+MODEL_SETTINGS = {  # a change reloads
+    "model_spec", "device", "quantize", "allow_downloads", "trust_remote_code", "use_server", "server_url",
+    "server_model",
+}
 
 
 class MainWindow(QMainWindow):

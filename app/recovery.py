@@ -9,7 +9,7 @@ The root is ``$SFUMATO_RECOVERY_DIR`` when set (tests), else ``recovery`` in the
 application-data folder. Every ``SNAPSHOT_MS`` and when the application quits, each modified
 document whose text changed since the last copy is written atomically (``fileio.write_atomic``),
 and copies of documents that were saved or closed are removed. A copy holds
-``editor.saved_text()``: the user's text, never an infill draft (DESIGN.md, "Infill session").
+``editor.saved_text()``: the user's text, never an infill draft (docs/architecture.md, "The rules that protect the user's text").
 
 On the next start, session folders whose lock is free (their editor is gone: a crash, a kill, a
 power cut, or a quit with documents left unsaved) are offered back. Restoring opens each copy in

@@ -1,7 +1,7 @@
 """An infill session: one or more regions of a document being rewritten by the model.
 
-How the draft is shown without ever becoming part of the user's history (DESIGN.md, "Infill
-session"): each pass's text is written into the regions as **one edit block that is always the
+How the draft is shown without ever becoming part of the user's history (docs/architecture.md,
+"The rules that protect the user's text"): each pass's text is written into the regions as **one edit block that is always the
 top of the undo stack**. Before any edit of the user's runs (``user_edit``), that block is taken
 out again with a single ``undo()`` and the redo entry it leaves is dropped; the user's edit then
 lands on the original text and becomes an ordinary undo step of its own; the draft is written
@@ -349,13 +349,16 @@ class InfillSession(QObject):
             drafts, self._pending = self._pending, None
             self._show(drafts)
             total = f"/{self._total_steps}" if self._total_steps else ""
-            self.progress.emit(f"Pass {drafts[0].batch_passes}{total} · {self._stats(drafts)}")
+            passes = drafts[0].batch_passes
+            self.progress.emit(f"{f'Pass {passes}{total}' if passes else 'Receiving'} · {self._stats(drafts)}")
 
     def _stats(self, drafts: tuple[Draft, ...]) -> str:
+        """Speed so far; tokens per pass only where the backend counts passes (a server does not)."""
         draft = drafts[0]
         seconds = max(time.monotonic() - self._started, 1e-6)
         generated = sum(d.generated_tokens for d in drafts)
-        return f"{draft.tokens_per_pass:.1f} tokens/pass · {generated / seconds:.0f} tokens/s"
+        per_pass = f"{draft.tokens_per_pass:.1f} tokens/pass · " if draft.forward_passes else ""
+        return f"{per_pass}{generated / seconds:.0f} tokens/s"
 
     def _candidates(self) -> list[Candidate]:
         if self.showing_original:

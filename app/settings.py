@@ -39,6 +39,11 @@ class Settings:
     show_whitespace: bool = False  # spaces and tabs drawn as faint dots and arrows
     reopen_files: bool = True  # at start without files named: the files open when it last closed
     folder: str = ""  # the folder open in the sidebar at the last close ("" for none)
+    use_server: bool = False  # run AI edits on `server_url` instead of `model_spec`
+    server_url: str = ""  # http(s)://host:port/v1; its API key lives in the OS keyring, never here
+    server_model: str = ""  # "" for the first model the server lists
+    servers_allowed: list[str] = field(default_factory=list)  # origins the user let document text go to
+    plain_http_allowed: list[str] = field(default_factory=list)  # public origins allowed without TLS
     keys: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_KEYS))
     recent_files: list[str] = field(default_factory=list)
 
@@ -69,6 +74,11 @@ class Settings:
             else:
                 store.setValue(item.name, value)
         store.sync()
+
+    @property
+    def active_model_spec(self) -> str:
+        """What the engine loads: the server's URL when a server is chosen, else the model spec."""
+        return self.server_url if self.use_server and self.server_url else self.model_spec
 
     def replace_with(self, other: Settings) -> set[str]:
         """Take ``other``'s values in place (the window's parts share this object); the names that changed."""

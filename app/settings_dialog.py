@@ -24,7 +24,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.server_page import ServerPage
 from app.settings import DEFAULT_KEYS, Settings
+from model.api import EngineError
+from model.remote.credentials import store_api_key
 
 KEY_LABELS = {
     "rewrite": "Rewrite selection / infill at cursor",
@@ -59,6 +62,8 @@ class SettingsDialog(QDialog):
         self._settings = copy.deepcopy(settings)
         tabs = QTabWidget()
         tabs.addTab(self._model_page(), "Model")
+        self.server_page = ServerPage(self._settings)
+        tabs.addTab(self.server_page, "Server")
         tabs.addTab(self._editor_page(), "Editor")
         tabs.addTab(self._keys_page(), "Keys")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
@@ -76,7 +81,7 @@ class SettingsDialog(QDialog):
         self.model_spec.setEditable(True)
         self.model_spec.addItems(["embedded", "google/diffusiongemma-26B-A4B-it"])
         self.model_spec.setCurrentText(s.model_spec)
-        self.model_spec.setToolTip("'embedded', a model folder, or a hub id (owner/name)")
+        self.model_spec.setToolTip("'embedded', a model folder, or a hub id (owner/name); a served model: the Server tab")
         browse = QPushButton("Folder…")
         browse.clicked.connect(self._browse_model)
         row = QHBoxLayout()
@@ -183,6 +188,20 @@ class SettingsDialog(QDialog):
         if answer != QMessageBox.StandardButton.Yes:
             self.trust_remote_code.setChecked(False)
 
+    def accept(self) -> None:
+        """Refuse a bad server URL; store a new API key in the keyring (never in the settings)."""
+        problem = self.server_page.problem()
+        key = self.server_page.new_api_key()
+        if problem is None and key is not None:
+            try:
+                store_api_key(self.server_page.url.text().strip(), key)
+            except EngineError as error:
+                problem = str(error)
+        if problem is not None:
+            QMessageBox.warning(self, "Server", problem)
+            return
+        super().accept()
+
     def result_settings(self) -> Settings:
         s = self._settings
         s.model_spec = self.model_spec.currentText().strip() or "embedded"
@@ -202,4 +221,5 @@ class SettingsDialog(QDialog):
         s.reopen_files = self.reopen_files.isChecked()
         s.auto_close = self.auto_close.isChecked()
         s.keys = {a: e.keySequence().toString() or DEFAULT_KEYS[a] for a, e in self.key_edits.items()}
+        self.server_page.apply(s)
         return s

@@ -6,8 +6,8 @@ The real window, engine, worker thread and model run (offscreen unless a display
 session is a rewrite of a random selection, an infill at a random cursor, or a gap fill of a
 ``[MASK]`` the script types. Some are rejected or interrupted while the model runs, some have text
 typed before them mid-run; the rest are accepted or rejected once ready. After each one the
-rules of DESIGN.md "Infill session" are checked: reject and interruption leave the text as it
-was; accept is one undo step (undo gives back the text before, redo the result); nothing a
+rules that protect the user's text (docs/architecture.md) are checked: reject and interruption
+leave the text as it was; accept is one undo step (undo gives back the text before, redo the result); nothing a
 session does reaches the text that saving sees. Prints one JSON line; exit code 1 on any breach.
 """
 

@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal
 
+from app.server_status import server_status_line
 from model.api import Backend, CancelFlag, Cancelled, Draft, InfillRequest, ModelInfo, TemplateRequest
+from model.remote.backend import RemoteBackend
 from model.worker import InferenceWorker, Job
 
 Progress = Callable[[int, int], None]  # (tensors read, tensors in all), called on the worker thread
@@ -21,14 +23,16 @@ Loader = Callable[[Progress, CancelFlag], Backend]
 
 
 def load_from_spec(spec: str, device: str | None, quantize: str | None, allow_downloads: bool,
-                   trust_remote_code: bool) -> Loader:
+                   trust_remote_code: bool, remote_model: str | None = None) -> Loader:
     """A loader for ``start_loading``; imports the model code (and torch) only when called."""
 
     def load(progress: Progress, cancel: CancelFlag) -> Backend:
         from model.loading import load_backend
 
-        return load_backend(spec, device=device, quantize=quantize, allow_downloads=allow_downloads,
-                            trust_remote_code=trust_remote_code, progress=progress, cancel=cancel)
+        return load_backend(
+            spec, device=device, quantize=quantize, allow_downloads=allow_downloads,
+            trust_remote_code=trust_remote_code, remote_model=remote_model, progress=progress, cancel=cancel,
+        )
 
     return load
 
@@ -44,6 +48,7 @@ class WorkerAdapter(QObject):
     loaded = Signal(object)  # ModelInfo
     load_failed = Signal(str)
     load_progress = Signal(int, int)  # tensors read, tensors in all
+    served = Signal(str)  # a served model's status line: on load, then after every finished job
 
     def __init__(self, loop: asyncio.AbstractEventLoop, parent: QObject | None = None):
         super().__init__(parent)
@@ -64,9 +69,14 @@ class WorkerAdapter(QObject):
         self.stop()
         self.info, self.error = None, None
         generation = self._generation = self._generation + 1  # a replaced worker's news is dropped
+
+        def on_loaded(backend: Backend) -> None:
+            self._loop.call_soon_threadsafe(self._on_loaded, generation, backend.info)
+            self._report_server(backend, generation)
+
         self._worker = InferenceWorker(
             load,
-            on_loaded=lambda backend: self._loop.call_soon_threadsafe(self._on_loaded, generation, backend.info),
+            on_loaded=on_loaded,
             on_load_error=lambda error: self._loop.call_soon_threadsafe(self._on_load_error, generation, error),
         )
         self.status.emit(f"Loading model {label}…")
@@ -105,8 +115,12 @@ class WorkerAdapter(QObject):
         if generation != self._generation:
             return
         self.info = info
-        self.status.emit(f"Model {info.name} on {info.device}, {info.precision}"
-                         + (f", {_size(info.memory_bytes)} of weights" if info.memory_bytes else ""))
+        line = f"Model {info.name} on {info.device}"
+        if info.precision:
+            line += f", {info.precision}"
+        if info.memory_bytes:
+            line += f", {_size(info.memory_bytes)} of weights"
+        self.status.emit(line)
         self.loaded.emit(info)
 
     def _on_progress(self, generation: int, done: int, total: int) -> None:
@@ -141,20 +155,35 @@ class WorkerAdapter(QObject):
             if slow:
                 time.sleep(slow)  # on the worker thread: slows the passes, never the window
 
+        worker, generation = self._worker, self._generation
+
+        def done(drafts: tuple[Draft, ...]) -> None:
+            loop.call_soon_threadsafe(on_done, drafts)
+            self._report_server(worker.backend, generation)
+
         return self._worker.submit(
             work,
             on_draft,
-            on_done=lambda drafts: loop.call_soon_threadsafe(on_done, drafts),
+            on_done=done,
             on_error=lambda error: loop.call_soon_threadsafe(on_error, error),
             on_cancelled=lambda: loop.call_soon_threadsafe(on_cancelled),
             owner=owner,
         )
 
+    def _report_server(self, backend: Backend | None, generation: int) -> None:
+        """On the worker thread (which owns the backend): a served model's line, to the Qt thread."""
+        if isinstance(backend, RemoteBackend):
+            line = server_status_line(backend.info.device, backend.round_trip, backend.encrypted, backend.streams_drafts)
+            self._loop.call_soon_threadsafe(self._on_served, generation, line)
+
+    def _on_served(self, generation: int, line: str) -> None:
+        if generation == self._generation:
+            self.served.emit(line)
 
 def model_label(info: ModelInfo) -> str:
     """The status bar's short label: name, device, precision and the weights' memory."""
-    parts = [info.name, info.device, info.precision] + ([_size(info.memory_bytes)] if info.memory_bytes else [])
-    return " · ".join(parts)
+    parts = [info.name, info.device, info.precision, _size(info.memory_bytes) if info.memory_bytes else ""]
+    return " · ".join(part for part in parts if part)
 
 
 def _size(count: int) -> str:

@@ -133,9 +133,26 @@ class CancelFlag:
     """Set from any thread; the backend checks it between passes."""
 
     _event: threading.Event = field(default_factory=threading.Event)
+    _callbacks: list = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def set(self) -> None:
-        self._event.set()
+        with self._lock:
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def on_set(self, callback) -> None:
+        """Call ``callback`` (on the setting thread) when the flag is set; at once if it already is.
+
+        Lets a backend blocked in I/O (a network read) be woken from another thread.
+        """
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
 
     def is_set(self) -> bool:
         return self._event.is_set()
@@ -148,13 +165,13 @@ class CancelFlag:
 @dataclass(frozen=True)
 class ModelInfo:
     name: str
-    backend: str  # "diffusion-gemma" or "masked-diffusion"
+    backend: str  # "diffusion-gemma", "masked-diffusion" or "remote"
     device: str
     parameters: int
     instruction_tuned: bool
     license: str = "unknown"
-    precision: str = "float32"  # "bfloat16", or "int8 (float32)": quantized weights (compute dtype)
-    memory_bytes: int = 0  # what the loaded weights hold, quantized tensors included
+    precision: str = ""  # "bfloat16", or "int8 (float32)": quantized weights (compute dtype); "": not known here
+    memory_bytes: int = 0  # what the loaded weights hold, quantized tensors included; 0: not known here
 
 
 class Backend(Protocol):

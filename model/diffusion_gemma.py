@@ -40,6 +40,7 @@ from model.gap_fill import fill_gaps_separately
 from model.layout import Layout
 from model.prompt_cache import PromptCache
 from model.quantization import grad_free
+from model.region_prompt import region_messages
 from model.token_text import drop_incomplete_tail, split_text, token_bytes_table
 from model.tokenizer import decode_ids, encode_text
 
@@ -169,20 +170,7 @@ class DiffusionGemmaBackend:
 
     def _chat_prompt(self, request: InfillRequest, budget: int) -> list[int]:
         """For instruction-tuned checkpoints: describe the region and ask for its new text only."""
-        chars = budget * 3  # rough characters per token, refined by the final token cut below
-        # The prefix loses its start in steps, so typing at the cursor keeps the cached prompt start.
-        step = max(1, chars // 32)
-        drop = -(-max(0, len(request.prefix) - chars // 2) // step) * step
-        prefix, suffix = request.prefix[drop:], request.suffix[: chars // 4]
-        parts = [
-            "You are editing a document. Write only the text that belongs in the region marked <REGION>, "
-            "with no explanation and no code fences.",
-            f"Document:\n{prefix}<REGION>{suffix}",
-        ]
-        if request.is_rewrite:
-            parts.append(f"The region currently contains:\n{request.init_text}")
-        parts.append(f"Instruction: {request.instruction or 'Fill in the region so that it fits its surroundings.'}")
-        messages = [{"role": "user", "content": "\n\n".join(parts)}]
+        messages = region_messages(request, budget)
         ids = self.tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
         if isinstance(ids, dict) or hasattr(ids, "input_ids"):
             ids = ids["input_ids"]

@@ -21,6 +21,7 @@ from model.quantization import silence_import_noise
 EMBEDDED_DIR = Path(__file__).resolve().parent.parent / "resources" / "models"
 EMBEDDED_NAME = "sfumato-small"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+SERVER_URL = re.compile(r"^https?://[^\s/?#]+(/[^\s?#]*)?/v1/?$")
 
 
 def resolve_spec(spec: str) -> tuple[Path | None, str | None]:
@@ -72,8 +73,9 @@ def load_backend(
     quantize: str | None = None,
     progress: Report | None = None,
     cancel: CancelFlag | None = None,
+    remote_model: str | None = None,
 ) -> Backend:
-    """Load ``spec`` and wrap it in the backend its config asks for.
+    """Load ``spec`` and wrap it in the backend its config asks for; a server URL connects instead.
 
     The one place that reads a config, picks the device, loads weights and tokenizer and builds
     the ``ModelInfo``; a backend's constructor only wraps the loaded model. ``device`` and
@@ -81,6 +83,14 @@ def load_backend(
     a model that cannot fit is refused with the way out. ``progress`` hears (tensors read, total)
     while the weights load; ``cancel`` stops the load there (``Cancelled``).
     """
+    if spec.startswith(("http://", "https://")):
+        if not SERVER_URL.match(spec):
+            raise EngineError(f"{spec}: a server URL must end in /v1 (e.g. http://host:8000/v1)")
+        if quantize not in (None, "none"):
+            raise EngineError(f"--quantize {quantize}: a server chooses its own precision; drop it for {spec}")
+        from model.remote.backend import RemoteOptions, connect
+
+        return connect(spec, RemoteOptions(model=remote_model))
     folder, hub_id = resolve_spec(spec)
     if folder is not None:
         check_config(folder)

@@ -65,3 +65,44 @@ def tiny_backend(tiny_model_dir):
     from model.loading import load_backend
 
     return load_backend(str(tiny_model_dir), device="cpu")
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_dir(tmp_path_factory, project_tokenizer) -> Path:
+    """A tiny random Llama with the project's tokenizer and a chat template (for ``transformers serve``)."""
+    from remote_servers import build_tiny_llama
+
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"), project_tokenizer)
+
+
+@pytest.fixture(scope="session")
+def transformers_server(tiny_llama_dir, tmp_path_factory):
+    """A real ``transformers serve`` on 127.0.0.1 serving ``tiny_llama_dir`` (see remote_servers.py)."""
+    from remote_servers import TransformersServer
+
+    server = TransformersServer(tiny_llama_dir, tmp_path_factory.mktemp("serve") / "server.log")
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def replay_server():
+    """A scripted loopback HTTP server (see remote_servers.ReplayServer)."""
+    from remote_servers import ReplayServer
+
+    server = ReplayServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def tls_replay_server(tmp_path):
+    """A scripted server behind TLS with a self-signed certificate (which clients must refuse)."""
+    from remote_servers import ReplayServer, self_signed_certificate
+
+    server = ReplayServer(certificate=self_signed_certificate(tmp_path))
+    yield server
+    server.stop()

@@ -1,4 +1,4 @@
-"""Infill sessions against a scripted backend: the rules of DESIGN.md "Infill session"."""
+"""Infill sessions against a scripted backend: the rules of docs/architecture.md, "The rules that protect the user's text"."""
 
 from __future__ import annotations
 

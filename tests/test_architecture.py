@@ -216,3 +216,10 @@ def test_the_helpers_find_a_cycle_a_long_module_and_a_missed_move(tmp_path, monk
     assert set(long_modules("pkg")) == {"pkg.b"}
     assert unresolved_imports("pkg") == {"pkg.c: pkg.gone"}
     assert private_calls("pkg", "_prepare_") == {"pkg.c": {"_prepare_sampler"}}
+
+
+def test_the_repo_explains_its_own_architecture():
+    doc = REPO / "docs" / "architecture.md"
+    assert doc.is_file()
+    for module in ("model/api.py", "model/loading.py", "model/worker.py", "app/session.py"):
+        assert f"`{Path(module).name}`" in doc.read_text(encoding="utf-8"), module

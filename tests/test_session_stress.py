@@ -4,7 +4,7 @@ The machine drives a real ``CodeEditor`` and ``InfillSession``: it types, pastes
 starts rewrites, infills and gap fills, hands the session synthetic drafts (as the worker would),
 accepts, rejects, cancels, fails, cycles alternatives, undoes and redoes. Next to it runs a model:
 the text the user wrote (``user``) and the regions being rewritten, in the user's coordinates.
-After every step it checks DESIGN.md's rules:
+After every step it checks the rules of docs/architecture.md:
 
 - the document shows exactly the user's text with each region replaced by its draft, so nothing
   outside the regions moves or changes;

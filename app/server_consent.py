@@ -1,0 +1,55 @@
+"""Asking before a document's text first goes to a server: once per server, remembered.
+
+Loopback servers need no question. Any other server is asked about once (its origin is kept in
+``Settings.servers_allowed``); plain http to a public address is asked about once more
+(``Settings.plain_http_allowed``). Questions are asked on the UI thread, before a request is
+submitted; a "no" means the request is not sent at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from app.settings import Settings
+from model.remote.addresses import LOOPBACK, PUBLIC, address_kind, is_encrypted
+from model.remote.credentials import origin
+
+Ask = Callable[[str, str], bool]  # (title, question) -> yes
+
+
+class ServerConsent:
+    def __init__(
+        self, settings: Settings, ask: Ask, remembered: Callable[[], None] = lambda: None,
+        kind_of: Callable[[str], str] = address_kind,
+    ):
+        self.settings = settings
+        self.ask = ask
+        self.remembered = remembered  # called when an answer was added to the settings (to save them)
+        self.kind_of = kind_of  # resolves the host: once per server
+        self._kinds: dict[str, str] = {}
+
+    def allows(self, url: str) -> bool:
+        """True when text may go to ``url`` now (asking first where the user has not answered)."""
+        server = origin(url)
+        kind = self._kinds.get(server) or self._kinds.setdefault(server, self.kind_of(url))
+        if kind == LOOPBACK:
+            return True
+        if server not in self.settings.servers_allowed:
+            question = (
+                f"The text around the region (and the selection) will be sent to {server}, "
+                f"a server on {'the internet' if kind == PUBLIC else 'your network'}. Send it, now and from now on?"
+            )
+            if not self.ask("Send text to a server?", question):
+                return False
+            self.settings.servers_allowed.append(server)
+            self.remembered()
+        if kind == PUBLIC and not is_encrypted(url) and server not in self.settings.plain_http_allowed:
+            question = (
+                f"{server} is on the internet and the connection is not encrypted (http, not https): "
+                "anyone on the way can read the text. Send it anyway, now and from now on?"
+            )
+            if not self.ask("Unencrypted connection", question):
+                return False
+            self.settings.plain_http_allowed.append(server)
+            self.remembered()
+        return True

@@ -1,0 +1,130 @@
+"""Settings > Server, the privacy questions and the server status line (no server needed)."""
+
+from __future__ import annotations
+
+import keyring
+import pytest
+from keyring.backend import KeyringBackend
+from PySide6.QtCore import QSettings
+
+from app.server_consent import ServerConsent
+from app.server_status import server_status_line
+from app.settings import Settings
+from model.remote.addresses import LOOPBACK, PRIVATE, PUBLIC, address_kind
+from model.remote.backend import RoundTrip
+from remote_servers import Asker
+
+
+class MemoryKeyring(KeyringBackend):
+    """A keyring that keeps passwords in a dict: the OS keyring is not there in CI."""
+
+    priority = 1
+
+    def __init__(self):
+        super().__init__()
+        self.passwords: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service, username):
+        return self.passwords.get((service, username))
+
+    def set_password(self, service, username, password):
+        self.passwords[(service, username)] = password
+
+    def delete_password(self, service, username):
+        self.passwords.pop((service, username), None)
+
+
+@pytest.fixture
+def memory_keyring(monkeypatch):
+    monkeypatch.delenv("SFUMATO_API_KEY", raising=False)
+    previous = keyring.get_keyring()
+    ring = MemoryKeyring()
+    keyring.set_keyring(ring)
+    yield ring
+    keyring.set_keyring(previous)
+
+
+def test_addresses_are_sorted_into_loopback_private_and_public():
+    assert address_kind("http://127.0.0.1:8000/v1") == LOOPBACK
+    assert address_kind("http://localhost:8000/v1") == LOOPBACK
+    assert address_kind("http://[::1]:8000/v1") == LOOPBACK
+    assert address_kind("http://192.168.1.20:8000/v1") == PRIVATE
+    assert address_kind("http://10.0.0.5/v1") == PRIVATE
+    assert address_kind("https://8.8.8.8/v1") == PUBLIC
+    assert address_kind("https://sfumato-test.invalid/v1") == PUBLIC  # unresolvable: the careful answer
+
+
+def test_a_loopback_server_needs_no_question():
+    asker = Asker()
+    assert ServerConsent(Settings(), asker).allows("http://127.0.0.1:8000/v1")
+    assert asker.asked == []
+
+
+def test_a_private_server_is_asked_about_once_and_remembered():
+    settings, asker = Settings(), Asker(True)
+    consent = ServerConsent(settings, asker)
+    assert consent.allows("http://192.168.1.20:8000/v1") and consent.allows("http://192.168.1.20:8000/v1")
+    assert asker.asked == ["Send text to a server?"]
+    assert settings.servers_allowed == ["http://192.168.1.20:8000"]
+
+
+def test_plain_http_to_a_public_server_is_asked_about_once_more():
+    settings, asker = Settings(), Asker(True, True)
+    consent = ServerConsent(settings, asker)
+    assert consent.allows("http://8.8.8.8:8000/v1") and consent.allows("http://8.8.8.8:8000/v1")
+    assert asker.asked == ["Send text to a server?", "Unencrypted connection"]
+    https = Asker(True)
+    assert ServerConsent(Settings(), https).allows("https://8.8.8.8/v1") and https.asked == ["Send text to a server?"]
+
+
+def test_a_no_sends_nothing_and_is_asked_again_next_time():
+    settings = Settings()
+    consent = ServerConsent(settings, Asker(False, True, False))
+    assert not consent.allows("http://8.8.8.8/v1")
+    assert settings.servers_allowed == []
+    assert not consent.allows("http://8.8.8.8/v1")  # yes to sending, no to plain http
+    assert settings.plain_http_allowed == []
+
+
+def test_the_status_line_names_the_server_speed_and_what_the_user_should_know():
+    trip = RoundTrip(first_chunk_seconds=0.2, seconds=0.5, tokens=100, tokens_exact=True)
+    line = server_status_line("gpu:8000", trip, encrypted=False, streams_drafts=False)
+    assert line == "Server gpu:8000 · 0.50 s round trip · 200 tokens/s · unencrypted · drafts are not streamed by this server"
+    assert server_status_line("api:443", None, encrypted=True, streams_drafts=True) == "Server api:443"
+
+
+def test_server_settings_are_saved_but_the_api_key_only_in_the_keyring(qtbot, tmp_path, memory_keyring):
+    from app.settings_dialog import SettingsDialog
+
+    dialog = SettingsDialog(Settings())
+    qtbot.addWidget(dialog)
+    page = dialog.server_page
+    page.use_server.setChecked(True)
+    page.url.setText("https://gpu-box:8443/v1")
+    page.model.setText("dg")
+    page.api_key.setText("sk-secret-42")
+    dialog.accept()
+    settings = dialog.result_settings()
+    assert (settings.use_server, settings.server_url, settings.server_model) == (True, "https://gpu-box:8443/v1", "dg")
+    assert settings.active_model_spec == "https://gpu-box:8443/v1"
+    assert memory_keyring.passwords == {("sfumato", "https://gpu-box:8443"): "sk-secret-42"}
+    path = tmp_path / "s.ini"
+    settings.save(QSettings(str(path), QSettings.Format.IniFormat))
+    assert "sk-secret-42" not in path.read_text()
+    loaded = Settings.load(QSettings(str(path), QSettings.Format.IniFormat))
+    assert (loaded.use_server, loaded.server_url, loaded.server_model) == (True, "https://gpu-box:8443/v1", "dg")
+
+
+def test_a_server_url_without_v1_is_refused_by_the_dialog(qtbot, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    from app.settings_dialog import SettingsDialog
+
+    warnings = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *args: warnings.append(args[2]))
+    dialog = SettingsDialog(Settings())
+    qtbot.addWidget(dialog)
+    dialog.server_page.use_server.setChecked(True)
+    dialog.server_page.url.setText("http://gpu-box:8000")
+    dialog.accept()
+    assert dialog.result() != dialog.DialogCode.Accepted.value and "end in /v1" in warnings[0]

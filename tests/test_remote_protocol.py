@@ -1,0 +1,263 @@
+"""The remote backend against scripted loopback servers: protocols, fallbacks and every bad server.
+
+The draft-stream protocol (Mercury's ``"diffusing": true``) and vLLM's extras have no local real
+server; the replaying server sends chunks of the recorded shapes instead.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from model.api import CancelFlag, Cancelled, EngineError, InfillRequest
+from model.loading import load_backend
+from model.remote.backend import RemoteOptions, connect
+from remote_servers import BAD_SERVERS, CHAT, REPO_ROOT, chat_chunk, free_port, stream_reply
+
+ALLOWED_KEYS = {"model", "messages", "prompt", "max_tokens", "stream", "diffusing", "vllm_xargs"}
+REQUEST = InfillRequest(prefix="def area(w, h):\n    return ", suffix="\n\nprint(area(2, 3))\n", max_new_tokens=16)
+
+
+def final_text(backend, request=REQUEST) -> str:
+    return list(backend.stream([request]))[-1][0].text
+
+
+def completion_chunk(text: str, finish: str | None = None) -> dict:
+    return {"id": "cmpl-1", "object": "text_completion", "choices": [{"index": 0, "text": text, "finish_reason": finish}]}
+
+
+# ---- what is sent ------------------------------------------------------------------------------
+
+
+def test_chat_requests_carry_the_engines_prompt_and_no_parameter_servers_refuse(replay_server):
+    replay_server.replies[CHAT] = stream_reply([chat_chunk("w * h"), chat_chunk(None, "stop")])
+    backend = connect(replay_server.url)
+    assert final_text(backend) == "w * h"
+    (body,) = replay_server.posts("/v1/chat/completions")
+    assert set(body) <= ALLOWED_KEYS and "suffix" not in body and "temperature" not in body and "seed" not in body
+    assert body["model"] == "replay-model" and body["stream"] is True and body["max_tokens"] == 16
+    content = body["messages"][0]["content"]
+    assert "<REGION>" in content and REQUEST.prefix in content and REQUEST.suffix in content
+
+
+def test_the_api_key_goes_in_the_authorization_header(replay_server, monkeypatch):
+    monkeypatch.setenv("SFUMATO_API_KEY", "sk-test-123")
+    replay_server.replies[CHAT] = stream_reply([chat_chunk("x", "stop")])
+    final_text(connect(replay_server.url))
+    assert {headers.get("Authorization") for _, _, _, headers in replay_server.requests} == {"Bearer sk-test-123"}
+
+
+def test_fim_tokens_found_through_tokenize_give_a_fim_prompt_on_completions(replay_server):
+    replay_server.replies[("POST", "/tokenize")] = lambda h: h.send_json(200, {"tokens": [4, 5, 6], "count": 3})
+    replay_server.replies[("POST", "/v1/completions")] = stream_reply([completion_chunk("w * h"), completion_chunk("", "stop")], done=False)
+    backend = connect(replay_server.url)
+    assert backend.profile.fim == ("<fim_prefix>", "<fim_suffix>", "<fim_middle>")
+    assert final_text(backend) == "w * h"  # a stream ended by finish_reason without [DONE] is complete
+    (body,) = replay_server.posts("/v1/completions")
+    assert body["prompt"] == f"<fim_prefix>{REQUEST.prefix}<fim_suffix>{REQUEST.suffix}<fim_middle>"
+    assert set(body) <= ALLOWED_KEYS
+
+
+def test_a_server_without_a_chat_template_falls_back_to_prefix_completions_once(replay_server):
+    replay_server.replies[CHAT] = lambda h: h.send_json(400, {"detail": "Cannot use chat template functions: no chat template"})
+    replay_server.replies[("POST", "/v1/completions")] = stream_reply([completion_chunk("w * h", "stop")])
+    backend = connect(replay_server.url)
+    assert final_text(backend) == "w * h"
+    assert final_text(backend) == "w * h"
+    assert len(replay_server.posts("/v1/chat/completions")) == 1  # learned once
+    assert [body["prompt"] for body in replay_server.posts("/v1/completions")] == [REQUEST.prefix] * 2
+
+
+def test_vllm_extras_are_sent_to_vllm_and_dropped_for_good_when_refused(replay_server):
+    replay_server.replies[("GET", "/v1/models")] = lambda h: h.send_json(200, {"data": [{"id": "dg", "owned_by": "vllm"}]})
+
+    def chat(handler):
+        body = replay_server.posts("/v1/chat/completions")[-1]
+        if "vllm_xargs" in body:
+            handler.send_json(400, {"error": {"message": "Unknown extra argument diffusion_max_steps"}})
+        else:
+            stream_reply([chat_chunk("ok", "stop")])(handler)
+
+    replay_server.replies[CHAT] = chat
+    backend = connect(replay_server.url)
+    request = InfillRequest(prefix="a", max_new_tokens=4, steps=12)
+    assert backend.profile.extras
+    assert final_text(backend, request) == "ok" and final_text(backend, request) == "ok"
+    sent = replay_server.posts("/v1/chat/completions")
+    assert sent[0]["vllm_xargs"] == {"diffusion_max_steps": 12}
+    assert [("vllm_xargs" in body) for body in sent] == [True, False, False]
+    assert not backend.profile.extras
+
+
+def test_a_rewrite_on_vllm_seeds_the_canvas_with_the_selections_tokens_and_pins_the_kept_ones(replay_server):
+    replay_server.replies[("GET", "/v1/models")] = lambda h: h.send_json(200, {"data": [{"id": "dg", "owned_by": "vllm"}]})
+    ids = {"w * h": [11, 12, 13, 14], "<eos>": [1], "<pad>": [0]}  # FIM markers: several tokens, so no FIM
+
+    def tokenize(handler):
+        text = replay_server.posts("/tokenize")[-1]["prompt"]
+        handler.send_json(200, {"tokens": ids.get(text, [7, 8, 9, 10, 11])})
+
+    replay_server.replies[("POST", "/tokenize")] = tokenize
+    replay_server.replies[CHAT] = stream_reply([chat_chunk("w*h", "stop")])
+    backend = connect(replay_server.url, RemoteOptions(canvas_length=8))
+    final_text(backend, InfillRequest(prefix="a", init_text="w * h", strength=0.5, seed=3))
+    extras = replay_server.posts("/v1/chat/completions")[0]["vllm_xargs"]
+    assert extras["diffusion_seed_canvas"] == [11, 12, 13, 14, 1, 0, 0, 0]  # exactly canvas_length ids
+    pinned = extras["diffusion_pinned"]
+    assert len(pinned) == 2 and set(pinned) <= {0, 1, 2, 3}  # half the selection, never EOS or padding
+
+
+# ---- draft streams -----------------------------------------------------------------------------
+
+
+def test_a_draft_stream_replaces_the_text_with_each_chunk_and_marks_what_changed(replay_server):
+    drafts = ["q# x1 zz", "w * x1 z", "w * h", "w * h"]  # recorded shape: each chunk the whole draft
+    replay_server.replies[CHAT] = stream_reply([chat_chunk(text) for text in drafts] + [chat_chunk(None, "stop")])
+    backend = connect(replay_server.url, RemoteOptions(draft_stream=True))
+    batches = [batch[0] for batch in backend.stream([REQUEST])]
+    assert replay_server.posts("/v1/chat/completions")[0]["diffusing"] is True
+    assert [draft.text for draft in batches[:-1]] == drafts
+    second = batches[1].tokens
+    assert [token.text for token in second] == ["w", " ", "*", " ", "x1", " ", "z"]
+    assert [token.accepted for token in second] == [False, False, False, True, True, True, False]
+    assert batches[-1].final and batches[-1].text == "w * h" and all(t.accepted for t in batches[-1].tokens)
+
+
+def test_a_canvas_chunk_server_accumulates_chunks(replay_server):
+    replay_server.replies[CHAT] = stream_reply([chat_chunk("w "), chat_chunk("* h"), chat_chunk(None, "stop")])
+    backend = connect(replay_server.url)
+    assert [batch[0].text for batch in backend.stream([REQUEST])] == ["w ", "w * h", "w * h"]
+
+
+# ---- connection life -----------------------------------------------------------------------------
+
+
+def test_a_connection_dropped_before_the_first_byte_is_retried_once(replay_server):
+    attempts = []
+
+    def flaky(handler):
+        attempts.append(1)
+        if len(attempts) == 1:
+            handler.connection.shutdown(socket.SHUT_RDWR)
+        else:
+            stream_reply([chat_chunk("ok", "stop")])(handler)
+
+    replay_server.replies[CHAT] = flaky
+    assert final_text(connect(replay_server.url)) == "ok"
+    assert len(attempts) == 2
+
+
+@pytest.mark.parametrize("headers_first", [True, False])
+def test_cancel_ends_a_read_blocked_on_a_stalled_server_and_the_server_sees_it_go(replay_server, headers_first):
+    seen_gone = threading.Event()
+
+    def stall(handler):
+        if headers_first:
+            handler.start_events()
+            handler.wfile.flush()
+        handler.rfile.read(1)  # blocks until the client closes its side
+        seen_gone.set()
+
+    replay_server.replies[CHAT] = stall
+    backend = connect(replay_server.url)
+    cancel = CancelFlag()
+    ended = []
+
+    def run():
+        try:
+            list(backend.stream([REQUEST], cancel))
+        except Cancelled:
+            ended.append("cancelled")
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    while len(replay_server.posts("/v1/chat/completions")) == 0:
+        thread.join(0.01)
+    cancel.set()
+    thread.join(30)
+    assert ended == ["cancelled"]
+    assert seen_gone.wait(30)
+
+
+# ---- bad servers ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SERVERS))
+def test_a_bad_server_fails_with_one_clear_line(replay_server, case):
+    replies, expected = BAD_SERVERS[case]
+    replay_server.replies.update(replies)
+    backend = connect(replay_server.url)
+    with pytest.raises(EngineError) as failure:
+        final_text(backend)
+    message = str(failure.value)
+    assert expected in message and "\n" not in message and f"127.0.0.1:{replay_server.port}" in message
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (lambda port: f"http://127.0.0.1:{port}/v1", "connection refused (is the server running?)"),
+        (lambda port: "http://sfumato-test.invalid:8000/v1", "cannot find the server sfumato-test.invalid"),
+        (lambda port: f"http://127.0.0.1:{port}", "must end in /v1"),
+    ],
+    ids=["connection refused", "DNS failure", "not a /v1 URL"],
+)
+def test_a_server_that_cannot_be_reached_fails_at_load_with_one_line(url, expected):
+    with pytest.raises(EngineError, match="^[^\n]*$") as failure:
+        load_backend(url(free_port()))
+    assert expected in str(failure.value)
+
+
+def test_a_model_list_that_is_html_or_empty_or_lacks_the_named_model_is_refused(replay_server):
+    replay_server.replies[("GET", "/v1/models")] = lambda h: h.send_raw(200, "text/html", b"<html>login</html>")
+    with pytest.raises(EngineError, match="HTML page"):
+        connect(replay_server.url)
+    replay_server.replies[("GET", "/v1/models")] = lambda h: h.send_json(200, {"data": []})
+    with pytest.raises(EngineError, match="serves no model"):
+        connect(replay_server.url)
+    replay_server.replies[("GET", "/v1/models")] = lambda h: h.send_json(200, {"data": [{"id": "a"}]})
+    with pytest.raises(EngineError, match=r"does not serve 'b' \(it serves: a\)"):
+        connect(replay_server.url, RemoteOptions(model="b"))
+
+
+def test_an_unverifiable_tls_certificate_is_refused(tls_replay_server):
+    with pytest.raises(EngineError, match="TLS certificate of 127.0.0.1:.* could not be verified"):
+        load_backend(tls_replay_server.url)
+
+
+def test_infill_jsonl_gives_an_error_line_per_request_when_the_server_fails(replay_server):
+    replay_server.replies[CHAT] = lambda h: h.send_json(503, {"detail": "overloaded"})
+    lines = [json.dumps({"id": 1, "prefix": "a"}), json.dumps({"id": 2, "prefix": "b"})]
+    run = subprocess.run([sys.executable, "-m", "app.cli", "infill", "--jsonl", "--model", replay_server.url, "--batch-size", "1"],
+                         input="\n".join(lines), capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    assert run.returncode == 0 and run.stderr == ""
+    records = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [set(record) for record in records] == [{"id", "error"}] * 2
+    assert [record["id"] for record in records] == [1, 2] and "HTTP 503: overloaded" in records[0]["error"]
+
+
+def test_a_model_list_request_dropped_twice_fails_with_one_line(replay_server):
+    calls = []
+
+    def drop(handler):
+        calls.append(1)
+        handler.connection.shutdown(socket.SHUT_RDWR)
+
+    replay_server.replies[("GET", "/v1/models")] = drop
+    with pytest.raises(EngineError, match="^the connection to 127.0.0.1:[0-9]+ broke before the answer was complete$"):
+        connect(replay_server.url)
+    assert len(calls) == 2
+
+
+def test_a_server_that_answers_without_streaming_still_gives_the_result(replay_server):
+    answer = {"id": "c", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "w * h"},
+              "finish_reason": "stop"}], "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12}}
+    replay_server.replies[CHAT] = lambda h: h.send_json(200, answer)
+    backend = connect(replay_server.url)
+    final = list(backend.stream([REQUEST]))[-1][0]
+    assert final.text == "w * h" and final.generated_tokens == 3
