@@ -102,3 +102,18 @@ def test_infill_jsonl_runs_in_int8(tiny_model_dir, monkeypatch, capsys):
     assert main(["infill", "--jsonl", *options]) == 0
     (line,) = capsys.readouterr().out.splitlines()
     assert json.loads(line)["id"] == "a" and "text" in json.loads(line)
+
+
+def test_a_masked_diffusion_model_takes_the_same_option(tmp_path, project_tokenizer):
+    from test_masked_diffusion import build_bert
+
+    from model.masked_diffusion import MaskedDiffusionBackend
+
+    folder = build_bert(tmp_path / "bert", project_tokenizer)
+    full = load_backend(str(folder), device="cpu")
+    int8 = load_backend(str(folder), device="cpu", quantize="int8")
+    assert isinstance(int8, MaskedDiffusionBackend) and int8.info.precision == "int8 (float32)"
+    assert 0 < int8.info.memory_bytes < full.info.memory_bytes
+    assert sum(type(p.data).__name__ == "Int8Tensor" for p in int8.model.parameters()) >= 8  # 2 layers x 4+ linears
+    requests = [InfillRequest(prefix="x = ", suffix="\n", max_new_tokens=4, seed=0)]
+    assert len(_final_texts(int8, requests)) == 1
