@@ -54,7 +54,7 @@ def estimate_weights(build: Callable[[], object], quantize: str, dtype: str) -> 
     for name, param in model.named_parameters():
         total += param.numel()
         module = modules.get(name.rpartition(".")[0])
-        if quantizes(name, param, module, quantize) and param.shape[-1] % _group(quantize) == 0:
+        if quantizes(name, module, quantize) and param.shape[-1] % _group(quantize) == 0:
             quantized += param.numel()
             size += quantized_bytes(tuple(param.shape), quantize)
         else:

@@ -24,6 +24,7 @@ import functools
 import importlib.util
 import json
 import logging
+import re
 
 from model.api import EngineError
 
@@ -94,13 +95,11 @@ def require(library: str, purpose: str) -> None:
         raise EngineError(f"{purpose} needs {PACKAGE.get(library, library)}: pip install 'sfumato[gpu]'")
 
 
-def quantizes(name: str, param, module, quantize: str) -> bool:
+def quantizes(name: str, module, quantize: str) -> bool:
     """Whether ``quantize`` stores parameter ``name`` (of ``module``) in fewer bits.
 
     The memory estimate asks this of every parameter; it mirrors ``transformers_options``.
     """
-    import re
-
     import torch
 
     if quantize == "none" or any(name == f"{keep}.weight" for keep in KEEP):
