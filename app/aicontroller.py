@@ -7,16 +7,16 @@ import asyncio
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject
-from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QToolButton
 
 from app.codeeditor import CodeEditor
+from app.commandkeys import session_keys
 from app.documenttabs import DocumentTabs
 from app.infill import InfillOptions, InfillStarter
 from app.inlinebox import InlineBox
 from app.notices import Notices
 from app.server_consent import ServerConsent
-from app.session import InfillSession, SessionKeys
+from app.session import InfillSession
 from app.settings import Settings
 from app.worker_adapter import WorkerAdapter, load_from_spec, model_label
 from model.loading import SERVER_URL
@@ -43,7 +43,8 @@ class AiController(QObject):
         self.worker.served.connect(self._show_server_status)
         self.consent = ServerConsent(settings, self._ask, remembered=save_settings)
         self._spec = ""  # what the worker loaded (a server's URL for a served model)
-        self.starter = InfillStarter(self.worker, InfillOptions(), self._session_keys())
+        self.starter = InfillStarter(self.worker, InfillOptions(), session_keys(settings.keys))
+        self._empty_result: InfillSession | None = None  # the last session that ended with nothing written
         self.model_label = QLabel("No model")
         self.load_progress = QProgressBar()
         self.load_progress.setRange(0, 0)
@@ -66,15 +67,11 @@ class AiController(QObject):
             alternatives=s.alternatives,
             underline_low_confidence=s.underline_low_confidence,
         )
-        self.starter.keys = self._session_keys()
+        self.starter.keys = session_keys(s.keys)
         self.worker.slow_motion_ms = s.slow_motion_ms
         for document in self.tabs.documents():
             if document.editor.session is not None:
                 document.editor.session.set_underline(s.underline_low_confidence)
-
-    def _session_keys(self) -> SessionKeys:
-        keys = self.settings.keys
-        return SessionKeys(*(QKeySequence(keys[name]) for name in ("accept", "reject", "next_alternative", "previous_alternative", "try_again")))
 
     # --- the model ----------------------------------------------------------------------------
 
@@ -170,10 +167,13 @@ class AiController(QObject):
     def try_again(self) -> None:
         """Put the original back and run the same request again: a new draw, the same settings."""
         editor = self.tabs.current_editor()
-        if editor is None or editor.session is None or editor.session.request is None:
+        session = editor.session if editor is not None else None
+        if session is None and self._empty_result is not None and self._empty_result.editor is editor:
+            session = self._empty_result  # ended, but its request can run again
+        if session is None or session.request is None:
             self.notices.say("Nothing to try again: Ctrl+K starts a rewrite.", 4000)
         elif self._model_ready():
-            self.start(editor, editor.session.again)
+            self.start(editor, session.again)
 
     def on_session(self, action: Callable[[InfillSession], object]) -> None:
         """Accept, reject, the alternatives: ``action`` on the current editor's session, if any."""
@@ -195,7 +195,8 @@ class AiController(QObject):
             return
         session.progress.connect(self.notices.say)
         session.again_requested.connect(self.try_again)
-        session.ended.connect(lambda outcome, text, e=editor: self._session_ended(e, text))
+        session.modification_changed.connect(lambda _modified, e=editor: self.tabs.update_title(e))
+        session.ended.connect(lambda outcome, text, s=session: self._session_ended(s, outcome, text))
         info = self.worker.info
         doing = f"Waiting for server {info.device}…" if info is not None and info.backend == "remote" else "Denoising…"
         if editor.document().isRedoAvailable():
@@ -203,6 +204,11 @@ class AiController(QObject):
         else:
             self.notices.say(doing)
 
-    def _session_ended(self, editor: CodeEditor, text: str) -> None:
-        self.notices.say(text, 6000)
+    def _session_ended(self, session: InfillSession, outcome: str, text: str) -> None:
+        editor = session.editor
+        self._empty_result = session if outcome == "empty" else None
+        if outcome == "accepted":  # "Ctrl+Z brings back the original" holds until the next change
+            self.notices.say_until_edited(text, editor.document(), 6000)
+        else:
+            self.notices.say(text, 6000)
         self.tabs.update_title(editor)

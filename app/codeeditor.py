@@ -9,25 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import nullcontext
-from difflib import SequenceMatcher
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import (
     QFontDatabase,
     QKeyEvent,
     QKeySequence,
     QPainter,
     QPalette,
-    QTextBlock,
     QTextCursor,
     QTextFormat,
     QTextOption,
 )
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
 
+from app import linecommands
 from app.brackets import AUTO_CLOSED, ROOM_FOR_A_PAIR, matching_bracket
-from app.comments import Marker, toggle_line_comments
+from app.commandkeys import default_command_keys, is_command_key
+from app.comments import Marker
 from app.gutter import LineNumberArea
 from app.multicursor import ExtraCursors
 from app.textpositions import document_text, index_of, position_of, utf16_length
@@ -70,6 +70,8 @@ class CodeEditor(QPlainTextEdit):
         self.extra_cursors = ExtraCursors(self)  # beside the main cursor (Ctrl+D, Alt+click)
         self.line_marks: dict[int, str] = {}  # line index: "added" | "modified" | "deleted" since the commit
         self.comment_marker: Marker | None = None  # the language's one-line comment, set with its highlighter
+        self.command_keys = default_command_keys()  # Sfumato's keys: never the text widget's (the window sets them)
+        self.selection_after_undo: tuple[int, int, int] | None = None  # (undo steps, start, end): an accept's
         self._base_point_size = 0.0
         self._zoom = 0
         self._layers: dict[str, list[QTextEdit.ExtraSelection]] = {}
@@ -176,7 +178,7 @@ class CodeEditor(QPlainTextEdit):
 
     def _shift_lines(self, outward: bool) -> None:
         """Indent (or dedent) every line the selection touches, as one undo step."""
-        first, last = self._selected_blocks()
+        first, last = linecommands.selected_blocks(self)
         edit = QTextCursor(self.document())
         edit.beginEditBlock()
         block = first
@@ -194,100 +196,41 @@ class CodeEditor(QPlainTextEdit):
             block = block.next()
         edit.endEditBlock()
 
-    # --- line commands ------------------------------------------------------------------------
-
-    def _selected_blocks(self) -> tuple[QTextBlock, QTextBlock]:
-        """The first and last lines the selection touches (a selection ending at a line's start spares it)."""
-        cursor = self.textCursor()
-        first = self.document().findBlock(cursor.selectionStart())
-        last = self.document().findBlock(max(cursor.selectionStart(), cursor.selectionEnd() - 1))
-        return first, last
-
-    def _select_lines(self, first: QTextBlock, last: QTextBlock) -> None:
-        cursor = self.textCursor()
-        cursor.setPosition(first.position())
-        cursor.setPosition(last.position() + last.length() - 1, QTextCursor.MoveMode.KeepAnchor)
-        self.setTextCursor(cursor)
+    # --- line commands (app/linecommands.py), each one undo step ------------------------------
 
     def toggle_comment(self) -> bool:
-        """Comment out the selected lines, or uncomment them; one undo step. False: no comment known."""
+        """Comment out the selected lines, or uncomment them. False: no comment known."""
         if self.comment_marker is None:
             return False
-        self._guarded(self._toggle_comment)
+        self._guarded(lambda: linecommands.toggle_comment(self, self.comment_marker))
         return True
 
-    def _toggle_comment(self) -> None:
-        first, last = self._selected_blocks()
-        blocks = [first]
-        while blocks[-1] != last:
-            blocks.append(blocks[-1].next())
-        had_selection = self.textCursor().hasSelection()
-        new_lines = toggle_line_comments([block.text() for block in blocks], self.comment_marker)
-        edit = QTextCursor(self.document())
-        edit.beginEditBlock()
-        for block, new in zip(blocks, new_lines):
-            old = block.text()  # edit only the characters that change, so cursors stay on their text
-            for tag, i1, i2, j1, j2 in reversed(SequenceMatcher(None, old, new, autojunk=False).get_opcodes()):
-                if tag != "equal":
-                    edit.setPosition(block.position() + position_of(old, i1))
-                    edit.setPosition(block.position() + position_of(old, i2), QTextCursor.MoveMode.KeepAnchor)
-                    edit.insertText(new[j1:j2])
-        edit.endEditBlock()
-        if had_selection:
-            self._select_lines(first, last)
-
     def duplicate_lines(self) -> None:
-        """Copy the selected lines below themselves and select the copy; one undo step."""
-        self._guarded(self._duplicate_lines)
-
-    def _duplicate_lines(self) -> None:
-        first, last = self._selected_blocks()
-        cursor = self.textCursor()
-        anchor, position = cursor.anchor() - first.position(), cursor.position() - first.position()
-        start, end = first.position(), last.position() + last.length() - 1
-        edit = QTextCursor(self.document())
-        edit.setPosition(start)
-        edit.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
-        lines = edit.selectedText()
-        edit.clearSelection()
-        edit.insertText("\n" + lines.replace("\u2029", "\n"))
-        self._move_cursor(end + 1 + anchor, end + 1 + position)
+        self._guarded(lambda: linecommands.duplicate_lines(self))
 
     def move_lines(self, down: bool) -> None:
-        """Swap the selected lines with the line below (or above); the selection moves with them."""
-        self._guarded(lambda: self._move_lines(down))
-
-    def _move_lines(self, down: bool) -> None:
-        first, last = self._selected_blocks()
-        neighbour = last.next() if down else first.previous()
-        if not neighbour.isValid():
-            return
-        cursor = self.textCursor()
-        anchor, position = cursor.anchor() - first.position(), cursor.position() - first.position()
-        top, bottom = (first, neighbour) if down else (neighbour, last)
-        start = top.position() + (neighbour.length() if down else 0)  # where the moved lines begin
-        edit = QTextCursor(self.document())
-        edit.setPosition(top.position())
-        edit.setPosition(bottom.position() + bottom.length() - 1, QTextCursor.MoveMode.KeepAnchor)
-        lines = edit.selectedText().split("\u2029")
-        split = len(lines) - 1 if down else 1  # the neighbour goes from one end to the other
-        edit.insertText("\n".join(lines[split:] + lines[:split]))
-        self._move_cursor(start + anchor, start + position)
-
-    def _move_cursor(self, anchor: int, position: int) -> None:
-        cursor = self.textCursor()
-        cursor.setPosition(anchor)
-        cursor.setPosition(position, QTextCursor.MoveMode.KeepAnchor)
-        self.setTextCursor(cursor)
+        self._guarded(lambda: linecommands.move_lines(self, down))
 
     # --- keys and edits -----------------------------------------------------------------------
+
+    def event(self, event: QEvent) -> bool:
+        """The window's shortcuts get Sfumato's keys first: the text widget does not claim them."""
+        if event.type() == QEvent.Type.ShortcutOverride and is_command_key(event, self.command_keys):
+            event.ignore()
+            return True
+        return super().event(event)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
         if self.session is not None and self.session.handle_key(event):
             return
+        if is_command_key(event, self.command_keys):  # no shortcut took it (none active): it does nothing
+            return
         if self.extra_cursors and self.extra_cursors.handle_key(event):  # never during a session
             return
         self.extra_cursors.clear()
+        if event.matches(QKeySequence.StandardKey.Undo):  # an accepted rewrite's undo selects the original
+            self.safe_undo()
+            return
         guard = self.session.user_edit() if self.session is not None and not is_navigation(event) else nullcontext()
         with guard:
             self._edit_key(event)
@@ -447,9 +390,15 @@ class CodeEditor(QPlainTextEdit):
         return True
 
     def safe_undo(self) -> None:
-        """Undo, ending an infill session first (its draft is not an undo step)."""
-        if not self.end_session():
-            self.undo()
+        """Undo, ending an infill session first (its draft is not an undo step). Undoing an accepted
+        rewrite selects the original text again, where it was (the first region's, of several)."""
+        if self.end_session():
+            return
+        steps = self.document().availableUndoSteps()
+        self.undo()
+        if self.selection_after_undo is not None and self.selection_after_undo[0] == steps:
+            linecommands.select(self, *self.selection_after_undo[1:])
+            self.selection_after_undo = None
 
     def safe_redo(self) -> None:
         if not self.end_session():

@@ -3,6 +3,7 @@ when another program changes them on disk."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 
@@ -145,6 +146,9 @@ class DocumentTabs(QTabWidget):
             return False
         if document.path is None:
             return self.save_as(document)
+        if not document.is_modified() and document.disk_state() == "same":
+            self.notices.say(f"{document.name} has no unsaved changes; nothing was written.", 3000)
+            return True  # the file stays as it is, byte for byte (mixed line endings too)
         return self._write(document, None)
 
     def save_all(self) -> bool:
@@ -173,7 +177,7 @@ class DocumentTabs(QTabWidget):
             if answer != QMessageBox.StandardButton.Yes:
                 self.notices.say("Not saved; the text is still here.", 6000)
                 return False
-            document.format = fileio.TextFormat("utf-8", False, document.format.newline)
+            document.format = dataclasses.replace(document.format, encoding="utf-8", bom=False)
             self.format_changed.emit(document)
             return self._write(document, path)
         except OSError as error:
@@ -185,7 +189,11 @@ class DocumentTabs(QTabWidget):
         self._watch(document)
         self.file_used.emit(document.path)
         self.update_title(document.editor)
-        self.notices.say(f"Saved {document.path}", 3000)
+        if document.format.mixed_newlines:  # said once: the file now has one ending
+            document.format = dataclasses.replace(document.format, mixed_newlines=False)
+            self.notices.say(f"Saved {document.path}; its mixed line endings are all {document.format.newline_name} now.", 8000)
+        else:
+            self.notices.say(f"Saved {document.path}", 3000)
         return True
 
     def _overwrite_changed(self, document: Document) -> bool:
@@ -207,28 +215,36 @@ class DocumentTabs(QTabWidget):
 
     def close_tab(self, editor: CodeEditor | None) -> bool:
         """Close a tab, asking first when it has unsaved changes; False when the user cancels."""
-        if editor is None:
-            return False
-        document = self._documents[editor]
-        if document.is_modified():
-            self.setCurrentWidget(editor)
-            answer = QMessageBox.question(
-                self,
-                "Unsaved changes",
-                f"Save the changes to {document.name}?",
-                QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
-                QMessageBox.StandardButton.Save,
-            )
-            if answer == QMessageBox.StandardButton.Cancel or (answer == QMessageBox.StandardButton.Save and not self.save(document)):
-                return False
-        self._remove_tab(editor)
-        if document.path is not None:
-            self._closed_paths = [p for p in self._closed_paths if p != document.path][-MAX_CLOSED_REMEMBERED + 1 :] + [document.path]
-        return True
+        return editor is not None and self.close_all([editor])
 
     def close_all(self, editors: list[CodeEditor]) -> bool:
-        """Close these tabs in turn; a Cancel at an unsaved one stops there (False)."""
-        return all(self.close_tab(editor) for editor in editors)
+        """Close these tabs. Every unsaved one is asked about before any tab closes, so a Cancel
+        (or a failed save) leaves them all open, the current tab as it was (False)."""
+        current = self.currentWidget()
+        if not all(self._may_close(editor) for editor in editors):
+            self.setCurrentWidget(current)
+            return False
+        for editor in editors:
+            path = self._documents[editor].path
+            self._remove_tab(editor)
+            if path is not None:
+                self._closed_paths = [p for p in self._closed_paths if p != path][-MAX_CLOSED_REMEMBERED + 1 :] + [path]
+        return True
+
+    def _may_close(self, editor: CodeEditor) -> bool:
+        """Save the changes, or discard them, as the user answers; False for Cancel or a failed save."""
+        document = self._documents[editor]
+        if not document.is_modified():
+            return True
+        self.setCurrentWidget(editor)
+        answer = QMessageBox.question(
+            self,
+            "Unsaved changes",
+            f"Save the changes to {document.name}?",
+            QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Save,
+        )
+        return answer == QMessageBox.StandardButton.Discard or (answer == QMessageBox.StandardButton.Save and self.save(document))
 
     def _remove_tab(self, editor: CodeEditor) -> None:
         editor.end_session()

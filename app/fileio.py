@@ -42,16 +42,21 @@ class NotTextError(ValueError):
 
 @dataclass(frozen=True)
 class TextFormat:
-    """How a file's text is stored: ``encoding`` (a codec name), ``bom`` and ``newline``."""
+    """How a file's text is stored: ``encoding`` (a codec name), ``bom`` and ``newline``;
+    ``mixed_newlines``: the file had other line endings too (saving makes them all ``newline``)."""
 
     encoding: str = "utf-8"
     bom: bool = False
     newline: str = "\n"
+    mixed_newlines: bool = False
+
+    @property
+    def newline_name(self) -> str:
+        return {"\n": "LF", "\r\n": "CRLF", "\r": "CR"}[self.newline]
 
     @property
     def label(self) -> str:
-        name = {"\n": "LF", "\r\n": "CRLF", "\r": "CR"}[self.newline]
-        return f"{self.encoding.upper()}{' BOM' if self.bom else ''} · {name}"
+        return f"{self.encoding.upper()}{' BOM' if self.bom else ''} · {self.newline_name}"
 
 
 def detect_newline(text: str) -> str:
@@ -102,7 +107,8 @@ def _utf16_without_bom(data: bytes) -> str | None:
 def _normalise(raw: str, encoding: str, bom: bool) -> tuple[str, TextFormat]:
     newline = detect_newline(raw)
     text = raw.replace("\r\n", "\n").replace("\r", "\n")
-    return text, TextFormat(encoding, bom, newline)
+    mixed = raw.count(newline) != text.count("\n")  # some line ended otherwise
+    return text, TextFormat(encoding, bom, newline, mixed)
 
 
 def encode(text: str, fmt: TextFormat) -> bytes:

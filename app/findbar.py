@@ -58,8 +58,9 @@ class FindBar(QWidget):
             button = QPushButton(label)
             button.clicked.connect(slot)
             layout.addWidget(button, 0, column)
-        for column, (label, slot) in enumerate((("Replace", self.replace), ("All", self.replace_all)), start=1):
-            button = QPushButton(label)
+        self.replace_button = QPushButton("Replace")  # shown with the replace field
+        self.replace_all_button = QPushButton("All")
+        for column, (button, slot) in enumerate(((self.replace_button, self.replace), (self.replace_all_button, self.replace_all)), start=1):
             button.clicked.connect(slot)
             layout.addWidget(button, 1, column)
         layout.addWidget(self.case, 0, 3)
@@ -86,7 +87,8 @@ class FindBar(QWidget):
             self._mark_all()
 
     def open(self, replace: bool) -> None:
-        self.replace_text.setVisible(replace)
+        for widget in (self.replace_text, self.replace_button, self.replace_all_button):
+            widget.setVisible(replace)
         if self.editor is not None and self.editor.textCursor().hasSelection():
             self.find_text.setText(self.editor.textCursor().selectedText())
         self.show()

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from app.codeeditor import CodeEditor
 from app.textpositions import document_text, index_of, position_of
 from app.worker_adapter import WorkerAdapter
-from app.session import InfillSession, SessionKeys
+from app.commandkeys import SessionKeys
+from app.session import InfillSession
 from model.api import InfillRequest, TemplateRequest
 from model.template import find_gaps, segments_of
 

@@ -4,7 +4,7 @@ models, an instruction. Enter runs the rewrite, Esc closes the box."""
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, Qt, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QKeyEvent, QTextCursor
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QSlider
 
 from app.codeeditor import CodeEditor
@@ -40,13 +40,18 @@ class InlineBox(QFrame):
         self._place()
 
     def _place(self) -> None:
-        cursor = self._editor.textCursor()
-        cursor.setPosition(cursor.selectionStart())
-        rect = self._editor.cursorRect(cursor)
-        top = rect.top() - self.height() - 2
-        if top < 0:
-            top = self._editor.cursorRect().bottom() + 2
-        self.move(QPoint(max(0, rect.left()), top))
+        """Under the selection's last line, so it hides none of the lines the user reads while
+        choosing (the ``def`` and docstring above); with no room there, at the right edge beside
+        the selection's first line; always inside the viewport."""
+        selection = self._editor.textCursor()
+        first, last = QTextCursor(selection), QTextCursor(selection)
+        first.setPosition(selection.selectionStart())
+        last.setPosition(max(selection.selectionStart(), selection.selectionEnd() - 1))  # a final line break ends the line
+        area = self._editor.viewport().rect()
+        x, y = self._editor.cursorRect(first).left(), self._editor.cursorRect(last).bottom() + 2
+        if y + self.height() > area.bottom():
+            x, y = area.right(), self._editor.cursorRect(first).top()
+        self.move(QPoint(max(0, min(x, area.width() - self.width())), max(0, min(y, area.height() - self.height()))))
 
     def open(self) -> None:
         self.show()

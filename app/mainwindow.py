@@ -12,10 +12,11 @@ import asyncio
 import os
 
 from PySide6.QtCore import QEvent, QSettings, QTimer
-from PySide6.QtGui import QCloseEvent, QKeySequence, QTextDocument
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QTextDocument
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QLabel, QMainWindow, QVBoxLayout, QWidget
 
 from app.aicontroller import AiController
+from app.commandkeys import command_keys_of
 from app.document import Document, palette_is_dark
 from app.documenttabs import DocumentTabs
 from app.findbar import FindBar, replace_every
@@ -97,6 +98,8 @@ class MainWindow(QMainWindow):
         actions.rewrite.setShortcut(QKeySequence(s.keys["rewrite"]))
         actions.fill.setShortcut(QKeySequence(s.keys["fill_gaps"]))
         actions.try_again.setShortcut(QKeySequence(s.keys["try_again"]))
+        actions.next_alternative.setShortcut(QKeySequence(s.keys["next_alternative"]))
+        actions.previous_alternative.setShortcut(QKeySequence(s.keys["previous_alternative"]))
         actions.accept.setText(f"&Accept\t{s.keys['accept']}")
         actions.reject.setText(f"Re&ject\t{s.keys['reject']}")
         actions.underline.setChecked(s.underline_low_confidence)
@@ -115,6 +118,7 @@ class MainWindow(QMainWindow):
         editor.set_word_wrap(s.word_wrap)
         editor.set_show_whitespace(s.show_whitespace)
         editor.auto_close = s.auto_close
+        editor.command_keys = command_keys_of(s.keys, self.findChildren(QAction))
 
     def _document_added(self, document: Document) -> None:
         self._configure(document)

@@ -25,6 +25,8 @@ class MenuActions:
     accept: QAction
     reject: QAction
     try_again: QAction
+    next_alternative: QAction
+    previous_alternative: QAction
     wrap: QAction
     whitespace: QAction
     underline: QAction
@@ -59,16 +61,16 @@ def build_menus(window: MainWindow) -> MenuActions:
     _action(window, file, "Save A&ll", tabs.save_all, "Ctrl+Alt+S")
     _action(window, file, "&Close", lambda: tabs.close_tab(tabs.current_editor()), keys.Close)
     file.addSeparator()
-    _action(window, file, "Settings…", window.open_settings, keys.Preferences)
+    _action(window, file, "Settings…", window.open_settings, "Ctrl+,")
     _action(window, file, "&Quit", window.close, keys.Quit)
 
     edit = menus.addMenu("&Edit")
     _action(window, edit, "&Undo", lambda: on_editor(CodeEditor.safe_undo), keys.Undo)
     _action(window, edit, "&Redo", lambda: on_editor(CodeEditor.safe_redo), keys.Redo)
     edit.addSeparator()
-    _action(window, edit, "Cu&t", lambda: on_editor(CodeEditor.cut))
-    _action(window, edit, "&Copy", lambda: on_editor(CodeEditor.copy))
-    _action(window, edit, "&Paste", lambda: on_editor(CodeEditor.paste))
+    _action(window, edit, "Cu&t", lambda: on_editor(CodeEditor.cut), keys.Cut)
+    _action(window, edit, "&Copy", lambda: on_editor(CodeEditor.copy), keys.Copy)
+    _action(window, edit, "&Paste", lambda: on_editor(CodeEditor.paste), keys.Paste)
     edit.addSeparator()
     _action(window, edit, "Toggle &Comment", window.toggle_comment, "Ctrl+/")
     _action(window, edit, "&Duplicate Lines", lambda: on_editor(CodeEditor.duplicate_lines), "Ctrl+Shift+D")
@@ -78,7 +80,7 @@ def build_menus(window: MainWindow) -> MenuActions:
     edit.addSeparator()
     find_bar = window.find_bar
     _action(window, edit, "&Find…", lambda: find_bar.open(replace=False), keys.Find)
-    _action(window, edit, "&Replace…", lambda: find_bar.open(replace=True), keys.Replace)
+    _action(window, edit, "&Replace…", lambda: find_bar.open(replace=True), "Ctrl+H")
     _action(window, edit, "Find &Next", lambda: find_bar.find(False), keys.FindNext)
     _action(window, edit, "Find Pre&vious", lambda: find_bar.find(True), keys.FindPrevious)
     _action(window, edit, "&Go to Line…", window.go_to_line, "Ctrl+G")
@@ -87,10 +89,9 @@ def build_menus(window: MainWindow) -> MenuActions:
 
     view = menus.addMenu("&View")
     _action(window, view, "&Command Palette…", window.show_palette, "Ctrl+Shift+P")
-    sidebar = window.folder.tree_dock.toggleViewAction()
-    sidebar.setText("&Sidebar")
-    sidebar.setShortcut(QKeySequence("Ctrl+B"))
-    view.addAction(sidebar)
+    dock_toggle = window.folder.tree_dock.toggleViewAction()  # its text follows the dock's title: the folder's name
+    sidebar = _action(window, view, "Folder &Sidebar", dock_toggle.trigger, "Ctrl+B", checkable=True)
+    dock_toggle.toggled.connect(sidebar.setChecked)
     view.addSeparator()
     _action(window, view, "Zoom &In", lambda: on_editor(lambda e: e.zoom(1)), keys.ZoomIn)
     _action(window, view, "Zoom &Out", lambda: on_editor(lambda e: e.zoom(-1)), keys.ZoomOut)
@@ -111,13 +112,14 @@ def build_menus(window: MainWindow) -> MenuActions:
     fill = _action(window, ai_menu, "&Fill Every [MASK] Gap", ai.fill_gaps)
     ai_menu.addSeparator()
     accept = _action(window, ai_menu, "&Accept", lambda: ai.on_session(InfillSession.accept))
-    reject = _action(window, ai_menu, "Re&ject", lambda: ai.on_session(InfillSession.reject))
-    _action(window, ai_menu, "&Next Alternative", lambda: ai.on_session(lambda s: s.cycle(1)))
-    _action(window, ai_menu, "&Previous Alternative", lambda: ai.on_session(lambda s: s.cycle(-1)))
+    reject = _action(window, ai_menu, "Re&ject", lambda: ai.on_session(InfillSession.dismiss))
+    next_alternative = _action(window, ai_menu, "&Next Alternative", lambda: ai.on_session(lambda s: s.cycle(1)))
+    previous_alternative = _action(window, ai_menu, "&Previous Alternative", lambda: ai.on_session(lambda s: s.cycle(-1)))
     try_again = _action(window, ai_menu, "&Try Again", ai.try_again)
     ai_menu.addSeparator()
     _action(window, ai_menu, "Reload &Model", ai.start_engine)
 
     help_menu = menus.addMenu("&Help")
     _action(window, help_menu, "&About Sfumato", window.show_about)
-    return MenuActions(recent, rewrite, fill, accept, reject, try_again, wrap, whitespace, underline, slow)
+    return MenuActions(recent, rewrite, fill, accept, reject, try_again, next_alternative, previous_alternative,
+                       wrap, whitespace, underline, slow)

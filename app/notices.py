@@ -3,6 +3,7 @@ questions that does not block the event loop."""
 
 from __future__ import annotations
 
+from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QMainWindow, QMessageBox
 
 
@@ -16,6 +17,17 @@ class Notices:
     def say(self, text: str, milliseconds: int = 0) -> None:
         """A status-bar line, for ``milliseconds`` (0: until the next one)."""
         self.window.statusBar().showMessage(text, milliseconds)
+
+    def say_until_edited(self, text: str, document: QTextDocument, milliseconds: int) -> None:
+        """A status-bar line that also goes at the document's next change (an undo included)."""
+        self.say(text, milliseconds)
+
+        def clear() -> None:
+            document.contentsChanged.disconnect(clear)
+            if self.window.statusBar().currentMessage() == text:
+                self.window.statusBar().clearMessage()
+
+        document.contentsChanged.connect(clear)
 
     def error(self, text: str) -> None:
         """Tell the user in the status bar and in a window-modal box."""

@@ -101,7 +101,11 @@ class Picker(QDialog):
             item = QListWidgetItem(f"{label}    {note}" if note else label)
             item.setData(Qt.ItemDataRole.UserRole, run)
             self.results.addItem(item)
-        self.results.setCurrentRow(0)
+        if ranked:
+            self.results.setCurrentRow(0)
+        else:  # a line that says so, not an empty list (Enter closes the picker, running nothing)
+            self.results.addItem(QListWidgetItem("No matches"))
+            self.results.item(0).setFlags(Qt.ItemFlag.NoItemFlags)
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt override
         """Up and Down in the filter box move through the results."""
@@ -113,6 +117,7 @@ class Picker(QDialog):
 
     def _run_current(self) -> None:
         item = self.results.currentItem()
+        run = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
         self.accept()
-        if item is not None:
-            QTimer.singleShot(0, item.data(Qt.ItemDataRole.UserRole))  # once the picker is gone
+        if run is not None:
+            QTimer.singleShot(0, run)  # once the picker is gone

@@ -22,12 +22,12 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QKeyEvent, QKeySequence, QTextCursor, QTextDocument
 
+from app.commandkeys import DEFAULT_SESSION_KEYS, SessionKeys, key_matches
 from app.draftpaint import draft_selections
 from app.reviewhint import ReviewHint
 from app.textpositions import as_stored, document_text, index_of, utf16_length
@@ -41,24 +41,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FRAME_MS = 16  # draw the newest draft at most once per frame
-
-
-@dataclass
-class SessionKeys:
-    accept: QKeySequence
-    reject: QKeySequence
-    next_alternative: QKeySequence
-    previous_alternative: QKeySequence
-    try_again: QKeySequence
-
-
-DEFAULT_KEYS = SessionKeys(
-    QKeySequence(Qt.Key.Key_Tab),
-    QKeySequence(Qt.Key.Key_Escape),
-    QKeySequence("Alt+]"),
-    QKeySequence("Alt+["),
-    QKeySequence("Alt+R"),
-)
 
 
 class _Region:
@@ -84,22 +66,18 @@ class _Region:
         self.end = QTextCursor()
 
 
-def _key_matches(event: QKeyEvent, sequence: QKeySequence) -> bool:
-    pressed = QKeySequence(event.keyCombination())
-    return not sequence.isEmpty() and pressed.matches(sequence) == QKeySequence.SequenceMatch.ExactMatch
-
-
 class InfillSession(QObject):
     """Shows the drafts of one model run in ``editor`` and applies or discards the result.
 
     States: ``running`` (drafts arriving), ``ready`` (the final result is shown: accept, reject
     or cycle alternatives) and ``ended``. ``ended`` is emitted once with an outcome
-    ("accepted", "rejected", "cancelled", "failed") and a status-bar message.
+    ("accepted", "rejected", "cancelled", "failed", "empty": the model wrote nothing) and a status-bar message.
     """
 
     ended = Signal(str, str)
     progress = Signal(str)
     again_requested = Signal()  # the review hint's "Again" link; the window runs ``again``
+    modification_changed = Signal(bool)  # the user's text, draft aside, differs from the saved one (or no longer)
 
     def __init__(
         self,
@@ -107,7 +85,7 @@ class InfillSession(QObject):
         spans: Sequence[tuple[int, int]],
         total_steps: int | None = None,
         underline_low_confidence: bool = False,
-        keys: SessionKeys = DEFAULT_KEYS,
+        keys: SessionKeys = DEFAULT_SESSION_KEYS,
     ):
         super().__init__(editor)
         editor.end_session()
@@ -128,6 +106,7 @@ class InfillSession(QObject):
         self._alternative = 0
         self._draft_undo_steps: int | None = None  # None: no draft in the document
         self._draft_revision = -1
+        self._ended_at: tuple[int, list[tuple[int, int]]] | None = None
         self._inside_user_edit = False
         self._modified = self.document.isModified()
         self._started = time.monotonic()
@@ -153,17 +132,28 @@ class InfillSession(QObject):
 
     def again(self) -> InfillSession | None:
         """Try Again: put the originals back and run the same request once more (a new random
-        draw, the same settings) in a new session over the originals; None without a model."""
-        spans, shift = [], 0  # each region's place once the ones before it hold their originals again
-        for (start, end), original in zip(self.spans(), self.originals):
-            length = utf16_length(original)
-            spans.append((start - shift, start - shift + length))
-            shift += (end - start) - length
+        draw, the same settings) in a new session over the originals; None without a model, or
+        when the session has ended (an empty result) and the text has changed since."""
+        if self.state == "ended":
+            revision, spans = self._ended_at
+            if revision != self.document.revision():
+                return None
+        else:
+            spans = self._original_spans()
         self.reject()
         session = InfillSession(self.editor, spans, self._total_steps, self.underline_low_confidence, self.keys)
         return session if session.run(self._worker, self.request) else None
 
     # --- what the rest of the editor asks -----------------------------------------------------
+
+    def _original_spans(self) -> list[tuple[int, int]]:
+        """Each region's place once every region holds its original again."""
+        spans, shift = [], 0
+        for (start, end), original in zip(self.spans(), self.originals):
+            length = utf16_length(original)
+            spans.append((start - shift, start - shift + length))
+            shift += (end - start) - length
+        return spans
 
     @property
     def originals(self) -> list[str]:
@@ -206,12 +196,16 @@ class InfillSession(QObject):
             return
         self._frame.stop()
         self._pending = None
+        if all(not candidate.text.strip() for draft in drafts for candidate in draft.candidates):
+            again = self.keys.try_again.toString(QKeySequence.SequenceFormat.NativeText)
+            self._end("empty", f"The model wrote nothing here; {again} tries again.")
+            return
         self.state = "ready"
         self._show(drafts)
         if self.state == "ready":
             self._hint = ReviewHint(self.editor, lambda: (self.spans()[0][0], self.spans()[-1][1]), {
                 "accept": ("Accept", self.keys.accept, self.accept),
-                "reject": ("Reject", self.keys.reject, self.reject),
+                "reject": ("Reject", self.keys.reject, self.dismiss),
                 "next": (self._next_label(), self.keys.next_alternative, lambda: self.cycle(1)),
                 "again": ("Again", self.keys.try_again, self.again_requested.emit),
             })
@@ -238,10 +232,17 @@ class InfillSession(QObject):
         cursor = self.editor.textCursor()
         cursor.setPosition(end)
         self.editor.setTextCursor(cursor)
+        self.editor.selection_after_undo = (self.document.availableUndoSteps(), *self._original_spans()[0])
         self._end("accepted", "Accepted. Ctrl+Z brings back the original.")
 
     def reject(self) -> None:
         self._end("rejected", "Rejected. Your text is unchanged.")
+
+    def dismiss(self) -> None:
+        """The user's reject (Esc): the original text is selected again, to retry or act on it
+        (the first region's, of several)."""
+        self.reject()
+        self._move_cursor(*self._ended_at[1][0])
 
     @property
     def showing_original(self) -> bool:
@@ -282,16 +283,16 @@ class InfillSession(QObject):
 
     def handle_key(self, event: QKeyEvent) -> bool:
         """Session keys; True when the key was used. Undo/redo end the session first."""
-        if _key_matches(event, self.keys.reject):
-            self.reject()
-        elif _key_matches(event, self.keys.accept):  # reserved while a session runs: no stray indent
+        if key_matches(event, self.keys.reject):
+            self.dismiss()
+        elif key_matches(event, self.keys.accept):  # reserved while a session runs: no stray indent
             if self.state == "ready":
                 self.accept()
             else:
                 self.progress.emit("Still denoising: the result can be accepted when it is done.")
-        elif _key_matches(event, self.keys.next_alternative):
+        elif key_matches(event, self.keys.next_alternative):
             self.cycle(1)
-        elif _key_matches(event, self.keys.previous_alternative):
+        elif key_matches(event, self.keys.previous_alternative):
             self.cycle(-1)
         elif event.matches(QKeySequence.StandardKey.Undo) or event.matches(QKeySequence.StandardKey.Redo):
             self.reject()
@@ -334,7 +335,9 @@ class InfillSession(QObject):
             yield
         finally:
             self._inside_user_edit = False
-            self._modified = self.document.isModified()
+            if self._modified != self.document.isModified():
+                self._modified = self.document.isModified()
+                self.modification_changed.emit(self._modified)
             if self.state != "ended" and had_draft:
                 cursor = self.editor.textCursor()
                 anchor, position, before = cursor.anchor(), cursor.position(), self.spans()
@@ -481,6 +484,7 @@ class InfillSession(QObject):
         self._frame.stop()
         self._take_out_draft()
         self.state = "ended"
+        self._ended_at = (self.document.revision(), self.spans())  # where the originals are, for ``again``
         if self.job is not None:
             self.job.cancel()
         self.editor.session = None

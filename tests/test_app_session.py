@@ -11,7 +11,7 @@ from test_app_support import FakeBackend, make_engine, qasync_loop, select  # no
 from app.codeeditor import CodeEditor
 from app.textpositions import document_text
 from app.infill import InfillOptions, InfillStarter
-from app.session import DEFAULT_KEYS
+from app.commandkeys import DEFAULT_SESSION_KEYS
 
 TEXT = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n"
 
@@ -22,7 +22,7 @@ def setup(qtbot, qasync_loop):  # noqa: F811
         backend = FakeBackend(**backend_options)
         engine = make_engine(qasync_loop, backend, qtbot)
         options = InfillOptions(alternatives=backend_options.get("alternatives") or 1)
-        starter = InfillStarter(engine, options, DEFAULT_KEYS)
+        starter = InfillStarter(engine, options, DEFAULT_SESSION_KEYS)
         editor = CodeEditor()
         qtbot.addWidget(editor)
         editor.setPlainText(text)

@@ -92,6 +92,31 @@ def qasync_loop(qapp):
     loop.close()
 
 
+@pytest.fixture
+def window(qtbot, qasync_loop, tmp_path):  # noqa: F811 - fixture
+    """A shown main window with a fresh settings file and no model; closed without questions."""
+    from PySide6.QtCore import QSettings
+
+    from app.mainwindow import MainWindow
+
+    store = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(qasync_loop, store)
+    window.show()
+    yield window
+    for document in window.tabs.documents():  # no "save changes?" prompt when the test closes it
+        if document.editor.session is not None:
+            document.editor.session.reject()
+        document.editor.document().setModified(False)
+    window.close()
+    window.deleteLater()
+
+
+def with_fake_model(window, qtbot, backend=None):
+    """Load ``backend`` (a FakeBackend by default) as the window's model."""
+    window.ai.worker.start(lambda: backend or FakeBackend(), "fake")
+    qtbot.waitUntil(lambda: window.ai.worker.info is not None, timeout=10000)
+
+
 def make_engine(qasync_loop, backend, qtbot):
     from app.worker_adapter import WorkerAdapter
 

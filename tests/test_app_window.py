@@ -11,31 +11,12 @@ import pytest
 from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QTextCursor
 
-from test_app_support import FakeBackend, qasync_loop  # noqa: F401 - fixture
+from test_app_support import FakeBackend, qasync_loop, window, with_fake_model  # noqa: F401 - fixtures
 
 from app.textpositions import document_text
 from app.mainwindow import MainWindow
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def window(qtbot, qasync_loop, tmp_path):  # noqa: F811
-    store = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
-    window = MainWindow(qasync_loop, store)
-    window.show()
-    yield window
-    for document in window.tabs.documents():  # no "save changes?" prompt when the test closes it
-        if document.editor.session is not None:
-            document.editor.session.reject()
-        document.editor.document().setModified(False)
-    window.close()
-    window.deleteLater()
-
-
-def with_fake_model(window, qtbot, backend=None):
-    window.ai.worker.start(lambda: backend or FakeBackend(), "fake")
-    qtbot.waitUntil(lambda: window.ai.worker.info is not None, timeout=10000)
 
 
 def test_importing_the_window_does_not_import_torch():

@@ -37,7 +37,8 @@ from app.codeeditor import CodeEditor
 from app.textpositions import document_text
 from app.document import Document
 from app.infill import InfillOptions, InfillStarter
-from app.session import DEFAULT_KEYS, InfillSession
+from app.commandkeys import DEFAULT_SESSION_KEYS
+from app.session import InfillSession
 from model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
 from model.template import find_gaps, segments_of
 
@@ -297,6 +298,10 @@ class SessionMachine(RuleBasedStateMachine):
         texts = self.texts(True, data)
         self.results = texts
         self.session.finish(drafts_of(texts, self.step, final=True))
+        if all(not text.strip() for alternatives in texts for text in alternatives):  # nothing written: it ends
+            assert self.session.state == "ended"
+            self.end_session()
+            return
         self.show(texts)
 
     @precondition(lambda self: self.session is not None and self.session.state == "running")
@@ -578,7 +583,7 @@ def outcome_of(qtbot, session) -> str:
 
 def test_a_worker_that_raises_mid_run_leaves_the_document_and_the_next_request_works(qtbot, qasync_loop, tiny_backend):  # noqa: F811
     engine = make_engine(qasync_loop, Flaky(tiny_backend), qtbot)
-    starter = InfillStarter(engine, InfillOptions(max_new_tokens=6, steps=3), DEFAULT_KEYS)
+    starter = InfillStarter(engine, InfillOptions(max_new_tokens=6, steps=3), DEFAULT_SESSION_KEYS)
     editor = editor_with(qtbot, TEXT)
     select_return_line(editor)
     assert outcome_of(qtbot, starter.rewrite(editor)) == "failed"
@@ -598,7 +603,7 @@ def test_a_worker_stopped_mid_run_leaves_the_document_and_a_restarted_one_works(
     backend = FakeBackend()
     backend.hold.set()
     engine = make_engine(qasync_loop, backend, qtbot)
-    starter = InfillStarter(engine, InfillOptions(), DEFAULT_KEYS)
+    starter = InfillStarter(engine, InfillOptions(), DEFAULT_SESSION_KEYS)
     editor = editor_with(qtbot, TEXT)
     select_return_line(editor)
     session = starter.rewrite(editor)
@@ -619,7 +624,7 @@ def test_a_worker_stopped_mid_run_leaves_the_document_and_a_restarted_one_works(
 def test_characters_beyond_u_ffff_before_the_region_keep_every_position_right(qtbot, qasync_loop):  # noqa: F811
     """Qt counts UTF-16 code units, Python code points: an emoji before the region must not shift it."""
     engine = make_engine(qasync_loop, FakeBackend(), qtbot)
-    starter = InfillStarter(engine, InfillOptions(), DEFAULT_KEYS)
+    starter = InfillStarter(engine, InfillOptions(), DEFAULT_SESSION_KEYS)
     text = "😀 𝔘 abc def\n[MASK] end 🎉\n"
     editor = editor_with(qtbot, text)
     start = text.index("abc") + 2  # two emoji: two more Qt positions than Python indices

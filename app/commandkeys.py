@@ -1,0 +1,68 @@
+"""Which keys belong to Sfumato's commands, so the text widget never uses them to edit text.
+
+QPlainTextEdit has key bindings of its own, and some clash with Sfumato's: on X11 Ctrl+K deletes
+to the end of the line and Ctrl+D deletes a character, and an Alt+] that no shortcut takes types
+a "]". The editor declines such keys (``CodeEditor.command_keys``): a window shortcut runs the
+command, and with none active the key does nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
+
+from app.settings import DEFAULT_KEYS
+
+REVIEW_ONLY = ("accept", "reject")  # Tab and Esc are ordinary keys outside a review
+
+
+@dataclass
+class SessionKeys:
+    """The keys an infill session answers to while it runs or waits for review."""
+
+    accept: QKeySequence
+    reject: QKeySequence
+    next_alternative: QKeySequence
+    previous_alternative: QKeySequence
+    try_again: QKeySequence
+
+
+def session_keys(keys: dict[str, str]) -> SessionKeys:
+    """The session's keys from the settings' names for them."""
+    return SessionKeys(*(QKeySequence(keys[name]) for name in ("accept", "reject", "next_alternative", "previous_alternative", "try_again")))
+
+
+DEFAULT_SESSION_KEYS = session_keys(DEFAULT_KEYS)
+
+# The text widget's own editing keys stay its own even where a menu entry shows them too
+# (Ctrl+C copies every cursor's selection, Ctrl+Z ends a session first).
+TEXT_WIDGET_KEYS = (
+    QKeySequence.StandardKey.Undo, QKeySequence.StandardKey.Redo, QKeySequence.StandardKey.Cut,
+    QKeySequence.StandardKey.Copy, QKeySequence.StandardKey.Paste, QKeySequence.StandardKey.SelectAll,
+)
+
+
+def default_command_keys() -> list[QKeySequence]:
+    """The AI keys at their defaults: what a bare editor (no window, no settings) declines."""
+    return command_keys_of(DEFAULT_KEYS, ())
+
+
+def is_command_key(event: QKeyEvent, command_keys: Iterable[QKeySequence]) -> bool:
+    """Whether ``event`` is one of ``command_keys`` and not one of the text widget's own."""
+    if any(event.matches(standard) for standard in TEXT_WIDGET_KEYS):
+        return False
+    return any(key_matches(event, key) for key in command_keys)
+
+
+def key_matches(event: QKeyEvent, sequence: QKeySequence) -> bool:
+    """Whether the key pressed is exactly ``sequence``."""
+    pressed = QKeySequence(event.keyCombination())
+    return not sequence.isEmpty() and pressed.matches(sequence) == QKeySequence.SequenceMatch.ExactMatch
+
+
+def command_keys_of(keys: dict[str, str], actions: Iterable[QAction]) -> list[QKeySequence]:
+    """A window's command keys: the AI keys as the settings have them and every action's shortcut."""
+    ai_keys = [QKeySequence(key) for name, key in keys.items() if name not in REVIEW_ONLY]
+    return ai_keys + [shortcut for action in actions for shortcut in action.shortcuts()]

@@ -1,0 +1,93 @@
+"""Closing and saving documents: what the user did not ask for never happens."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextCursor
+from PySide6.QtWidgets import QMessageBox
+
+from test_app_support import qasync_loop, window, with_fake_model  # noqa: F401 - fixtures
+
+from app.reopen import recall
+
+
+def answer_unsaved(monkeypatch, answer: QMessageBox.StandardButton) -> list[str]:
+    """Answer every "Save the changes?" with ``answer``; the questions asked, in order."""
+    asked = []
+
+    def question(parent, title, text, *args):
+        asked.append(text)
+        return answer
+
+    monkeypatch.setattr(QMessageBox, "question", question)
+    return asked
+
+
+def test_cancelling_quit_leaves_every_tab_and_the_reopen_list_as_they_were(window, qtbot, tmp_path, monkeypatch):
+    paths = [tmp_path / f"{name}.txt" for name in "abcde"]
+    for path in paths:
+        path.write_text("saved\n")
+        window.tabs.open_path(str(path))
+    window.tabs.documents()[-1].editor.insertPlainText("changed ")
+    window.tabs.setCurrentIndex(1)
+    asked = answer_unsaved(monkeypatch, QMessageBox.StandardButton.Cancel)
+    assert not window.close()
+    assert asked == ["Save the changes to e.txt?"]
+    assert [d.path for d in window.tabs.documents()] == [str(p) for p in paths]
+    assert window.tabs.currentIndex() == 1
+    assert recall(window.store) == []
+    answer_unsaved(monkeypatch, QMessageBox.StandardButton.Discard)
+    assert window.close()
+    assert [item.path for item in recall(window.store)] == [str(p) for p in paths]
+    assert paths[-1].read_text() == "saved\n"
+
+
+def test_cancelling_close_others_closes_none_of_them(window, tmp_path, monkeypatch):
+    paths = [tmp_path / f"{name}.txt" for name in "abc"]
+    for path in paths:
+        path.write_text("saved\n")
+        window.tabs.open_path(str(path))
+    window.tabs.documents()[2].editor.insertPlainText("changed ")
+    answer_unsaved(monkeypatch, QMessageBox.StandardButton.Cancel)
+    {action.text(): action for action in window.tabs.tab_menu(1).actions()}["Close Others"].trigger()
+    assert [d.path for d in window.tabs.documents()] == [str(p) for p in paths]
+
+
+def test_saving_an_unmodified_document_writes_nothing(window, tmp_path):
+    path = tmp_path / "mixed.txt"
+    path.write_bytes(b"a\r\nb\nc\r\n")
+    document = window.tabs.open_path(str(path))
+    assert window.tabs.save(document)
+    assert path.read_bytes() == b"a\r\nb\nc\r\n"
+    assert not document.is_modified()
+
+
+def test_mixed_line_endings_become_one_with_a_real_edit_and_the_status_bar_says_so_once(window, qtbot, tmp_path):
+    path = tmp_path / "mixed.txt"
+    path.write_bytes(b"a\r\nb\nc\r\n")
+    document = window.tabs.open_path(str(path))
+    document.editor.moveCursor(QTextCursor.MoveOperation.End)
+    qtbot.keyClicks(document.editor, "d")
+    assert window.tabs.save(document)
+    assert path.read_bytes() == b"a\r\nb\r\nc\r\nd"
+    assert "line endings" in window.statusBar().currentMessage() and "CRLF" in window.statusBar().currentMessage()
+    qtbot.keyClicks(document.editor, "e")
+    assert window.tabs.save(document)
+    assert path.read_bytes() == b"a\r\nb\r\nc\r\nde"
+    assert "line endings" not in window.statusBar().currentMessage()
+
+
+def test_a_rejected_rewrite_then_save_leaves_the_file_byte_identical(window, qtbot, tmp_path):
+    """The issue's check: select all of a file, rewrite, Esc, Ctrl+S; the bytes are the original's."""
+    with_fake_model(window, qtbot)
+    path = tmp_path / "nine.py"
+    original = b"".join(b"x%d = %d\r\n" % (n, n) if n % 3 else b"x%d = %d\n" % (n, n) for n in range(9))
+    path.write_bytes(original)
+    editor = window.tabs.open_path(str(path)).editor
+    editor.selectAll()
+    window.ai.start(editor, lambda: window.ai.starter.rewrite(editor, 1.0))
+    session = editor.session
+    qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert window.tabs.save()
+    assert path.read_bytes() == original
