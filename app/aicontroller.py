@@ -18,6 +18,7 @@ from app.notices import Notices
 from app.server_consent import ServerConsent
 from app.session import InfillSession
 from app.settings import Settings
+from app.textpositions import document_text
 from app.worker_adapter import WorkerAdapter, load_from_spec, model_label
 from model.loading import SERVER_URL
 
@@ -44,6 +45,10 @@ class AiController(QObject):
         self.consent = ServerConsent(settings, self._ask, remembered=save_settings)
         self._spec = ""  # what the worker loaded (a server's URL for a served model)
         self.starter = InfillStarter(self.worker, InfillOptions(), session_keys(settings.keys))
+        self.starter.project_files = lambda editor: [
+            (document.name, document_text(document.editor.document()))
+            for document in self.tabs.documents() if document.editor is not editor
+        ]
         self._empty_result: InfillSession | None = None  # the last session that ended with nothing written
         self.model_label = QLabel("No model")
         self.load_progress = QProgressBar()

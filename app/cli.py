@@ -193,6 +193,7 @@ def _infill_records(backend, lines: list[str], args) -> Iterator[dict]:
                     "forward_passes": draft.forward_passes,
                     "tokens": draft.generated_tokens,
                     "seconds": round(seconds, 4),
+                    "confident": draft.confident,
                 }
 
 

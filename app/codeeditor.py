@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import (
+    QFont,
     QFontDatabase,
     QKeyEvent,
     QKeySequence,
@@ -72,13 +73,11 @@ class CodeEditor(QPlainTextEdit):
         self.comment_marker: Marker | None = None  # the language's one-line comment, set with its highlighter
         self.command_keys = default_command_keys()  # Sfumato's keys: never the text widget's (the window sets them)
         self.selection_after_undo: tuple[int, int, int] | None = None  # (undo steps, start, end): an accept's
-        self._base_point_size = 0.0
         self._zoom = 0
         self._layers: dict[str, list[QTextEdit.ExtraSelection]] = {}
         self._numbers = LineNumberArea(self)
-        font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-        self.setFont(font)
-        self._base_point_size = font.pointSizeF()
+        self._base_font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)  # at zoom 0
+        self.setFont(self._base_font)
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.cursorPositionChanged.connect(self._highlight_current_line)
         self.cursorPositionChanged.connect(self._highlight_brackets)
@@ -417,12 +416,17 @@ class CodeEditor(QPlainTextEdit):
     def zoom(self, steps: int) -> None:
         """Zoom by ``steps`` points (0 resets)."""
         self._zoom = 0 if steps == 0 else max(-8, min(40, self._zoom + steps))
-        font = self.font()
-        font.setPointSizeF(max(4.0, self._base_point_size + self._zoom))
-        self.setFont(font)
+        self.set_text_font(self._base_font)
+        self.zoom_changed.emit(self._zoom)
+
+    def set_text_font(self, font: QFont) -> None:
+        """The font at zoom 0 (the settings' family and size); the zoom steps stay."""
+        self._base_font = QFont(font)
+        zoomed = QFont(font)
+        zoomed.setPointSizeF(max(4.0, font.pointSizeF() + self._zoom))
+        self.setFont(zoomed)
         self._apply_tab_stop()
         self._numbers.fit()
-        self.zoom_changed.emit(self._zoom)
 
     def wheelEvent(self, event) -> None:  # noqa: N802 - Qt override
         if event.modifiers() & Qt.KeyboardModifier.ControlModifier:

@@ -6,8 +6,7 @@ import os
 from contextlib import nullcontext
 
 from PySide6.QtCore import QTimer
-from PySide6.QtGui import QPalette, QTextCursor
-from PySide6.QtWidgets import QApplication
+from PySide6.QtGui import QTextCursor
 
 from app import fileio
 from app.codeeditor import CodeEditor
@@ -16,12 +15,9 @@ from app.comments import line_comment_marker
 from app.gitdiff import committed_text, line_changes
 from app.highlighter import attach_highlighter
 from app.indentation import detect_indentation
+from app.theme import current_style
 
 MARKS_DELAY_MS = 300  # the changed-line marks follow typing after this pause
-
-
-def palette_is_dark() -> bool:
-    return QApplication.palette().color(QPalette.ColorRole.Window).lightness() < 128
 
 
 class Document:
@@ -72,7 +68,7 @@ class Document:
     def rehighlight(self) -> None:
         if self.highlighter is not None:
             self.highlighter.setDocument(None)
-        self.highlighter = attach_highlighter(self.editor.document(), self.path, palette_is_dark())
+        self.highlighter = attach_highlighter(self.editor.document(), self.path, current_style())
         self.editor.comment_marker = line_comment_marker(self.highlighter.lexer.aliases) if self.highlighter is not None else None
 
     @property

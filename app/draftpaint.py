@@ -1,6 +1,7 @@
 """How a draft looks in the editor: extra selections over each region, by the tokens' state.
 
-While denoising, a token not yet accepted is tinted by how unsure the model is and its text faded;
+While denoising, a token not yet accepted is tinted by how unsure the model is and its text faded
+(the more, the less sure: undecided positions show as faint noise, app/noise.py);
 accepted tokens and the finished result get a light tint (low-confidence ones a wavy underline if
 the user asks); a region with no draft yet, or whose tokens do not add up to its text, one tint.
 """
@@ -57,8 +58,8 @@ def draft_selections(
                     fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
                     fmt.setUnderlineColor(QColor("#d04040"))
             else:
-                unsure = 1.0 - max(0.0, min(1.0, token.confidence))
-                fmt = _format(faded(accent, int(30 + 110 * unsure)), foreground=faded(text, 110))
+                sure = max(0.0, min(1.0, token.confidence))  # noise is faint, a likely guess firmer
+                fmt = _format(faded(accent, int(20 + 70 * (1.0 - sure))), foreground=faded(text, int(80 + 120 * sure)))
             selections.append(_selection(document, position, stop, fmt))
             position = stop
     return selections

@@ -25,8 +25,6 @@ MAX_HIGHLIGHT_CHARS = 2_000_000
 MAX_LINE_CHARS = 5_000
 FIRST_LINES = 1_000  # highlighted at once; the rest in sweeps between events
 LINES_PER_SWEEP = 300
-LIGHT_STYLE = "default"
-DARK_STYLE = "monokai"
 
 
 def lexer_for(file_name: str | None, text: str) -> Lexer | None:
@@ -98,16 +96,16 @@ def _change_state(stack: list[str], new_state: object) -> None:
 
 
 class PygmentsHighlighter(QSyntaxHighlighter):
-    """Highlights a QTextDocument with a pygments lexer and style."""
+    """Highlights a QTextDocument with a pygments lexer and style (by its pygments name)."""
 
-    def __init__(self, document: QTextDocument, lexer: Lexer, dark: bool):
+    def __init__(self, document: QTextDocument, lexer: Lexer, style_name: str):
         self._lexer = lexer
         self._formats: dict[_TokenType, QTextCharFormat] = {}
         self._stacks: list[tuple[str, ...]] = [("root",)]
         self._stack_ids: dict[tuple[str, ...], int] = {("root",): 0}
         self._ready_until = FIRST_LINES - 1  # lines below stay plain until the sweep reaches them
         super().__init__(document)
-        self._style = get_style_by_name(DARK_STYLE if dark else LIGHT_STYLE)
+        self._style = get_style_by_name(style_name)
         self._sweep = QTimer(self)
         self._sweep.setInterval(0)
         self._sweep.timeout.connect(self._highlight_more)
@@ -139,8 +137,14 @@ class PygmentsHighlighter(QSyntaxHighlighter):
     def lexer(self) -> Lexer:
         return self._lexer
 
-    def set_dark(self, dark: bool) -> None:
-        self._style = get_style_by_name(DARK_STYLE if dark else LIGHT_STYLE)
+    @property
+    def style_name(self) -> str:
+        return self._style.name
+
+    def set_style(self, style_name: str) -> None:
+        if style_name == self._style.name:
+            return
+        self._style = get_style_by_name(style_name)
         self._formats.clear()
         self.rehighlight()
 
@@ -193,9 +197,9 @@ class PygmentsHighlighter(QSyntaxHighlighter):
         return state
 
 
-def attach_highlighter(document: QTextDocument, file_name: str | None, dark: bool) -> PygmentsHighlighter | None:
+def attach_highlighter(document: QTextDocument, file_name: str | None, style_name: str) -> PygmentsHighlighter | None:
     """A highlighter for ``document``, or None when it is plain text or too large to highlight."""
     if document.characterCount() > MAX_HIGHLIGHT_CHARS:
         return None
     lexer = lexer_for(file_name, document.toPlainText()[:4096])
-    return PygmentsHighlighter(document, lexer, dark) if lexer is not None else None
+    return PygmentsHighlighter(document, lexer, style_name) if lexer is not None else None

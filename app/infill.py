@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.codeeditor import CodeEditor
@@ -10,6 +11,7 @@ from app.worker_adapter import WorkerAdapter
 from app.commandkeys import SessionKeys
 from app.session import InfillSession
 from model.api import InfillRequest, TemplateRequest
+from model.project_context import nearest_snippets
 from model.template import find_gaps, segments_of
 
 CONTEXT_CHARS = 6000  # text sent on each side of the region; the engine trims to the model's window
@@ -39,6 +41,8 @@ class InfillStarter:
         self.worker = worker
         self.options = options
         self.keys = keys
+        # (name, text) of the other open files, for the prompt's project context; set by the window
+        self.project_files: Callable[[CodeEditor], list[tuple[str, str]]] = lambda editor: []
 
     def rewrite(self, editor: CodeEditor, strength: float = 1.0, instruction: str | None = None) -> InfillSession | None:
         """Rewrite the selection (or infill at the cursor when nothing is selected). With more
@@ -48,16 +52,21 @@ class InfillStarter:
         for start, end in sorted({(c.selectionStart(), c.selectionEnd()) for c in (editor.textCursor(), *editor.extra_cursors.cursors)}):
             if not spans or start >= spans[-1][1]:  # a cursor inside another's selection adds nothing
                 spans.append((start, end))
-        requests = [self._rewrite_request(text, start, end, strength, instruction) for start, end in spans]
+        files = self.project_files(editor)
+        requests = [self._rewrite_request(text, start, end, strength, instruction, files) for start, end in spans]
         return self._run(editor, spans, requests)
 
-    def _rewrite_request(self, text: str, start: int, end: int, strength: float, instruction: str | None) -> InfillRequest:
-        """The request for the Qt span ``start``-``end`` of ``text``: its original and what is around it."""
+    def _rewrite_request(self, text: str, start: int, end: int, strength: float, instruction: str | None,
+                         files: list[tuple[str, str]]) -> InfillRequest:
+        """The request for the Qt span ``start``-``end`` of ``text``: its original, what is around
+        it, and the snippets of ``files`` nearest to it."""
         start, end = index_of(text, start), index_of(text, end)
         original = text[start:end]
+        prefix, suffix = text[max(0, start - CONTEXT_CHARS) : start], text[end : end + CONTEXT_CHARS]
         return InfillRequest(
-            prefix=text[max(0, start - CONTEXT_CHARS) : start],
-            suffix=text[end : end + CONTEXT_CHARS],
+            prefix=prefix,
+            suffix=suffix,
+            context=nearest_snippets(prefix, suffix, files),
             max_new_tokens=rewrite_length(original) if original else self.options.max_new_tokens,
             init_text=original or None,
             strength=strength if original else 1.0,

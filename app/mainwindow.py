@@ -12,12 +12,12 @@ import asyncio
 import os
 
 from PySide6.QtCore import QEvent, QSettings, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QTextDocument
-from PySide6.QtWidgets import QFileDialog, QInputDialog, QLabel, QMainWindow, QVBoxLayout, QWidget
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence, QTextDocument
+from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QLabel, QMainWindow, QVBoxLayout, QWidget
 
 from app.aicontroller import AiController
 from app.commandkeys import command_keys_of
-from app.document import Document, palette_is_dark
+from app.document import Document
 from app.documenttabs import DocumentTabs
 from app.findbar import FindBar, replace_every
 from app.folder import folder_files
@@ -30,6 +30,8 @@ from app.settings import Settings
 from app.settings_dialog import SettingsDialog
 from app.symbols import symbols
 from app.textpositions import position_of
+from app.theme import apply_theme, current_style, editor_font, editor_palette
+from app.welcome import Welcome, welcome_text
 
 MAX_FILES_REPLACED = 200  # Replace All in Folder opens at most this many tabs at once
 MODEL_SETTINGS = {  # a change reloads
@@ -49,6 +51,7 @@ class MainWindow(QMainWindow):
         self.settings = Settings.load(store)
         self.notices = Notices(self)
         self.picker: Picker | None = None  # the command palette or Go to File, while open
+        self.welcome: Welcome | None = None  # in the untitled document of a start without files
         self.setWindowTitle("Sfumato")
         self.resize(1100, 760)
         self.setAcceptDrops(True)
@@ -75,7 +78,9 @@ class MainWindow(QMainWindow):
         self.folder.search.match_chosen.connect(self.open_at)
         self.folder.search.replace_requested.connect(self.replace_in_files)
         self._build_status_bar()
+        self.ai.worker.status.connect(self._refresh_welcome)
         self.menu_actions = build_menus(self)
+        QGuiApplication.styleHints().colorSchemeChanged.connect(self._desktop_scheme_changed)
         self.apply_settings()
 
     def _build_status_bar(self) -> None:
@@ -106,9 +111,11 @@ class MainWindow(QMainWindow):
         actions.slow_motion.setChecked(s.slow_motion_ms > 0)
         actions.wrap.setChecked(s.word_wrap)
         actions.whitespace.setChecked(s.show_whitespace)
+        apply_theme(s.theme, s.light_style, s.dark_style)
         for document in self.tabs.documents():
             self._configure(document)
         self._show_indentation()
+        self._refresh_welcome()
 
     def _configure(self, document: Document) -> None:
         """The editor as the settings say; indentation: the file's own where it showed one."""
@@ -119,10 +126,46 @@ class MainWindow(QMainWindow):
         editor.set_show_whitespace(s.show_whitespace)
         editor.auto_close = s.auto_close
         editor.command_keys = command_keys_of(s.keys, self.findChildren(QAction))
+        editor.set_text_font(editor_font(s.font_family, s.font_size))
+        self._colour(document)
+
+    def _colour(self, document: Document) -> None:
+        """The text area's colours and its highlighting from the pygments style for the theme now."""
+        style = current_style()
+        document.editor.setPalette(editor_palette(QApplication.palette(), style))
+        if document.highlighter is not None:
+            document.highlighter.set_style(style)
+
+    def apply_look(self, s: Settings) -> None:
+        """The theme, text styles and font of ``s``: the settings, or the settings dialog's before OK."""
+        apply_theme(s.theme, s.light_style, s.dark_style)
+        for document in self.tabs.documents():
+            document.editor.set_text_font(editor_font(s.font_family, s.font_size))
+            self._colour(document)
+
+    def _desktop_scheme_changed(self, _scheme) -> None:
+        self.apply_look(self.settings)
 
     def _document_added(self, document: Document) -> None:
         self._configure(document)
         document.editor.cursorPositionChanged.connect(self._update_position)
+
+    def show_welcome(self, document: Document) -> None:
+        self.welcome = Welcome(document.editor)
+        self._refresh_welcome()
+
+    def _refresh_welcome(self) -> None:
+        """The welcome with the keys and the model as they are now (loading, loaded, failed)."""
+        if self.welcome is None:
+            return
+        worker, spec = self.ai.worker, self.ai.model_override or self.settings.model_spec
+        if worker.info is not None:
+            model = f"{worker.info.name} on {worker.info.device}"
+        elif worker.error is not None:
+            model = f"none ({spec} did not load: {worker.error})"
+        else:
+            model = f"{spec} (loading…)"
+        self.welcome.show(welcome_text(self.settings.keys, model))
 
     def _remember_recent(self, path: str) -> None:
         self.settings.add_recent(path)
@@ -136,7 +179,9 @@ class MainWindow(QMainWindow):
 
     def open_settings(self) -> None:
         dialog = SettingsDialog(self.settings, self)
+        dialog.look_changed.connect(self.apply_look)
         if dialog.exec() != SettingsDialog.DialogCode.Accepted:
+            self.apply_settings()  # the look as it was before the dialog's preview
             return
         changed = self.settings.replace_with(dialog.result_settings())
         self.save_settings()
@@ -275,6 +320,12 @@ class MainWindow(QMainWindow):
         if self.tabs.count():
             self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
 
+    def show_shortcuts(self) -> None:
+        from app.shortcuts import ShortcutsDialog
+
+        self.shortcuts = ShortcutsDialog(self.menuBar(), self)
+        self.shortcuts.open()
+
     def show_about(self) -> None:
         from app.about import show_about
 
@@ -294,12 +345,11 @@ class MainWindow(QMainWindow):
         event.accept()
 
     def changeEvent(self, event) -> None:  # noqa: N802 - Qt override
-        """Follow the system's light/dark switch; coming back to the window, ask git again (a commit
-        made meanwhile clears the current file's changed-line marks)."""
+        """The application's palette changed (light/dark): recolour the text; coming back to the
+        window, ask git again (a commit made meanwhile clears the current file's changed-line marks)."""
         if event.type() == QEvent.Type.PaletteChange:
             for document in self.tabs.documents():
-                if document.highlighter is not None:
-                    document.highlighter.set_dark(palette_is_dark())
+                self._colour(document)
         elif event.type() == QEvent.Type.ActivationChange and self.isActiveWindow() and self.tabs.current_document() is not None:
             self.tabs.current_document().refresh_committed()
         super().changeEvent(event)
@@ -327,7 +377,7 @@ def open_files(window: MainWindow, files: list[str]) -> None:
             window.open_folder(window.settings.folder)
         window.tabs.reopen(recall(window.store))
     if not window.tabs.documents():
-        window.tabs.new_document()
+        window.show_welcome(window.tabs.new_document())
 
 
 ENGINE_START_DELAY_MS = 150  # let the window paint before the import of torch competes for the CPU

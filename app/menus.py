@@ -120,6 +120,7 @@ def build_menus(window: MainWindow) -> MenuActions:
     _action(window, ai_menu, "Reload &Model", ai.start_engine)
 
     help_menu = menus.addMenu("&Help")
+    _action(window, help_menu, "&Keyboard Shortcuts", window.show_shortcuts, "F1")
     _action(window, help_menu, "&About Sfumato", window.show_about)
     return MenuActions(recent, rewrite, fill, accept, reject, try_again, next_alternative, previous_alternative,
                        wrap, whitespace, underline, slow)

@@ -19,7 +19,8 @@ Entry = tuple[str, str, Callable[[], None]]  # what is matched, a note shown bes
 
 
 def menu_commands(menu_bar: QMenuBar) -> list[Entry]:
-    """("Menu: Command", shortcut, trigger) for every enabled command in the menus, submenus included."""
+    """("Menu: Command", keys, trigger) for every enabled command in the menus, submenus included;
+    keys: all the action's shortcuts, or the key its text names after a tab (keys a session reads)."""
     entries = []
 
     def walk(prefix: str, actions: list[QAction]) -> None:
@@ -28,8 +29,8 @@ def menu_commands(menu_bar: QMenuBar) -> list[Entry]:
             if action.menu() is not None:
                 walk(f"{prefix}{name}: ", action.menu().actions())
             elif not action.isSeparator() and action.isEnabled() and name:
-                shortcut = action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
-                entries.append((prefix + name, shortcut, action.trigger))
+                keys = ", ".join(key.toString(QKeySequence.SequenceFormat.NativeText) for key in action.shortcuts())
+                entries.append((prefix + name, keys or action.text().partition("\t")[2], action.trigger))
 
     walk("", menu_bar.actions())
     return entries

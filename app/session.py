@@ -24,11 +24,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QKeyEvent, QKeySequence, QTextCursor, QTextDocument
 
 from app.commandkeys import DEFAULT_SESSION_KEYS, SessionKeys, key_matches
 from app.draftpaint import draft_selections
+from app.noise import with_noise
+from app.pacing import DraftPacer
 from app.reviewhint import ReviewHint
 from app.textpositions import as_stored, document_text, index_of, utf16_length
 from model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
@@ -39,8 +41,6 @@ if TYPE_CHECKING:
     from model.worker import Job
 
 log = logging.getLogger(__name__)
-
-FRAME_MS = 16  # draw the newest draft at most once per frame
 
 
 class _Region:
@@ -69,9 +69,10 @@ class _Region:
 class InfillSession(QObject):
     """Shows the drafts of one model run in ``editor`` and applies or discards the result.
 
-    States: ``running`` (drafts arriving), ``ready`` (the final result is shown: accept, reject
-    or cycle alternatives) and ``ended``. ``ended`` is emitted once with an outcome
-    ("accepted", "rejected", "cancelled", "failed", "empty": the model wrote nothing) and a status-bar message.
+    States: ``running`` (drafts arriving and animated, app/pacing.py), ``ready`` (the result is
+    shown: accept, reject or cycle alternatives; accepting a result that is in but not shown yet
+    shows it first) and ``ended``, emitted once with an outcome ("accepted", "rejected",
+    "cancelled", "failed", "empty": the model wrote nothing) and a status-bar message.
     """
 
     ended = Signal(str, str)
@@ -102,7 +103,6 @@ class InfillSession(QObject):
         text = document_text(self.document)
         self._regions = [_Region(self.document, s, e, text[index_of(text, s) : index_of(text, e)]) for s, e in sorted(spans)]
         self._drafts: tuple[Draft, ...] | None = None  # what is shown (or will be)
-        self._pending: tuple[Draft, ...] | None = None  # newest draft not yet drawn
         self._alternative = 0
         self._draft_undo_steps: int | None = None  # None: no draft in the document
         self._draft_revision = -1
@@ -110,10 +110,8 @@ class InfillSession(QObject):
         self._inside_user_edit = False
         self._modified = self.document.isModified()
         self._started = time.monotonic()
-        self._frame = QTimer(self)
-        self._frame.setSingleShot(True)
-        self._frame.setInterval(FRAME_MS)
-        self._frame.timeout.connect(self._draw_pending)
+        self._finished: float | None = None
+        self._pacer = DraftPacer(self, self._draw)
         editor.extra_cursors.clear()  # a session edits with one cursor
         editor.session = self
         self._paint()
@@ -163,6 +161,11 @@ class InfillSession(QObject):
         return [region.span() for region in self._regions]
 
     @property
+    def result_in(self) -> bool:
+        """The final result has arrived (it can be accepted, even before the animation shows it)."""
+        return self.state == "ready" or (self.state == "running" and self._pacer.has_result)
+
+    @property
     def has_draft(self) -> bool:
         return self._draft_undo_steps is not None
 
@@ -184,21 +187,26 @@ class InfillSession(QObject):
     # --- the worker's news, on the Qt thread --------------------------------------------------
 
     def receive(self, drafts: tuple[Draft, ...]) -> None:
-        """A pass's drafts; only the newest is drawn, at most once per frame."""
-        if self.state != "running":
-            return
-        self._pending = drafts
-        if not self._frame.isActive():
-            self._frame.start()
+        if self.state == "running":
+            self._pacer.add(drafts)  # it decides which passes are drawn, and when
 
     def finish(self, drafts: tuple[Draft, ...]) -> None:
         if self.state != "running":
             return
-        self._frame.stop()
-        self._pending = None
+        if not isinstance(self.request, TemplateRequest) and not any(draft.confident for draft in drafts):
+            return self._end("rejected", "No confident suggestion. Your text is unchanged.")
         if all(not candidate.text.strip() for draft in drafts for candidate in draft.candidates):
             again = self.keys.try_again.toString(QKeySequence.SequenceFormat.NativeText)
-            self._end("empty", f"The model wrote nothing here; {again} tries again.")
+            return self._end("empty", f"The model wrote nothing here; {again} tries again.")
+        self._finished = time.monotonic()  # the model's speed, without the animation after it
+        self._pacer.add(drafts, final=True)
+
+    def _draw(self, drafts: tuple[Draft, ...], final: bool) -> None:
+        """Show a pass the pacer chose (its undecided positions as noise), or the result."""
+        if not final:
+            self._show(with_noise(drafts, self.originals))
+            total, passes = f"/{self._total_steps}" if self._total_steps else "", drafts[0].batch_passes
+            self.progress.emit(f"{f'Pass {passes}{total}' if passes else 'Receiving'} · {self._stats(drafts)}")
             return
         self.state = "ready"
         self._show(drafts)
@@ -220,6 +228,7 @@ class InfillSession(QObject):
     # --- the user's decisions -----------------------------------------------------------------
 
     def accept(self) -> None:
+        self._pacer.finish_now()
         if self.state != "ready":
             return
         texts = self.texts()
@@ -251,6 +260,7 @@ class InfillSession(QObject):
 
     def cycle(self, step: int) -> None:
         """Show the next (or previous) alternative; after the last one comes the original, to compare."""
+        self._pacer.finish_now()
         if self.state != "ready":
             return
         self._alternative = (self._alternative + step) % (self.alternatives + 1)
@@ -286,7 +296,7 @@ class InfillSession(QObject):
         if key_matches(event, self.keys.reject):
             self.dismiss()
         elif key_matches(event, self.keys.accept):  # reserved while a session runs: no stray indent
-            if self.state == "ready":
+            if self.result_in:
                 self.accept()
             else:
                 self.progress.emit("Still denoising: the result can be accepted when it is done.")
@@ -347,18 +357,10 @@ class InfillSession(QObject):
 
     # --- drawing ------------------------------------------------------------------------------
 
-    def _draw_pending(self) -> None:
-        if self._pending is not None and self.state == "running":
-            drafts, self._pending = self._pending, None
-            self._show(drafts)
-            total = f"/{self._total_steps}" if self._total_steps else ""
-            passes = drafts[0].batch_passes
-            self.progress.emit(f"{f'Pass {passes}{total}' if passes else 'Receiving'} · {self._stats(drafts)}")
-
     def _stats(self, drafts: tuple[Draft, ...]) -> str:
         """Speed so far; tokens per pass only where the backend counts passes (a server does not)."""
         draft = drafts[0]
-        seconds = max(time.monotonic() - self._started, 1e-6)
+        seconds = max((self._finished or time.monotonic()) - self._started, 1e-6)
         generated = sum(d.generated_tokens for d in drafts)
         per_pass = f"{draft.tokens_per_pass:.1f} tokens/pass · " if draft.forward_passes else ""
         return f"{per_pass}{generated / seconds:.0f} tokens/s"
@@ -481,7 +483,7 @@ class InfillSession(QObject):
     def _end(self, outcome: str, message: str) -> None:
         if self.state == "ended":
             return
-        self._frame.stop()
+        self._pacer.stop()
         self._take_out_draft()
         self.state = "ended"
         self._ended_at = (self.document.revision(), self.spans())  # where the originals are, for ``again``

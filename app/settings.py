@@ -37,6 +37,11 @@ class Settings:
     auto_close: bool = True  # brackets and quotes get their closer as they are typed
     word_wrap: bool = False  # wrap long lines at the window's edge (View > Word Wrap)
     show_whitespace: bool = False  # spaces and tabs drawn as faint dots and arrows
+    theme: str = "system"  # "system" (the desktop's colour scheme), "light" or "dark"
+    light_style: str = "default"  # pygments style of the text when the theme is light
+    dark_style: str = "monokai"  # pygments style of the text when the theme is dark
+    font_family: str = ""  # the text's font; "" for the system's fixed-width font
+    font_size: int = 0  # points; 0 for the font's own size
     reopen_files: bool = True  # at start without files named: the files open when it last closed
     folder: str = ""  # the folder open in the sidebar at the last close ("" for none)
     use_server: bool = False  # run AI edits on `server_url` instead of `model_spec`

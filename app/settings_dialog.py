@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 
-from PySide6.QtGui import QKeySequence
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QFontDatabase, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -12,6 +13,7 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QDoubleSpinBox,
     QFileDialog,
+    QFontComboBox,
     QFormLayout,
     QHBoxLayout,
     QKeySequenceEdit,
@@ -26,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from app.server_page import ServerPage
 from app.settings import DEFAULT_KEYS, Settings
+from app.theme import THEMES, editor_font, style_names
 from model.api import EngineError
 from model.remote.credentials import store_api_key
 
@@ -56,6 +59,11 @@ def _spin(low: int, high: int, value: int, special: str | None = None) -> QSpinB
 
 
 class SettingsDialog(QDialog):
+    """``look_changed`` carries the settings as edited whenever the theme, a style or the font
+    changes, so the window can show them at once (and put its own back on Cancel)."""
+
+    look_changed = Signal(object)
+
     def __init__(self, settings: Settings, parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle("Sfumato settings")
@@ -151,6 +159,28 @@ class SettingsDialog(QDialog):
         self.reopen_files = QCheckBox("Reopen the files that were open when Sfumato last closed")
         self.reopen_files.setChecked(s.reopen_files)
         form.addRow("", self.reopen_files)
+        self.theme = QComboBox()
+        for key, label in THEMES.items():
+            self.theme.addItem(label, key)
+        self.theme.setCurrentIndex(max(0, self.theme.findData(s.theme)))
+        form.addRow("Theme", self.theme)
+        self.light_style, self.dark_style = QComboBox(), QComboBox()
+        for box, name, label in ((self.light_style, s.light_style, "Text style, light"), (self.dark_style, s.dark_style, "Text style, dark")):
+            box.addItems(style_names())
+            box.setCurrentText(name)
+            form.addRow(label, box)
+        self.font_family = QFontComboBox()
+        self.font_family.setFontFilters(QFontComboBox.FontFilter.MonospacedFonts)
+        self.font_family.setCurrentFont(editor_font(s.font_family, 0))
+        self.font_size = _spin(0, 96, s.font_size, "its own size")
+        self.font_size.setSuffix(" pt")
+        row = QHBoxLayout()
+        row.addWidget(self.font_family, 1)
+        row.addWidget(self.font_size)
+        form.addRow("Font", row)
+        for signal in (self.theme.currentIndexChanged, self.light_style.currentTextChanged, self.dark_style.currentTextChanged,
+                       self.font_family.currentFontChanged, self.font_size.valueChanged):
+            signal.connect(lambda *_: self.look_changed.emit(self.result_settings()))
         return page
 
     def _keys_page(self) -> QWidget:
@@ -220,6 +250,11 @@ class SettingsDialog(QDialog):
         s.indent_width = self.indent_width.value()
         s.reopen_files = self.reopen_files.isChecked()
         s.auto_close = self.auto_close.isChecked()
+        s.theme = self.theme.currentData()
+        s.light_style, s.dark_style = self.light_style.currentText(), self.dark_style.currentText()
+        system_font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont).family()
+        s.font_family = "" if self.font_family.currentFont().family() == system_font else self.font_family.currentFont().family()
+        s.font_size = self.font_size.value()
         s.keys = {a: e.keySequence().toString() or DEFAULT_KEYS[a] for a, e in self.key_edits.items()}
         self.server_page.apply(s)
         return s

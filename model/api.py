@@ -31,6 +31,8 @@ class InfillRequest:
     take the model's defaults; ``n_alternatives`` candidates are decoded as one batch.
     ``sampler_bound`` trades quality for speed: the entropy a pass may accept (None: the model's
     default; a tiny value accepts one token per pass, the sequential baseline).
+    ``context`` holds snippets of other open files and the folder, nearest first; backends put
+    what fits their prompt budget before the document, and retrieval draws candidates from them.
     """
 
     prefix: str = ""
@@ -43,6 +45,7 @@ class InfillRequest:
     seed: int | None = None
     n_alternatives: int = 1
     sampler_bound: float | None = None
+    context: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.sampler_bound is not None and self.sampler_bound <= 0:
@@ -92,10 +95,13 @@ class TokenState:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One alternative's text in a draft; ``tokens`` spell exactly ``text``."""
+    """One alternative's text in a draft; ``tokens`` spell exactly ``text``. Ranked results carry
+    their ``score`` (log-odds of being right) and ``origin`` (how the text was found or made)."""
 
     text: str
     tokens: tuple[TokenState, ...]
+    score: float | None = None
+    origin: str = ""
 
 
 @dataclass(frozen=True)
@@ -106,7 +112,9 @@ class Draft:
     shows; every request of a batch has the same); ``forward_passes`` counts those this request's
     own rows needed: the batch's passes after they stopped do not count, so it is the denominator
     of ``tokens_per_pass``. ``final`` marks the last draft, whose candidates are the results.
-    Alternative 0 is ``text`` / ``tokens``.
+    Alternative 0 is ``text`` / ``tokens``. ``confident`` is False on a final draft whose best
+    alternative did not clear the ranker's bar: the editor then writes nothing and says
+    "no confident suggestion".
     """
 
     batch_passes: int
@@ -114,6 +122,7 @@ class Draft:
     final: bool = False
     forward_passes: int = 0
     generated_tokens: int = 0
+    confident: bool = True
 
     @property
     def text(self) -> str:

@@ -38,6 +38,7 @@ from model.api import (
 )
 from model.gap_fill import fill_gaps_separately
 from model.layout import Layout
+from model.project_context import context_tokens
 from model.prompt_cache import PromptCache
 from model.quantization import grad_free
 from model.region_prompt import region_messages
@@ -165,7 +166,8 @@ class DiffusionGemmaBackend:
         if self.layout is not None:
             prefix = encode_text(self.tokenizer, request.prefix)
             suffix = encode_text(self.tokenizer, request.suffix)
-            return self.layout.fim_prompt(prefix, suffix, budget)
+            context = context_tokens(self.tokenizer, request.context, budget)
+            return self.layout.fim_prompt(prefix, suffix, budget, context)
         return self._chat_prompt(request, budget)
 
     def _chat_prompt(self, request: InfillRequest, budget: int) -> list[int]:

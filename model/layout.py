@@ -37,20 +37,22 @@ class Layout:
         self.fim_middle = special_id(tokenizer, FIM_MIDDLE)
         self.gaps = [special_id(tokenizer, token) for token in GAP_TOKENS]
 
-    def fim_prompt(self, prefix: Sequence[int], suffix: Sequence[int], budget: int) -> list[int]:
+    def fim_prompt(self, prefix: Sequence[int], suffix: Sequence[int], budget: int,
+                   context: Sequence[int] = ()) -> list[int]:
         """PSM prompt within ``budget`` tokens: the prefix loses its start, the suffix its end.
+        ``context`` (project snippets, already cut to their share) goes before the prefix.
 
         A prefix's start is dropped in steps of ``budget // 16`` tokens, so that typing at the
         cursor of a long document leaves the prompt's start, and its cached encoding, unchanged.
         """
-        room = max(0, budget - 4)
+        room = max(0, budget - 4 - len(context))
         keep_suffix = min(len(suffix), max(room // 4, room - len(prefix)))
         keep_prefix = min(len(prefix), room - keep_suffix)
         step = max(1, budget // 16)
         drop = -(-(len(prefix) - keep_prefix) // step) * step
         prefix = prefix[drop:]
         suffix = suffix[:keep_suffix]
-        return [self.bos, self.fim_prefix, *prefix, self.fim_suffix, *suffix, self.fim_middle]
+        return [self.bos, self.fim_prefix, *context, *prefix, self.fim_suffix, *suffix, self.fim_middle]
 
     def multi_gap_prompt(self, segments: Sequence[Sequence[int]]) -> list[int]:
         """Prompt for ``len(segments) - 1`` gaps, the i-th gap between segments i and i+1."""

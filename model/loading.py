@@ -105,6 +105,7 @@ def load_backend(
 
     from model.diffusion_gemma import DiffusionGemmaBackend
     from model.masked_diffusion import MaskedDiffusionBackend, architecture_name, masked_diffusion_family
+    from model.suggest import with_suggestions
 
     transformers_logging.disable_progress_bar()
     try:
@@ -132,7 +133,7 @@ def load_backend(
             raise EngineError(f"{source}: the tokenizer has {len(tokenizer)} tokens but the model only {vocab_size}")
         profile = _read_profile(folder)
         info = _model_info(source, folder, "diffusion-gemma", plan, model, profile.prompt_layout == "chat")
-        return DiffusionGemmaBackend(model, tokenizer, profile, info)
+        return with_suggestions(DiffusionGemmaBackend(model, tokenizer, profile, info), folder)
     return MaskedDiffusionBackend(model, tokenizer, _model_info(source, folder, "masked-diffusion", plan, model, False))
 
 

@@ -44,6 +44,7 @@ from model.api import (
 from model.gap_fill import fill_gaps_separately
 from model.quantization import grad_free
 from model.masked_samplers import SAMPLERS, Sampler, Scores
+from model.project_context import context_tokens
 from model.token_text import split_text, token_bytes_table
 from model.tokenizer import decode_ids, encode_text
 
@@ -294,8 +295,9 @@ class MaskedDiffusionBackend:
             span = self._blank_span(min(request.max_new_tokens, room), request.steps)
         prefix = encode_text(self.tokenizer, request.prefix)
         suffix = encode_text(self.tokenizer, request.suffix)
-        prefix, suffix = _fit(prefix, suffix, self._budget(span.cap))
-        return _GappedSequence([prefix, suffix], [span], generator)
+        context = context_tokens(self.tokenizer, request.context, self._budget(span.cap))
+        prefix, suffix = _fit(prefix, suffix, self._budget(span.cap) - len(context))
+        return _GappedSequence([context + prefix, suffix], [span], generator)
 
     # ---- denoising ----------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from model.api import InfillRequest
 
 CHARS_PER_TOKEN = 3  # rough; the in-process engine refines the cut with its tokenizer
+MAX_SNIPPETS = 4  # of the request's project context, nearest first
 
 
 def context_window(request: InfillRequest, budget_tokens: int) -> tuple[str, str]:
@@ -22,6 +23,18 @@ def context_window(request: InfillRequest, budget_tokens: int) -> tuple[str, str
     step = max(1, budget_tokens * CHARS_PER_TOKEN // 32)
     drop = -(-max(0, len(request.prefix) - before) // step) * step
     return request.prefix[drop:], request.suffix[:after]
+
+
+def context_text(request: InfillRequest, budget_tokens: int) -> str:
+    """The request's project snippets that fit whole in a quarter of the budget, nearest last (next
+    to the document): what a completions prompt puts before the prefix."""
+    room = budget_tokens * CHARS_PER_TOKEN // 4
+    kept = []
+    for snippet in request.context:
+        if len(snippet) <= room:
+            kept.append(snippet)
+            room -= len(snippet)
+    return "".join(reversed(kept))
 
 
 def character_budgets(budget_tokens: int) -> tuple[int, int]:
@@ -38,6 +51,8 @@ def region_message(request: InfillRequest, budget_tokens: int) -> str:
         "with no explanation and no code fences.",
         f"Document:\n{prefix}<REGION>{suffix}",
     ]
+    if request.context:
+        parts.insert(1, "Related snippets from other files of the project:\n" + "\n".join(request.context[:MAX_SNIPPETS]))
     if request.is_rewrite:
         parts.append(f"The region currently contains:\n{request.init_text}")
     parts.append(f"Instruction: {request.instruction or 'Fill in the region so that it fits its surroundings.'}")

@@ -45,7 +45,7 @@ def main() -> int:
     parser.add_argument("--model", default="embedded", help="model spec: embedded, a folder or a hub id")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--out", default=str(REPO / "resources" / "screenshots"))
-    parser.add_argument("--slow-motion", type=int, default=350, help="ms per pass, so passes are visible")
+    parser.add_argument("--slow-motion", type=int, default=0, help="ms per pass (0: as at default settings, paced by the editor)")
     args = parser.parse_args()
     server = start_display()
     os.environ["QT_QPA_PLATFORM"] = "xcb"

@@ -27,14 +27,14 @@ def test_the_lexer_comes_from_the_name_then_the_content():
 def test_a_document_over_the_size_limit_stays_plain(monkeypatch):
     monkeypatch.setattr(highlighter, "MAX_HIGHLIGHT_CHARS", 1000)
     document = QTextDocument("x = 1\n" * 500)
-    assert attach_highlighter(document, "big.py", dark=False) is None
+    assert attach_highlighter(document, "big.py", "default") is None
 
 
 def test_long_files_are_highlighted_in_sweeps_down_to_the_last_line(qtbot, monkeypatch):
     monkeypatch.setattr(highlighter, "FIRST_LINES", 10)
     monkeypatch.setattr(highlighter, "LINES_PER_SWEEP", 7)
     document = QTextDocument("value = 'text'  # comment\n" * 100)
-    lighter = PygmentsHighlighter(document, lexer_for("a.py", ""), dark=False)
+    lighter = PygmentsHighlighter(document, lexer_for("a.py", ""), "default")
     last = document.lastBlock().previous()
     qtbot.waitUntil(lambda: not lighter.sweeping, timeout=10000)
     assert len(last.layout().formats()) >= 3
@@ -42,6 +42,6 @@ def test_long_files_are_highlighted_in_sweeps_down_to_the_last_line(qtbot, monke
 
 def test_a_lexer_with_its_own_token_types_gets_their_parents_style(qtbot):
     document = QTextDocument("key: plain value\nother: 'quoted'\n")
-    lighter = attach_highlighter(document, "config.yaml", dark=False)  # YAML yields Literal.Scalar.Plain
+    lighter = attach_highlighter(document, "config.yaml", "default")  # YAML yields Literal.Scalar.Plain
     assert lighter is not None and lighter.language == "YAML"
     qtbot.waitUntil(lambda: bool(document.firstBlock().layout().formats()))  # not stopped by an unknown token type

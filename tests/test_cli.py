@@ -28,7 +28,7 @@ def test_jsonl_one_line_out_per_request_in_order(monkeypatch, capsys, tiny_model
     code, records, err = infill(monkeypatch, capsys, tiny_model_dir, lines, "--batch-size", "2")
     assert code == 0 and err == ""
     assert [r.get("id") for r in records] == ["a", None, 7, None, "neg", "b"]
-    assert set(records[0]) == {"id", "text", "forward_passes", "tokens", "seconds"}
+    assert set(records[0]) == {"id", "text", "forward_passes", "tokens", "seconds", "confident"}
     assert records[0]["tokens"] <= 6 and records[0]["forward_passes"] >= 1
     assert all("error" in records[i] for i in (1, 2, 3, 4))
     assert "text" in records[5]

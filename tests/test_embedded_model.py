@@ -20,7 +20,7 @@ def test_the_folder_is_complete_and_small():
     folder = EMBEDDED_DIR / EMBEDDED_NAME
     for name in ("config.json", "model.safetensors", "tokenizer.json", "generation_config.json", "sfumato.json", "README.md"):
         assert (folder / name).is_file(), name
-    assert sum(f.stat().st_size for f in folder.iterdir()) < 100 * 2**20
+    assert sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) < 100 * 2**20  # weights and line table
     assert json.loads((folder / "sfumato.json").read_text())["prompt_layout"] == "fim"
 
 
@@ -46,3 +46,36 @@ def test_predicts_held_out_tokens_far_above_chance(backend):
     assert figures["n"] == 12
     assert figures["token_accuracy"] > 0.2
     assert 0 < figures["nll"] < 5.0
+
+
+def final_draft(engine, request):
+    drafts = None
+    for drafts in engine.stream([request]):
+        pass
+    return drafts[0]
+
+
+def test_the_shipped_engine_retrieves_a_common_line_and_ranks_it_first(backend):
+    """A held-out-like snippet: the line under ``if __name__ == "__main__":`` is in the corpus table."""
+    from model.suggest import SuggestingBackend
+
+    assert isinstance(backend, SuggestingBackend) and backend.table is not None
+    prefix = 'import sys\n\n\ndef main():\n    print(sys.argv)\n\n\nif __name__ == "__main__":\n    '
+    draft = final_draft(backend, InfillRequest(prefix=prefix, suffix="\n", max_new_tokens=16, seed=0))
+    assert draft.final and draft.confident
+    assert draft.text == "main()"
+    assert len(draft.candidates) > 1  # the rest stay reachable as alternatives
+
+
+def test_the_shipped_engine_gives_a_rewrite_back_when_nothing_beats_it(backend):
+    prefix = "def area(width, height):\n    "
+    draft = final_draft(backend, InfillRequest(prefix=prefix, suffix="\n", init_text="return width * height",
+                                               strength=0.3, max_new_tokens=16, seed=0))
+    assert draft.text == "return width * height" and draft.candidates[0].origin == "original"
+    assert not draft.confident
+
+
+def test_the_shipped_engine_holds_back_a_guess(backend):
+    prefix = "def mean(values):\n    total = sum(values)\n    return "
+    draft = final_draft(backend, InfillRequest(prefix=prefix, suffix="\n", max_new_tokens=16, seed=0))
+    assert draft.text in ("total", "values") and not draft.confident

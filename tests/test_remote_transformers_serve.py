@@ -125,7 +125,7 @@ def test_infill_jsonl_against_the_server_answers_every_line_in_order(transformer
     assert run.returncode == 0, run.stderr
     records = [json.loads(line) for line in run.stdout.splitlines()]
     assert [record.get("id") for record in records] == [1, None, "b"]
-    assert set(records[0]) == {"id", "text", "forward_passes", "tokens", "seconds"} and records[0]["text"]
+    assert set(records[0]) == {"id", "text", "forward_passes", "tokens", "seconds", "confident"} and records[0]["text"]
     assert "error" in records[1] and "text" not in records[1]
     assert 1 <= records[2]["tokens"] <= 3
 

@@ -32,12 +32,13 @@ from PySide6.QtWidgets import QApplication
 
 from test_app_support import FakeBackend, make_engine, qasync_loop  # noqa: F401 - fixture
 
-from app import recovery, session as session_module
+from app import pacing, recovery
 from app.codeeditor import CodeEditor
 from app.textpositions import document_text
 from app.document import Document
 from app.infill import InfillOptions, InfillStarter
 from app.commandkeys import DEFAULT_SESSION_KEYS
+from app.noise import with_noise
 from app.session import InfillSession
 from model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
 from model.template import find_gaps, segments_of
@@ -277,10 +278,16 @@ class SessionMachine(RuleBasedStateMachine):
     def draft_arrives(self, data):
         self.step += 1
         texts = self.texts(False, data)
-        self.session.receive(drafts_of(texts, self.step, final=False))
+        drafts = drafts_of(texts, self.step, final=False)
+        self.session.receive(drafts)
         for _ in range(3):  # the frame timer (0 ms in these tests) draws it
             QApplication.processEvents()
-        self.show(texts)
+        self.show_passing(drafts)
+
+    def show_passing(self, drafts: tuple[Draft, ...]) -> None:
+        """A passing draft is shown with its undecided positions and missing lines as noise."""
+        shown = with_noise(drafts, [region.original for region in self.regions])
+        self.show([[candidate.text for candidate in draft.candidates] for draft in shown])
 
     def show(self, texts: list[list[str]]) -> None:
         for region, alternatives in zip(self.regions, texts):
@@ -454,8 +461,9 @@ class SessionMachine(RuleBasedStateMachine):
 
 @pytest.fixture
 def immediate_frames(monkeypatch):
-    """Draw every draft on the next event-loop pass instead of the next 16 ms frame."""
-    monkeypatch.setattr(session_module, "FRAME_MS", 0)
+    """Draw every draft on the next event-loop pass: no frame wait, no animation pacing."""
+    monkeypatch.setattr(pacing, "FRAME_MS", 0)
+    monkeypatch.setattr(pacing, "MIN_PASS_MS", 0)
 
 
 def test_sessions_never_lose_or_leak_text(qapp, immediate_frames):
@@ -505,7 +513,7 @@ class RealModelMachine(SessionMachine):
         self.session.receive(drafts)
         for _ in range(3):
             QApplication.processEvents()
-        self.show([[candidate.text for candidate in draft.candidates] for draft in drafts])
+        self.show_passing(drafts)
 
     @precondition(lambda self: self.session is not None and self.session.state == "running")
     @rule()

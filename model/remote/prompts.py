@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 
 from model.api import InfillRequest
-from model.region_prompt import context_window, region_messages
+from model.region_prompt import context_text, context_window, region_messages
 from model.remote.server import ServerProfile
 
 
@@ -34,7 +34,7 @@ def request_body(profile: ServerProfile, request: InfillRequest, budget_tokens: 
         body["prompt"] = fim_prompt(profile.fim, request, budget_tokens)
     else:
         path = "completions"
-        body["prompt"] = context_window(request, budget_tokens)[0]
+        body["prompt"] = context_text(request, budget_tokens) + context_window(request, budget_tokens)[0]
     if profile.draft_stream:
         body["diffusing"] = True
     return path, body
@@ -51,7 +51,7 @@ def fim_prompt(markers: tuple[str, str, str], request: InfillRequest, budget_tok
     """Prefix-suffix-middle, with the same context window as the chat prompt."""
     before, after = context_window(request, budget_tokens)
     begin, hole, end = markers
-    return f"{begin}{before}{hole}{after}{end}"
+    return f"{begin}{context_text(request, budget_tokens)}{before}{hole}{after}{end}"
 
 
 def diffusion_extras(request: InfillRequest, canvas: list[int] | None, selection_tokens: int) -> dict:

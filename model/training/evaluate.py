@@ -18,6 +18,9 @@ Figures: exact match (the whole middle, character for character), character simi
 The sweep reruns single-line tasks across entropy bounds (the sampler's acceptance threshold;
 the smallest accepts one token per pass) to draw quality against tokens per pass. ``pass_ms`` is the time of
 one decoder pass over a full canvas with a 512-token prompt, batch 1.
+
+The editor-shaped figures of issue 14 (cursor after the indentation, prose gaps, repair, each
+beside the repeat, lookup and model-alone baselines) are ``model.training.evaluate_edits``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,181 @@
+"""Suggestions: retrieval-started block denoising, reranked, for a backend that can score text.
+
+``SuggestingBackend`` wraps a loaded backend and keeps its API. For each infill request it
+retrieves candidate lines (``model.retrieval``: the document, the project context, the corpus
+table); the best few may also start a rewrite at partial ``strength`` (the engine pins the kept
+tokens), and fresh denoised samples join the same batch. Everything is still block denoising:
+retrieval only chooses where some rows start. When the batch is done, every text (the retrieved
+ones unchanged, the denoised ones, and for a rewrite the region's current text) is scored by the
+model and the cheap checks and ordered by ``model.rerank``. The final draft lists them best first
+and says whether the best is ``confident``; the editor writes nothing when it is not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from model.api import Candidate, CancelFlag, Draft, InfillRequest, TemplateRequest, TokenState
+from model.candidate_score import mean_log_probs
+from model.checks import bracket_errors, parses, unknown_names, window
+from model.gap_fill import fill_gaps_separately
+from model.line_table import LineTable, normalise
+from model.rerank import DEFAULT, Alternative, Evidence, Ranker
+from model.retrieval import retrieve
+from model.token_text import split_text
+from model.tokenizer import encode_text
+
+TABLE_FOLDER = "lines"
+RANKER_FILE = "rerank.json"
+
+
+@dataclass(frozen=True)
+class Settings:
+    retrieved: int = 6  # retrieved candidates that enter the ranking as they are
+    started: int = 0  # of them, how many also start a denoising row (did not pay on dev: off)
+    strength: float = 0.3  # the share of a started candidate's tokens renoised
+    fresh: int = 1  # fresh denoised samples per request when retrieval found something
+
+
+@dataclass
+class Plan:
+    """One request: what was retrieved, and its rows in the inner batch."""
+
+    request: InfillRequest
+    retrieved: list[Alternative]
+    inner: list[InfillRequest]
+    origins: list[str]  # per inner request: "sample" or "started"
+
+
+class SuggestingBackend:
+    """A backend whose results are retrieved and denoised alternatives, ranked. Attributes it does
+    not define (the model, tokenizer, prompt cache) are the wrapped backend's."""
+
+    def __init__(self, backend, table: LineTable | None = None, ranker: Ranker = DEFAULT,
+                 settings: Settings = Settings()):
+        self.backend = backend
+        self.table = table
+        self.ranker = ranker
+        self.settings = settings
+
+    def __getattr__(self, name):
+        return getattr(self.backend, name)
+
+    def stream(self, requests: Sequence[InfillRequest], cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
+        plans = [self.plan(request) for request in requests]
+        per_plan: list[list[Draft]] = [[] for _ in plans]
+        if any(plan.retrieved for plan in plans):  # something to show before the first pass
+            yield tuple(self._preview(plan, []) for plan in plans)
+        for final, per_plan in self.denoise(plans, cancel):
+            if not final:
+                yield tuple(self._preview(plan, drafts) for plan, drafts in zip(plans, per_plan))
+        if cancel is not None:
+            cancel.raise_if_set()
+        yield tuple(self._ranked(plan, drafts) for plan, drafts in zip(plans, per_plan))
+
+    def denoise(self, plans: Sequence[Plan], cancel: CancelFlag | None = None) -> Iterator[tuple[bool, list[list[Draft]]]]:
+        """The rows of all ``plans`` as one batch: after every pass, (final, each plan's drafts)."""
+        inner = [request for plan in plans for request in plan.inner]
+        if not inner:
+            return
+        for drafts in self.backend.stream(inner, cancel):
+            per_plan, start = [], 0
+            for plan in plans:
+                per_plan.append(list(drafts[start : start + len(plan.inner)]))
+                start += len(plan.inner)
+            yield drafts[0].final, per_plan
+
+    def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
+        """Each gap as its own request, so that every gap gets candidates and ranking."""
+        return fill_gaps_separately(self, template, cancel)
+
+    # ---- planning -----------------------------------------------------------------------------
+
+    def plan(self, request: InfillRequest) -> Plan:
+        """What to retrieve and which rows to denoise for ``request``."""
+        s = self.settings
+        if request.instruction is not None:
+            return Plan(request, [], [request], ["sample"])
+        if request.is_rewrite:
+            original = Alternative(request.init_text, "original")
+            return Plan(request, [original], [request], ["started"])
+        found = retrieve(request.prefix, request.suffix, request.context, self.table, s.retrieved)
+        retrieved = [Alternative(r.text, r.kind, r.source, r.count, i == 0) for i, r in enumerate(found)]
+        inner, origins = [], []
+        for alternative in retrieved[: s.started]:
+            inner.append(dataclasses.replace(request, init_text=alternative.text, strength=s.strength, n_alternatives=1))
+            origins.append("started")
+        fresh = request.n_alternatives if not retrieved else min(s.fresh, request.n_alternatives)
+        if fresh:
+            inner.append(dataclasses.replace(request, n_alternatives=fresh))
+            origins.append("sample")
+        return Plan(request, retrieved, inner, origins)
+
+    # ---- drafts -------------------------------------------------------------------------------
+
+    def _preview(self, plan: Plan, drafts: list[Draft]) -> Draft:
+        """While the batch denoises: the best retrieved text if any, else the first denoising row."""
+        if plan.retrieved and plan.retrieved[0].origin != "original" or not drafts:
+            text = plan.retrieved[0].text if plan.retrieved else ""
+            step, passes, tokens = (drafts[0].batch_passes, drafts[0].forward_passes, drafts[0].generated_tokens) if drafts else (0, 0, 0)
+            return Draft(step, (self._candidate(text),), False, passes, tokens)
+        return drafts[0]
+
+    def alternatives(self, plan: Plan, drafts: Sequence[Draft]) -> list[Alternative]:
+        """Every distinct text for the region: retrieved (or the current text), then denoised."""
+        alternatives = list(plan.retrieved)
+        for draft, origin in zip(drafts, plan.origins):
+            alternatives += [Alternative(candidate.text, origin) for candidate in draft.candidates]
+        unique: dict[str, Alternative] = {}
+        for alternative in alternatives:
+            unique.setdefault(normalise(alternative.text), alternative)
+        return list(unique.values())
+
+    def _ranked(self, plan: Plan, drafts: list[Draft]) -> Draft:
+        alternatives = self.alternatives(plan, drafts)
+        if not alternatives:
+            return Draft(0, (Candidate("", ()),), True, confident=False)
+        evidence = self.evidence(plan.request, alternatives)
+        scored = sorted(((self.ranker.log_odds(a, e), a) for a, e in zip(alternatives, evidence)),
+                        key=lambda pair: -pair[0])
+        candidates = tuple(self._candidate(a.text, score, a.origin) for score, a in scored)
+        passes = max((draft.forward_passes for draft in drafts), default=0)
+        tokens = max((draft.generated_tokens for draft in drafts), default=0)
+        step = max((draft.batch_passes for draft in drafts), default=0)
+        # a rewrite whose best text is the one already there suggests nothing
+        confident = self.ranker.confident(*scored[0]) and scored[0][1].origin != "original"
+        return Draft(step, candidates, True, passes, tokens, confident=confident)
+
+    def evidence(self, request: InfillRequest, alternatives: list[Alternative]) -> list[Evidence]:
+        """The model's score (when the ranker weighs it) and the checks of each alternative in
+        ``request``'s place."""
+        texts = [a.text for a in alternatives]
+        scored = self.ranker.weights.get("log_prob", 0.0) != 0.0
+        log_probs = (mean_log_probs(self.backend, request, texts) if scored else None) or [None] * len(texts)
+        parsed = [parses(request.prefix, text, request.suffix) for text in texts]
+        python = any(parsed)
+        brackets = [bracket_errors(window(request.prefix, text, request.suffix)) for text in texts]
+        fewest = min(brackets, default=0)
+        return [
+            Evidence(lp, ok if python else None, errors - fewest,
+                     unknown_names(text, request.prefix, request.suffix, request.context))
+            for text, lp, ok, errors in zip(texts, log_probs, parsed, brackets)
+        ]
+
+    def _candidate(self, text: str, score: float | None = None, origin: str = "") -> Candidate:
+        ids = encode_text(self.backend.tokenizer, text)
+        pieces = split_text(self.backend._bytes, ids) if hasattr(self.backend, "_bytes") else [text]
+        tokens = tuple(TokenState(piece, 1.0, True) for piece in pieces)
+        return Candidate(text, tokens, score=score, origin=origin)
+
+
+def with_suggestions(backend, folder: Path | None):
+    """``backend`` wrapped for suggestions when its folder ships a ranker fit (``rerank.json``)
+    and it can score text; else ``backend`` itself."""
+    if folder is None or not (Path(folder) / RANKER_FILE).is_file():
+        return backend
+    table_folder = Path(folder) / TABLE_FOLDER
+    table = LineTable(table_folder) if LineTable.exists(table_folder) else None
+    return SuggestingBackend(backend, table, Ranker.load(Path(folder) / RANKER_FILE))

@@ -1,0 +1,51 @@
+"""The editor with a suggestion engine that trusts nothing: it says so and writes nothing."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from PySide6.QtCore import Qt
+
+from test_app_support import qasync_loop, window_with_model  # noqa: F401 - fixture
+
+from app.textpositions import document_text
+from model.rerank import DEFAULT, Ranker
+from model.suggest import RANKER_FILE
+
+TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))\n"
+OTHER = "def volume(width, height, depth):\n    return area(width, height) * depth\n"
+
+
+@pytest.fixture(scope="module")
+def window(qapp, qasync_loop, tiny_model_dir, tmp_path_factory):  # noqa: F811
+    folder = tmp_path_factory.mktemp("doubtful") / "model"
+    shutil.copytree(tiny_model_dir, folder)
+    Ranker(DEFAULT.weights, bias=-20.0, confidence_bar=0.5).save(folder / RANKER_FILE)
+    window = window_with_model(qapp, qasync_loop, str(folder), tmp_path_factory.mktemp("settings"), max_new_tokens=8)
+    yield window
+    for document in window.tabs.documents():
+        document.editor.document().setModified(False)
+    window.close()
+    window.deleteLater()
+
+
+def test_no_confident_suggestion_leaves_the_text_and_says_so(qtbot, window):
+    window.ai.worker.slow_motion_ms = 0
+    other = window.tabs.new_document()
+    other.editor.setPlainText(OTHER)
+    document = window.tabs.new_document()
+    editor = document.editor
+    editor.setPlainText(TEXT)
+    editor.document().setModified(False)
+    cursor = editor.textCursor()
+    cursor.setPosition(len(TEXT))
+    editor.setTextCursor(cursor)
+
+    qtbot.keyClick(editor, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+    session = editor.session
+    assert any("def volume" in snippet for snippet in session.request[0].context)  # the other open file
+    qtbot.waitUntil(lambda: session.state == "ended", timeout=60000)
+    assert document_text(editor.document()) == TEXT
+    assert not editor.document().isUndoAvailable() and not editor.document().isModified()
+    assert "No confident suggestion" in window.statusBar().currentMessage()

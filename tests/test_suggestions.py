@@ -1,0 +1,123 @@
+"""The suggestion engine: retrieved and denoised alternatives ranked by the model and the checks."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from model.api import InfillRequest, TemplateRequest
+from model.candidate_score import mean_log_probs
+from model.checks import bracket_errors, parses, unknown_names
+from model.loading import load_backend
+from model.rerank import DEFAULT, FEATURES, Ranker
+from model.suggest import RANKER_FILE, Settings, SuggestingBackend
+
+# Two lines sit between ``base = ...`` and ``return stem`` in the document: one parses, one does not.
+PREFIX = """def first(path):
+    base = path.name
+    stem = base.split(".")[0]
+    return stem
+
+
+def second(path):
+    base = path.name
+    stem = base.split(".")[0
+    return stem
+
+
+def third(path):
+    base = path.name
+    """
+SUFFIX = "\n    return stem\n"
+
+
+def ranker(**weights) -> Ranker:
+    return Ranker({name: weights.get(name, 0.0) for name in FEATURES}, bias=weights.get("bias", 0.0),
+                  confidence_bar=weights.get("bar", 0.5))
+
+
+def final(engine, request):
+    drafts = None
+    for drafts in engine.stream([request]):
+        pass
+    return drafts[0]
+
+
+def test_the_checks_tell_parsing_and_balanced_text_apart():
+    assert parses(PREFIX, 'stem = base.split(".")[0]', SUFFIX)
+    assert not parses(PREFIX, 'stem = base.split(".")[0', SUFFIX)
+    assert bracket_errors("f(a[1)]") == 2 and bracket_errors("s = '(' + x") == 0
+    assert unknown_names("stem = base.split(sep)", PREFIX, SUFFIX) == 1  # sep
+    assert unknown_names("stem = len(base)", PREFIX, SUFFIX) == 0
+
+
+def test_the_model_scores_every_candidate(tiny_backend):
+    request = InfillRequest(prefix=PREFIX, suffix=SUFFIX)
+    scores = mean_log_probs(tiny_backend, request, ["a", "stem = base", "x" * 200])
+    assert len(scores) == 3 and all(math.isfinite(s) and s < 0 for s in scores)
+    assert mean_log_probs(tiny_backend, request, []) == []
+
+
+def test_a_parsing_candidate_beats_a_non_parsing_one(tiny_backend):
+    engine = SuggestingBackend(tiny_backend, None, ranker(parses=3.0, no_parse=-3.0), Settings(fresh=0))
+    draft = final(engine, InfillRequest(prefix=PREFIX, suffix=SUFFIX, seed=0))
+    texts = [c.text for c in draft.candidates]
+    assert texts[0] == 'stem = base.split(".")[0]'
+    assert 'stem = base.split(".")[0' in texts  # still reachable as an alternative
+    assert draft.final and draft.candidates[0].origin == "pair"
+    assert draft.candidates[0].score > draft.candidates[1].score
+
+
+def test_the_unchanged_text_can_win_a_rewrite(tiny_backend):
+    engine = SuggestingBackend(tiny_backend, None, ranker(original=5.0))
+    request = InfillRequest(prefix=PREFIX, suffix=SUFFIX, init_text="stem = base", strength=0.5, seed=0)
+    draft = final(engine, request)
+    assert draft.text == "stem = base" and draft.candidates[0].origin == "original"
+    assert not draft.confident  # keeping the text is no suggestion: the editor says so
+
+
+def test_fresh_samples_join_the_ranking(tiny_backend):
+    engine = SuggestingBackend(tiny_backend, None, ranker(sample=5.0), Settings(fresh=1))
+    draft = final(engine, InfillRequest(prefix=PREFIX, suffix=SUFFIX, max_new_tokens=8, seed=0))
+    assert draft.candidates[0].origin == "sample"
+    assert {c.origin for c in draft.candidates} >= {"sample", "pair"}
+
+
+def test_nothing_confident_is_said_so(tiny_backend):
+    engine = SuggestingBackend(tiny_backend, None, ranker(bias=-10.0))
+    draft = final(engine, InfillRequest(prefix=PREFIX, suffix=SUFFIX, max_new_tokens=8, seed=0))
+    assert draft.final and not draft.confident
+    sure = SuggestingBackend(tiny_backend, None, ranker(bias=10.0))
+    assert final(sure, InfillRequest(prefix=PREFIX, suffix=SUFFIX, max_new_tokens=8, seed=0)).confident
+
+
+def test_template_gaps_get_candidates_too(tiny_backend):
+    engine = SuggestingBackend(tiny_backend, None, ranker(scope=3.0, parses=3.0))
+    template = TemplateRequest(("def mean(values):\n    total = sum(values)\n    return ", "\n"), (8,), seed=0)
+    drafts = None
+    for drafts in engine.stream_template(template):
+        pass
+    assert drafts[0].text in ("total", "values")
+
+
+def test_a_folder_with_a_ranker_loads_as_the_suggestion_engine(tiny_model_dir, tmp_path):
+    import shutil
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, folder)
+    assert not isinstance(load_backend(str(folder), device="cpu"), SuggestingBackend)
+    dataclasses.replace(DEFAULT).save(folder / RANKER_FILE)
+    engine = load_backend(str(folder), device="cpu")
+    assert isinstance(engine, SuggestingBackend) and engine.table is None
+    assert engine.ranker == DEFAULT
+
+
+def test_project_context_goes_into_the_prompt_within_budget(tiny_backend):
+    snippet = "def helper(stem):\n    return stem.upper()\n"
+    request = InfillRequest(prefix="x = 1\n" * 400, suffix="y = 2\n" * 400, context=(snippet,))
+    with_context = tiny_backend.prompt_ids(request)
+    without = tiny_backend.prompt_ids(dataclasses.replace(request, context=()))
+    snippet_ids = tiny_backend.tokenizer.encode(snippet, add_special_tokens=False)
+    assert max(len(with_context), len(without)) <= tiny_backend.profile.context_tokens
+    assert with_context[2 : 2 + len(snippet_ids)] == snippet_ids
+    assert without[2 : 2 + len(snippet_ids)] != snippet_ids
