@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar
+from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QToolButton
 
 from app.codeeditor import CodeEditor
 from app.commandkeys import session_keys
@@ -19,24 +19,28 @@ from app.server_consent import ServerConsent
 from app.session import InfillSession
 from app.settings import Settings
 from app.textpositions import document_text
-from app.worker_adapter import WorkerAdapter, load_from_spec
+from app.worker_adapter import WorkerAdapter, load_from_spec, model_label
 from model.loading import SERVER_URL
 
 
 class AiController(QObject):
-    """Owns the worker adapter and the starter; ``model_label`` and ``load_progress`` are its two
-    status-bar widgets. ``model_override`` is ``sfumato --model SPEC``: this run only, never saved."""
+    """Owns the worker adapter and the starter; ``model_label``, ``load_progress`` and
+    ``cancel_load`` are its status-bar widgets. ``model_override`` is ``sfumato --model SPEC`` and
+    ``hardware_override`` its ``--device`` and ``--quantize``: this run only, never saved."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, tabs: DocumentTabs, notices: Notices,
-                 settings: Settings, save_settings: Callable[[], None], model_override: str | None):
+                 settings: Settings, save_settings: Callable[[], None], model_override: str | None,
+                 hardware_override: dict[str, str | None] | None = None):
         super().__init__(tabs)
         self.tabs = tabs
         self.notices = notices
         self.settings = settings
         self._save_settings = save_settings
         self.model_override = model_override
+        self.hardware_override = hardware_override or {}
         self.worker = WorkerAdapter(loop, self)
         self.worker.status.connect(self._show_model_status)
+        self.worker.load_progress.connect(self._show_load_progress)
         self.worker.served.connect(self._show_server_status)
         self.consent = ServerConsent(settings, self._ask, remembered=save_settings)
         self._spec = ""  # what the worker loaded (a server's URL for a served model)
@@ -52,6 +56,12 @@ class AiController(QObject):
         self.load_progress.setMaximumWidth(90)
         self.load_progress.setMaximumHeight(14)
         self.load_progress.hide()
+        self.cancel_load = QToolButton()
+        self.cancel_load.setText("✕")
+        self.cancel_load.setToolTip("Stop loading the model (editing goes on without AI edits)")
+        self.cancel_load.setAutoRaise(True)
+        self.cancel_load.clicked.connect(self.worker.cancel_loading)
+        self.cancel_load.hide()
 
     def apply_settings(self) -> None:
         s = self.settings
@@ -75,23 +85,33 @@ class AiController(QObject):
         s = self.settings
         for document in self.tabs.documents():
             document.editor.end_session()
-        device = None if s.device == "auto" else s.device
+        device = self.hardware_override.get("device") or s.device
+        quantize = self.hardware_override.get("quantize") or s.quantize
+        self.load_progress.setRange(0, 0)  # busy until the first tensor is read
         self.load_progress.show()
+        self.cancel_load.show()
         spec = self._spec = self.model_override or s.active_model_spec
         remote_model = (s.server_model or None) if spec == s.server_url else None  # the Server page's model name
-        self.worker.start(load_from_spec(spec, device, s.allow_downloads, s.trust_remote_code, remote_model), spec)
+        loader = load_from_spec(spec, device, quantize, s.allow_downloads, s.trust_remote_code, remote_model)
+        self.worker.start_loading(loader, spec)
+
+    def _show_load_progress(self, done: int, total: int) -> None:
+        self.load_progress.setRange(0, total)
+        self.load_progress.setValue(done)
+        self.load_progress.setToolTip(f"Loading the weights: {done} of {total} tensors read")
 
     def _show_model_status(self, text: str) -> None:
         """A short label at the right (details in its tooltip); the whole line as a message."""
         worker = self.worker
         if worker.info is not None:
-            self.model_label.setText(f"{worker.info.name} · {worker.info.device}")
+            self.model_label.setText(model_label(worker.info))
         elif worker.error is not None:
             self.model_label.setText("No model")
         else:
             self.model_label.setText("Loading model…")
         self.model_label.setToolTip(text)
         self.load_progress.setVisible(worker.loading)
+        self.cancel_load.setVisible(worker.loading)
         self.notices.say(text, 10000)
 
     def _show_server_status(self, line: str) -> None:

@@ -1,4 +1,4 @@
-"""The desktop application's entry point: ``run(files, model_spec)``."""
+"""The desktop application's entry point: ``run(files, model_spec, device, quantize)``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
 
-def run(files: list[str], model_spec: str | None = None) -> int:
-    """Open a window with ``files`` (or an untitled document), run until it closes; the exit code."""
+def run(files: list[str], model_spec: str | None = None, device: str | None = None, quantize: str | None = None) -> int:
+    """Open a window with ``files`` (or an untitled document), run until it closes; the exit code.
+
+    ``model_spec``, ``device`` and ``quantize`` (None: Settings') hold for this run only."""
     import qasync
 
     from app.about import app_icon
@@ -25,7 +27,7 @@ def run(files: list[str], model_spec: str | None = None) -> int:
     asyncio.set_event_loop(loop)
     closed = asyncio.Event()
     app.aboutToQuit.connect(closed.set)
-    window = MainWindow(loop, QSettings(), model_spec)
+    window = MainWindow(loop, QSettings(), model_spec, device, quantize)
     open_files(window, files)
     first_show(window)
     attach(window)  # hot exit: copies of unsaved documents, offered back after a crash

@@ -125,20 +125,21 @@ def table(figures: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from app.arguments import ArgumentParser
+    from app.arguments import ArgumentParser, hardware_options
 
     parser = ArgumentParser(prog="sfumato bench", description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.add_argument("--model", default="embedded", help="a model spec, or a server URL ending in /v1")
     parser.add_argument("--remote-model", default=None, help="with a server URL: the served model")
+    hardware_options(parser)
     parser.add_argument("--quick", action="store_true", help="fewer tasks and repeats (under a minute)")
     parser.add_argument("--plot", default="bench.png", help="where to write the PNG plot")
     args = parser.parse_args(argv)
 
     from model.loading import load_backend
 
-    backend = load_backend(args.model, remote_model=args.remote_model)
+    backend = load_backend(args.model, remote_model=args.remote_model, device=args.device, quantize=args.quantize)
     if backend.info.backend == "remote":  # a served model: round trips and cancel, not passes
         from model.remote.figures import remote_figures
 
@@ -147,7 +148,8 @@ def main(argv: list[str]) -> int:
         return 0
     from model.training.benchmark import engine_figures
 
-    figures: dict = {"model": backend.info.name, "machine": machine()}
+    figures: dict = {"model": backend.info.name, "machine": machine(), "device": backend.info.device,
+                     "precision": backend.info.precision, "weights_mb": round(backend.info.memory_bytes / 1e6, 1)}
     figures.update(engine_figures(backend, quick=args.quick))
     figures.update(process_figures(args.model, runs=1 if args.quick else 3))
     plot(figures, Path(args.plot))

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from importlib import metadata
 from pathlib import Path
 
-from app.arguments import ArgumentParser, UsageError
+from app.arguments import ArgumentParser, UsageError, hardware_options
 from model.api import EngineError, InfillRequest, TemplateRequest
 
 VERSION = metadata.version("sfumato")  # pyproject.toml's, as installed
@@ -29,7 +29,7 @@ MAX_NEW_TOKENS = 4096  # per JSONL request; a larger number would keep the model
 def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="embedded", help="embedded | a model folder | a hub id | http(s)://host:port/v1")
     parser.add_argument("--remote-model", default=None, help="with a server URL: the served model (default: its first)")
-    parser.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
+    hardware_options(parser)
     parser.add_argument("--steps", type=int, default=None, help="denoising passes per canvas")
     parser.add_argument("--seed", type=int, default=None, help="make runs reproducible")
     parser.add_argument("--allow-downloads", action="store_true", help="let a hub id download")
@@ -52,6 +52,7 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     editor = ArgumentParser(prog="sfumato", description="Sfumato: an editor whose AI edits are made by diffusion.")
     editor.add_argument("files", nargs="*", help="files to open (a folder opens in the sidebar)")
     editor.add_argument("--model", default=None, help="model spec for this run (default: settings)")
+    hardware_options(editor, default_device=None)  # for this run; default: settings
     editor.add_argument("--version", action="version", version=f"sfumato {VERSION}")
     return {"infill": infill, "fill": fill, "editor": editor}
 
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(1, "interrupted")
     from app.application import run
 
-    return run(args.files, args.model)
+    return run(args.files, args.model, args.device, args.quantize)
 
 
 def _fail(code: int, message: str) -> int:
@@ -88,10 +89,12 @@ def _fail(code: int, message: str) -> int:
 
 
 def _load(args):
+    from model.load_progress import terminal_bar
     from model.loading import load_backend
 
     return load_backend(
-        args.model, device=args.device, allow_downloads=args.allow_downloads, remote_model=args.remote_model
+        args.model, device=args.device, allow_downloads=args.allow_downloads, remote_model=args.remote_model,
+        quantize=args.quantize, progress=terminal_bar(),
     )
 
 

@@ -35,7 +35,8 @@ from app.welcome import Welcome, welcome_text
 
 MAX_FILES_REPLACED = 200  # Replace All in Folder opens at most this many tabs at once
 MODEL_SETTINGS = {  # a change reloads
-    "model_spec", "device", "allow_downloads", "trust_remote_code", "use_server", "server_url", "server_model",
+    "model_spec", "device", "quantize", "allow_downloads", "trust_remote_code", "use_server", "server_url",
+    "server_model",
 }
 
 
@@ -43,7 +44,8 @@ class MainWindow(QMainWindow):
     """``tabs`` (the documents), ``ai`` (model and AI actions), ``folder`` (sidebar panels),
     ``find_bar``, ``notices`` (status line, message boxes), ``menu_actions`` (entries the settings set)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, store: QSettings, model_spec: str | None = None):
+    def __init__(self, loop: asyncio.AbstractEventLoop, store: QSettings, model_spec: str | None = None,
+                 device: str | None = None, quantize: str | None = None):
         super().__init__()
         self.store = store
         self.settings = Settings.load(store)
@@ -60,7 +62,8 @@ class MainWindow(QMainWindow):
         self.tabs.title_changed.connect(self.setWindowTitle)
         self.tabs.format_changed.connect(lambda document: self.format_label.setText(document.format.label))
         self.tabs.currentChanged.connect(self._current_changed)
-        self.ai = AiController(loop, self.tabs, self.notices, self.settings, self.save_settings, model_spec)
+        self.ai = AiController(loop, self.tabs, self.notices, self.settings, self.save_settings, model_spec,
+                               {"device": device, "quantize": quantize})
         self.find_bar = FindBar()
         self.find_bar.hide()
         self.find_bar.message.connect(lambda text: self.notices.say(text, 4000))
@@ -86,7 +89,7 @@ class MainWindow(QMainWindow):
         self.language_label = QLabel()
         self.indent_label = QLabel()
         for widget in (self.position_label, self.indent_label, self.format_label, self.language_label,
-                       self.ai.load_progress, self.ai.model_label):
+                       self.ai.load_progress, self.ai.cancel_load, self.ai.model_label):
             self.statusBar().addPermanentWidget(widget)
 
     # --- settings -----------------------------------------------------------------------------
@@ -185,6 +188,7 @@ class MainWindow(QMainWindow):
         self.apply_settings()
         if changed & MODEL_SETTINGS:
             self.ai.model_override = None  # the user chose a model: it wins over the command line
+            self.ai.hardware_override = {}
             self.ai.start_engine()
 
     # --- the status bar -----------------------------------------------------------------------

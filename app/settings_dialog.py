@@ -41,6 +41,12 @@ KEY_LABELS = {
     "previous_alternative": "Previous alternative",
     "try_again": "Try again (the same request, a new draw)",
 }
+QUANTIZE_LABELS = {  # --quantize's values, as the Precision box shows them
+    "none": "Full (bfloat16 on a GPU, float32 on the CPU)",
+    "int8": "int8 weights (CPU or CUDA)",
+    "int4": "int4 weights (CUDA; the 26B model on a 24 GB card)",
+    "nf4": "nf4 weights, bitsandbytes (CUDA)",
+}
 
 
 def _spin(low: int, high: int, value: int, special: str | None = None) -> QSpinBox:
@@ -97,7 +103,16 @@ class SettingsDialog(QDialog):
         self.device.setEditable(True)
         self.device.addItems(["auto", "cpu", "cuda", "mps"])
         self.device.setCurrentText(s.device)
+        self.device.setToolTip("auto: the first GPU, or every GPU and CPU memory for a model too big for one; "
+                               "cpu, cuda, cuda:N (a GPU by number) or mps (Apple silicon)")
         form.addRow("Device", self.device)
+        self.quantize = QComboBox()
+        for value, label in QUANTIZE_LABELS.items():
+            self.quantize.addItem(label, value)
+        self.quantize.setCurrentIndex(max(0, self.quantize.findData(s.quantize)))
+        self.quantize.setToolTip("Fewer bits per weight: less memory, about the same text. "
+                                 "int4 and nf4 need a CUDA GPU; all need pip install 'sfumato[gpu]'")
+        form.addRow("Precision", self.quantize)
         self.trust_remote_code = QCheckBox("Trust remote code (runs Python shipped with the model)")
         self.trust_remote_code.setChecked(s.trust_remote_code)
         self.trust_remote_code.toggled.connect(self._confirm_remote_code)
@@ -222,6 +237,7 @@ class SettingsDialog(QDialog):
         s.model_spec = self.model_spec.currentText().strip() or "embedded"
         s.allow_downloads = self.allow_downloads.isChecked()
         s.device = self.device.currentText().strip() or "auto"
+        s.quantize = self.quantize.currentData()
         s.trust_remote_code = self.trust_remote_code.isChecked()
         s.steps = self.steps.value()
         s.sampler_bound = self.sampler_bound.value()

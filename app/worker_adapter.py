@@ -14,22 +14,24 @@ from collections.abc import Callable, Sequence
 from PySide6.QtCore import QObject, Signal
 
 from app.server_status import server_status_line
-from model.api import Backend, Draft, InfillRequest, ModelInfo, TemplateRequest
+from model.api import Backend, CancelFlag, Cancelled, Draft, InfillRequest, ModelInfo, TemplateRequest
 from model.remote.backend import RemoteBackend
 from model.worker import InferenceWorker, Job
 
+Progress = Callable[[int, int], None]  # (tensors read, tensors in all), called on the worker thread
+Loader = Callable[[Progress, CancelFlag], Backend]
 
-def load_from_spec(
-    spec: str, device: str | None, allow_downloads: bool, trust_remote_code: bool, remote_model: str | None = None
-) -> Callable[[], Backend]:
-    """A ``load`` callable for the worker; imports the model code (and torch) only when called."""
 
-    def load() -> Backend:
+def load_from_spec(spec: str, device: str | None, quantize: str | None, allow_downloads: bool,
+                   trust_remote_code: bool, remote_model: str | None = None) -> Loader:
+    """A loader for ``start_loading``; imports the model code (and torch) only when called."""
+
+    def load(progress: Progress, cancel: CancelFlag) -> Backend:
         from model.loading import load_backend
 
         return load_backend(
-            spec, device=device, allow_downloads=allow_downloads, trust_remote_code=trust_remote_code,
-            remote_model=remote_model,
+            spec, device=device, quantize=quantize, allow_downloads=allow_downloads,
+            trust_remote_code=trust_remote_code, remote_model=remote_model, progress=progress, cancel=cancel,
         )
 
     return load
@@ -45,6 +47,7 @@ class WorkerAdapter(QObject):
     status = Signal(str)
     loaded = Signal(object)  # ModelInfo
     load_failed = Signal(str)
+    load_progress = Signal(int, int)  # tensors read, tensors in all
     served = Signal(str)  # a served model's status line: on load, then after every finished job
 
     def __init__(self, loop: asyncio.AbstractEventLoop, parent: QObject | None = None):
@@ -55,6 +58,7 @@ class WorkerAdapter(QObject):
         self.error: str | None = None
         self.slow_motion_ms = 0
         self._generation = 0
+        self._load_cancel: CancelFlag | None = None
 
     @property
     def loading(self) -> bool:
@@ -78,7 +82,31 @@ class WorkerAdapter(QObject):
         self.status.emit(f"Loading model {label}…")
         self._worker.start()
 
+    def start_loading(self, loader: Loader, label: str) -> None:
+        """``start`` with a loader that reports its progress (``load_progress``) and can be cancelled."""
+        cancel = CancelFlag()
+        generation = self._generation + 1  # the one ``start`` is about to take
+        percent = [-1]
+
+        def progress(done: int, total: int) -> None:  # on the worker thread, once per tensor
+            if total and done * 100 // total != percent[0]:
+                percent[0] = done * 100 // total
+                self._loop.call_soon_threadsafe(self._on_progress, generation, done, total)
+
+        self.start(lambda: loader(progress, cancel), label)
+        self._load_cancel = cancel
+
+    def cancel_loading(self) -> None:
+        """Stop a load in progress at its next tensor; editing goes on without a model."""
+        if self.loading:
+            self.stop()
+            self._generation += 1  # the stopped worker's own news of the cancel is dropped
+            self._on_load_error(self._generation, Cancelled("loading was cancelled"))
+
     def stop(self) -> None:
+        if self._load_cancel is not None:
+            self._load_cancel.set()
+            self._load_cancel = None
         if self._worker is not None:
             self._worker.stop(timeout=2.0)
             self._worker = None
@@ -87,8 +115,17 @@ class WorkerAdapter(QObject):
         if generation != self._generation:
             return
         self.info = info
-        self.status.emit(f"Model {info.name} on {info.device}")
+        line = f"Model {info.name} on {info.device}"
+        if info.precision:
+            line += f", {info.precision}"
+        if info.memory_bytes:
+            line += f", {_size(info.memory_bytes)} of weights"
+        self.status.emit(line)
         self.loaded.emit(info)
+
+    def _on_progress(self, generation: int, done: int, total: int) -> None:
+        if generation == self._generation and self.loading:
+            self.load_progress.emit(done, total)
 
     def _on_load_error(self, generation: int, error: BaseException) -> None:
         if generation != self._generation:
@@ -142,3 +179,12 @@ class WorkerAdapter(QObject):
     def _on_served(self, generation: int, line: str) -> None:
         if generation == self._generation:
             self.served.emit(line)
+
+def model_label(info: ModelInfo) -> str:
+    """The status bar's short label: name, device, precision and the weights' memory."""
+    parts = [info.name, info.device, info.precision, _size(info.memory_bytes) if info.memory_bytes else ""]
+    return " · ".join(part for part in parts if part)
+
+
+def _size(count: int) -> str:
+    return f"{count / 1e9:.1f} GB" if count >= 1e9 else f"{count / 1e6:.1f} MB"

@@ -174,11 +174,13 @@ class CancelFlag:
 @dataclass(frozen=True)
 class ModelInfo:
     name: str
-    backend: str  # "diffusion-gemma" or "masked-diffusion"
+    backend: str  # "diffusion-gemma", "masked-diffusion" or "remote"
     device: str
     parameters: int
     instruction_tuned: bool
     license: str = "unknown"
+    precision: str = ""  # "bfloat16", or "int8 (float32)": quantized weights (compute dtype); "": not known here
+    memory_bytes: int = 0  # what the loaded weights hold, quantized tensors included; 0: not known here
 
 
 class Backend(Protocol):

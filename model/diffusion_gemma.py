@@ -40,6 +40,7 @@ from model.gap_fill import fill_gaps_separately
 from model.layout import Layout
 from model.project_context import context_tokens
 from model.prompt_cache import PromptCache
+from model.quantization import grad_free
 from model.region_prompt import region_messages
 from model.token_text import drop_incomplete_tail, split_text, token_bytes_table
 from model.tokenizer import decode_ids, encode_text
@@ -126,7 +127,8 @@ class DiffusionGemmaBackend:
                 rows.append(self._row(request))
                 owners.append(index)
         first = requests[0]
-        for states in _in_inference_mode(self._denoise(rows, first.steps, first.seed, first.sampler_bound, cancel)):
+        denoising = self._denoise(rows, first.steps, first.seed, first.sampler_bound, cancel)
+        for states in _in_inference_mode(denoising, self.model):
             drafts = [self._draft(state) for state in states]
             yield tuple(
                 _merge([drafts[i] for i, owner in enumerate(owners) if owner == index]) for index in range(len(requests))
@@ -148,7 +150,8 @@ class DiffusionGemmaBackend:
         segments[0] = segments[0][len(segments[0]) - keep_first :]
         segments[-1] = segments[-1][: max(0, room - keep_first)]
         row = _RowRequest(self.layout.multi_gap_prompt(segments), self.canvas_length, sentinels=self.layout.gaps[:n_gaps])
-        for (state,) in _in_inference_mode(self._denoise([row], template.steps, template.seed, None, cancel)):
+        denoising = self._denoise([row], template.steps, template.seed, None, cancel)
+        for (state,) in _in_inference_mode(denoising, self.model):
             yield tuple(self._draft(part) for part in _split_gaps(state, row.sentinels))
 
     # ---- prompts ------------------------------------------------------------------------------
@@ -329,12 +332,12 @@ class DiffusionGemmaBackend:
         return Draft(state.batch_passes, (Candidate(text, tokens),), state.final, state.forward_passes, len(state.ids))
 
 
-def _in_inference_mode(steps: Iterator):
-    """Run each step of a generator under ``torch.inference_mode``, but never hold the mode while
-    it is suspended: the mode is per thread, and a paused generator that kept it on would leak it
-    into the caller (and into other generators it interleaves with)."""
+def _in_inference_mode(steps: Iterator, model):
+    """Run each step of a generator under ``torch.inference_mode`` (``grad_free``), but never hold
+    the mode while it is suspended: the mode is per thread, and a paused generator that kept it on
+    would leak it into the caller (and into other generators it interleaves with)."""
     while True:
-        with torch.inference_mode():
+        with grad_free(model):
             try:
                 item = next(steps)
             except StopIteration:

@@ -12,7 +12,11 @@ import json
 import re
 from pathlib import Path
 
-from model.api import Backend, EngineError, ModelInfo
+from model.api import Backend, Cancelled, CancelFlag, EngineError, ModelInfo
+from model.load_progress import Report, watch_loading
+from model.memory import measured_bytes
+from model.placement import LoadPlan, plan_load
+from model.quantization import silence_import_noise
 
 EMBEDDED_DIR = Path(__file__).resolve().parent.parent / "resources" / "models"
 EMBEDDED_NAME = "sfumato-small"
@@ -60,36 +64,30 @@ def check_files(folder: Path, allow_pickle: bool = False) -> None:
         raise EngineError(f"{folder}: no tokenizer files (tokenizer.json)")
 
 
-def pick_device(requested: str | None = None) -> str:
-    import torch
-
-    if requested and requested != "auto":
-        if requested.startswith("cuda") and not torch.cuda.is_available():
-            raise EngineError(f"device {requested} was asked for but CUDA is not available")
-        return requested
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
-
-
 def load_backend(
     spec: str = "embedded",
     device: str | None = None,
     allow_downloads: bool = False,
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
+    quantize: str | None = None,
+    progress: Report | None = None,
+    cancel: CancelFlag | None = None,
     remote_model: str | None = None,
 ) -> Backend:
     """Load ``spec`` and wrap it in the backend its config asks for; a server URL connects instead.
 
     The one place that reads a config, picks the device, loads weights and tokenizer and builds
-    the ``ModelInfo``; a backend's constructor only wraps the loaded model.
+    the ``ModelInfo``; a backend's constructor only wraps the loaded model. ``device`` and
+    ``quantize`` are checked against the machine before any weight is read (``model.placement``):
+    a model that cannot fit is refused with the way out. ``progress`` hears (tensors read, total)
+    while the weights load; ``cancel`` stops the load there (``Cancelled``).
     """
     if spec.startswith(("http://", "https://")):
         if not SERVER_URL.match(spec):
             raise EngineError(f"{spec}: a server URL must end in /v1 (e.g. http://host:8000/v1)")
+        if quantize not in (None, "none"):
+            raise EngineError(f"--quantize {quantize}: a server chooses its own precision; drop it for {spec}")
         from model.remote.backend import RemoteOptions, connect
 
         return connect(spec, RemoteOptions(model=remote_model))
@@ -100,6 +98,7 @@ def load_backend(
         raise EngineError(f"{hub_id}: not a local folder, and downloads are off (turn them on in settings)")
     source = str(folder) if folder is not None else hub_id
     local_only = not allow_downloads
+    silence_import_noise()  # before transformers imports torchao (it does whenever torchao is installed)
 
     from transformers import AutoModel, AutoModelForMaskedLM, DiffusionGemmaForBlockDiffusion, PreTrainedConfig
     from transformers.utils import logging as transformers_logging
@@ -121,46 +120,65 @@ def load_backend(
         raise EngineError(f"{source}: {architecture_name(raw)} runs the checkpoint's own code; allow remote code to load it")
     if folder is not None:
         check_files(folder, allow_pickle)
-    device = pick_device(device)
+    gemma = family is None
+    model_class = DiffusionGemmaForBlockDiffusion if gemma else AutoModel if remote else AutoModelForMaskedLM
+    build = _builder(model_class, source, local_only, trust_remote_code)
+    plan = plan_load(source, raw, device, quantize, build, needs_bfloat16=gemma)  # Gemma overflows float16
+    with watch_loading(progress, cancel):
+        model, tokenizer = _load_weights(model_class, gemma, source, plan, local_only, allow_pickle, trust_remote_code)
 
-    if family is None:
-        model, tokenizer = _load_weights(DiffusionGemmaForBlockDiffusion, source, device, local_only, allow_pickle)
+    if gemma:
         vocab_size = model.config.text_config.vocab_size
         if len(tokenizer) > vocab_size:
             raise EngineError(f"{source}: the tokenizer has {len(tokenizer)} tokens but the model only {vocab_size}")
         profile = _read_profile(folder)
-        info = _model_info(source, folder, "diffusion-gemma", device, model, profile.prompt_layout == "chat")
+        info = _model_info(source, folder, "diffusion-gemma", plan, model, profile.prompt_layout == "chat")
         return with_suggestions(DiffusionGemmaBackend(model, tokenizer, profile, info), folder)
-    model_class = AutoModel if remote else AutoModelForMaskedLM
-    model, tokenizer = _load_weights(model_class, source, device, local_only, allow_pickle, trust_remote_code)
-    return MaskedDiffusionBackend(model, tokenizer, _model_info(source, folder, "masked-diffusion", device, model, False))
+    return MaskedDiffusionBackend(model, tokenizer, _model_info(source, folder, "masked-diffusion", plan, model, False))
 
 
-def _load_weights(model_class, source: str, device: str, local_only: bool, allow_pickle: bool, trust_remote_code=False):
-    """(model on ``device``, tokenizer); bf16 off the CPU. Any failure is one EngineError line."""
-    import torch
+def _builder(model_class, source: str, local_only: bool, trust_remote_code: bool):
+    """A callable that builds ``model_class`` from the config alone (for the memory estimate)."""
+
+    def build():
+        from transformers import AutoConfig, PreTrainedModel
+
+        config = AutoConfig.from_pretrained(source, local_files_only=local_only, trust_remote_code=trust_remote_code)
+        if issubclass(model_class, PreTrainedModel):
+            return model_class._from_config(config)
+        return model_class.from_config(config, trust_remote_code=trust_remote_code)  # an Auto class
+
+    return build
+
+
+def _load_weights(model_class, gemma: bool, source: str, plan: LoadPlan, local_only: bool, allow_pickle: bool,
+                  trust_remote_code: bool):
+    """(model placed as ``plan`` says, tokenizer). Any failure but a cancel is one EngineError line."""
     from transformers import AutoTokenizer
 
-    dtype = torch.bfloat16 if device != "cpu" else torch.float32
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only, trust_remote_code=trust_remote_code)
         model = model_class.from_pretrained(
-            source, dtype=dtype, use_safetensors=not allow_pickle, local_files_only=local_only,
-            trust_remote_code=trust_remote_code,
-        ).to(device)
+            source, use_safetensors=not allow_pickle, local_files_only=local_only, trust_remote_code=trust_remote_code,
+            **plan.from_pretrained_options(diffusion_gemma=gemma),
+        )
+    except Cancelled:
+        raise
     except Exception as error:
         raise EngineError(f"{source}: cannot load the model ({_first_line(error)})") from None
     return model, tokenizer
 
 
-def _model_info(source: str, folder: Path | None, backend: str, device: str, model, instruction_tuned: bool) -> ModelInfo:
+def _model_info(source: str, folder: Path | None, backend: str, plan: LoadPlan, model, instruction_tuned: bool) -> ModelInfo:
     return ModelInfo(
         name=Path(source).name if folder is not None else source,
         backend=backend,
-        device=device,
+        device=plan.device_label(getattr(model, "hf_device_map", None)),
         parameters=sum(p.numel() for p in model.parameters()),
         instruction_tuned=instruction_tuned,
         license=_read_license(folder),
+        precision=plan.precision,
+        memory_bytes=measured_bytes(model),
     )
 
 

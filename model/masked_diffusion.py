@@ -42,6 +42,7 @@ from model.api import (
     TokenState,
 )
 from model.gap_fill import fill_gaps_separately
+from model.quantization import grad_free
 from model.masked_samplers import SAMPLERS, Sampler, Scores
 from model.project_context import context_tokens
 from model.token_text import split_text, token_bytes_table
@@ -314,7 +315,7 @@ class MaskedDiffusionBackend:
                 return
             if cancel is not None:
                 cancel.raise_if_set()
-            with torch.inference_mode():
+            with grad_free(self.model):
                 self._pass(active)
             step += 1
             yield step

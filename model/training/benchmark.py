@@ -17,6 +17,7 @@ import time
 import torch
 
 from model.api import InfillRequest
+from model.quantization import backend_grad_free
 from model.training.evaluate import ENTROPY_BOUNDS, ONE_PER_PASS, heldout_documents, make_tasks, pass_time_ms, run, set_sampler
 from model.worker import InferenceWorker
 
@@ -27,7 +28,7 @@ def median_ms(measure, repeats: int) -> float:
     return 1000 * statistics.median(measure() for _ in range(repeats))
 
 
-@torch.inference_mode()
+@backend_grad_free
 def prefill_ms(backend, context_tokens: int, repeats: int = 3) -> float:
     """Encoder prefill of ``context_tokens`` prompt tokens, batch 1."""
     model = backend.model

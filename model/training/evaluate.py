@@ -39,6 +39,7 @@ from pathlib import Path
 import torch
 
 from model.api import InfillRequest
+from model.quantization import backend_grad_free
 from model.training.corpus import Document, heldout_part, iter_documents
 from model.loading import load_backend
 from model.tokenizer import encode_text
@@ -144,7 +145,7 @@ def run(backend, tasks: list[Task], batch: int, seed: int) -> dict:
     }
 
 
-@torch.inference_mode()
+@backend_grad_free
 def teacher_forced(backend, tasks: list[Task]) -> dict:
     """Left-to-right teacher forcing on each task's first canvas (the middle, then EOS).
 
@@ -180,7 +181,7 @@ def teacher_forced(backend, tasks: list[Task]) -> dict:
             "nll": nll / tokens}
 
 
-@torch.inference_mode()
+@backend_grad_free
 def pass_time_ms(backend, prompt_tokens: int = 512, repeats: int = 20) -> float:
     """Median wall time of one decoder pass (batch 1, full canvas) after a ``prompt_tokens`` prefill."""
     model = backend.model
@@ -211,6 +212,29 @@ def choose_sampler(sweep: list[dict]) -> dict:
     return max(good, key=lambda r: (r["tokens_per_pass"], r["exact_match"], r["char_similarity"]))
 
 
+def agreement(report: dict, other: dict) -> dict:
+    """Per kind: how alike two runs' outputs on the same tasks are (e.g. int8 against float32).
+
+    ``char_similarity``: mean ``SequenceMatcher.ratio`` between the two outputs of each task;
+    ``identical``: the share of tasks whose outputs are equal character for character.
+    """
+    found = {}
+    for kind in ("single", "multi"):
+        if kind not in report or kind not in other:
+            continue
+        pairs = list(zip(report[kind]["examples"], other[kind]["examples"], strict=True))
+        if any(a["reference"] != b["reference"] for a, b in pairs):
+            raise ValueError(f"the two reports' {kind} tasks differ (another --seed or --part?)")
+        found[kind] = {
+            "n": len(pairs),
+            "char_similarity": statistics.mean(
+                difflib.SequenceMatcher(None, a["prediction"], b["prediction"], autojunk=False).ratio() for a, b in pairs
+            ),
+            "identical": sum(a["prediction"] == b["prediction"] for a, b in pairs) / len(pairs),
+        }
+    return found
+
+
 def summary(result: dict) -> dict:
     return {key: value for key, value in result.items() if key != "examples"}
 
@@ -226,20 +250,23 @@ def main(argv=None) -> None:
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--quantize", choices=["none", "int8"], default="none", help="weights' precision on the CPU")
+    p.add_argument("--agree-with", help="an earlier report on the same tasks: how close are the outputs")
     p.add_argument("--out", required=True, help="JSON report")
     args = p.parse_args(argv)
     if args.tune and (args.part != "dev" or not args.sweep):
         p.error("--tune needs the dev part (the test part is never tuned on) and a sweep")
     torch.set_num_threads(args.threads)
 
-    backend = load_backend(args.model, device="cpu")
+    backend = load_backend(args.model, device="cpu", quantize=args.quantize)
     config = backend.model.generation_config
     C = backend.model.config.canvas_length
     shipped = {"entropy_bound": config.sampler_config.entropy_bound, "temperature": (config.t_min, config.t_max)}
     stop = (config.stability_threshold, config.confidence_threshold)
     documents = heldout_documents(args.part)
     report: dict = {"model": str(args.model), "part": args.part, "documents": len(documents),
-                    "parameters": backend.info.parameters, "canvas_length": C}
+                    "parameters": backend.info.parameters, "canvas_length": C,
+                    "precision": backend.info.precision, "weights_bytes": backend.info.memory_bytes}
 
     sweep_tasks = make_tasks(documents, "single", args.sweep, args.seed)
     sweep = []
@@ -272,6 +299,9 @@ def main(argv=None) -> None:
         report["one_token_per_pass"] = next(
             r for r in sweep if r["entropy_bound"] == ONE_PER_PASS and r["temperature"] == shipped["temperature"]
         )
+    if args.agree_with:
+        report["agreement"] = agreement(report, json.loads(Path(args.agree_with).read_text()))
+        print("agreement", json.dumps(report["agreement"]), flush=True)
     report["pass_ms_512_context"] = pass_time_ms(backend)
     print("pass_ms", report["pass_ms_512_context"], flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
