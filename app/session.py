@@ -284,7 +284,7 @@ class InfillSession(QObject):
         text = f"{name['accept']} accepts, {name['reject']} rejects"
         cycle = f"{name['next_alternative']} / {name['previous_alternative']}"
         if self.alternatives > 1:
-            return text + f", {cycle} for {self.alternatives} alternatives and the original"
+            return text + f", {cycle}: {self.alternatives} alternatives, original"
         return text + f", {cycle} shows the original"
 
     def set_underline(self, on: bool) -> None:
