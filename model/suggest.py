@@ -28,6 +28,7 @@ from model.token_text import split_text
 from model.tokenizer import encode_text
 
 TABLE_FOLDER = "lines"
+PHRASE_FOLDER = "phrases"
 RANKER_FILE = "rerank.json"
 
 

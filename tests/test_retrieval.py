@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from model.line_table import BLOCK_LINES, LineTable, build
+from model.hashed_table import BLOCK_LINES
+from model.line_table import LineTable, build
 from model.project_context import context_tokens, nearest_snippets
 from model.retrieval import retrieve, retrieve_spans, scope_candidates
 
@@ -53,7 +54,7 @@ def test_the_table_proposes_lines_from_its_corpus(tmp_path):
 
 def test_table_lines_survive_block_boundaries_and_unicode(tmp_path):
     lines = [f"value_{i} = 'é{i}'" for i in range(2 * BLOCK_LINES + 5)]
-    build(["\n".join(lines)], tmp_path / "table", min_count={"pair": 1, "above": 1, "above1": 1, "below": 1})
+    build(["\n".join(lines)], tmp_path / "table")
     table = LineTable(tmp_path / "table")
     for i in (1, BLOCK_LINES, 2 * BLOCK_LINES + 3):
         proposals = table.lookup(lines[i - 2] if i > 1 else "\x02", lines[i - 1], lines[i + 1])

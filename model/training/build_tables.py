@@ -1,0 +1,41 @@
+"""Build the suggestion engine's tables from the training split only.
+
+    python -m model.training.build_tables resources/models/sfumato-small [--only lines|phrases]
+
+``lines/``: the line table (``model.line_table``) from every training document. ``phrases/``: the
+phrase table (``model.phrase_table``) from the English documentation sources. Held-out documents
+are never read into either, so the held-out evaluation stays honest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from model import line_table, phrase_table
+from model.suggest import PHRASE_FOLDER, TABLE_FOLDER
+from model.training.corpus import iter_documents
+from model.training.edit_tasks import PROSE_SOURCES_EXCLUDED
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("folder", help="the model folder to write the tables into")
+    p.add_argument("--only", choices=["lines", "phrases"])
+    args = p.parse_args(argv)
+    folder = Path(args.folder)
+    if args.only in (None, "lines"):
+        start = time.monotonic()
+        sizes = line_table.build((doc.text for doc in iter_documents("train")), folder / TABLE_FOLDER)
+        print("lines", json.dumps({**sizes, "seconds": round(time.monotonic() - start, 1)}), flush=True)
+    if args.only in (None, "phrases"):
+        start = time.monotonic()
+        prose = (doc.text for doc in iter_documents("train") if doc.source not in PROSE_SOURCES_EXCLUDED)
+        sizes = phrase_table.build(prose, folder / PHRASE_FOLDER)
+        print("phrases", json.dumps({**sizes, "seconds": round(time.monotonic() - start, 1)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
