@@ -32,6 +32,7 @@ from app.draftpaint import draft_selections
 from app.noise import with_noise
 from app.pacing import DraftPacer
 from app.reviewhint import ReviewHint
+from app.run_status import passing_line, result_line
 from app.textpositions import as_stored, document_text, index_of, utf16_length
 from model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
 
@@ -203,10 +204,10 @@ class InfillSession(QObject):
 
     def _draw(self, drafts: tuple[Draft, ...], final: bool) -> None:
         """Show a pass the pacer chose (its undecided positions as noise), or the result."""
+        seconds = (self._finished or time.monotonic()) - self._started
         if not final:
             self._show(with_noise(drafts, self.originals))
-            total, passes = f"/{self._total_steps}" if self._total_steps else "", drafts[0].batch_passes
-            self.progress.emit(f"{f'Pass {passes}{total}' if passes else 'Receiving'} · {self._stats(drafts)}")
+            self.progress.emit(passing_line(drafts, seconds, self._total_steps))
             return
         self.state = "ready"
         self._show(drafts)
@@ -217,7 +218,7 @@ class InfillSession(QObject):
                 "next": (self._next_label(), self.keys.next_alternative, lambda: self.cycle(1)),
                 "again": ("Again", self.keys.try_again, self.again_requested.emit),
             })
-        self.progress.emit(f"{self._stats(drafts)} · done: {self._choices()}")
+        self.progress.emit(result_line(drafts, seconds, self._choices()))
 
     def fail(self, error: BaseException) -> None:
         self._end("failed", f"The model failed: {error}. Your text is unchanged.")
@@ -356,14 +357,6 @@ class InfillSession(QObject):
                 self._paint()
 
     # --- drawing ------------------------------------------------------------------------------
-
-    def _stats(self, drafts: tuple[Draft, ...]) -> str:
-        """Speed so far; tokens per pass only where the backend counts passes (a server does not)."""
-        draft = drafts[0]
-        seconds = max((self._finished or time.monotonic()) - self._started, 1e-6)
-        generated = sum(d.generated_tokens for d in drafts)
-        per_pass = f"{draft.tokens_per_pass:.1f} tokens/pass · " if draft.forward_passes else ""
-        return f"{per_pass}{generated / seconds:.0f} tokens/s"
 
     def _candidates(self) -> list[Candidate]:
         if self.showing_original:

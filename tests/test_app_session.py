@@ -12,6 +12,8 @@ from app.codeeditor import CodeEditor
 from app.textpositions import document_text
 from app.infill import InfillOptions, InfillStarter
 from app.commandkeys import DEFAULT_SESSION_KEYS
+from app.session import InfillSession
+from model.api import Candidate, Draft, TokenState
 
 TEXT = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n"
 
@@ -386,3 +388,21 @@ def test_commenting_lines_above_a_denoising_region_leaves_it_running(qtbot, setu
     assert session.state == "running" and session.text_without_draft() == "# " + TEXT
     editor.duplicate_lines()
     assert session.state == "running" and session.text_without_draft().startswith("# def add(a, b):\n# def add(a, b):\n")
+
+
+def test_a_result_retrieval_found_says_where_it_was_found_not_a_speed(qtbot):
+    editor = CodeEditor()
+    qtbot.addWidget(editor)
+    editor.setPlainText(TEXT)
+    lines = []
+    found = Candidate("return a + b", (TokenState("return a + b", 1.0, True),), 2.0, "pair", "document")
+    written = Candidate("return b + a", (TokenState("return b + a", 1.0, True),), 1.0, "sample")
+    for candidate, passes, generated, expected in ((found, 3, 0, "Found in this document · done: "),
+                                                   (written, 3, 6, "2.0 tokens/pass · ")):
+        session = InfillSession(editor, [(19, 31)])
+        session.progress.connect(lines.append)
+        session.finish((Draft(passes, (candidate,), True, passes, generated),))
+        qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
+        assert lines[-1].startswith(expected)
+        session.reject()
+    assert "0.0 tokens/pass" not in " ".join(lines) and document_text(editor.document()) == TEXT
