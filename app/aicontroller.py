@@ -170,7 +170,8 @@ class AiController(QObject):
             self.start(editor, lambda: self.starter.fill_gaps(editor))
 
     def try_again(self) -> None:
-        """Put the original back and run the same request again: a new draw, the same settings."""
+        """Put the original back and run the request again (``InfillStarter.again``): a new draw,
+        the same settings, the text around the region as it is now."""
         editor = self.tabs.current_editor()
         session = editor.session if editor is not None else None
         if session is None and self._empty_result is not None and self._empty_result.editor is editor:
@@ -178,7 +179,7 @@ class AiController(QObject):
         if session is None or session.request is None:
             self.notices.say("Nothing to try again: Ctrl+K starts a rewrite.", 4000)
         elif self._model_ready():
-            self.start(editor, session.again)
+            self.start(editor, lambda: self.starter.again(session))
 
     def on_session(self, action: Callable[[InfillSession], object]) -> None:
         """Accept, reject, the alternatives: ``action`` on the current editor's session, if any."""

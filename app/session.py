@@ -78,7 +78,7 @@ class InfillSession(QObject):
 
     ended = Signal(str, str)
     progress = Signal(str)
-    again_requested = Signal()  # the review hint's "Again" link; the window runs ``again``
+    again_requested = Signal()  # the review hint's "Again" link; the window runs Try Again
     modification_changed = Signal(bool)  # the user's text, draft aside, differs from the saved one (or no longer)
 
     def __init__(
@@ -96,7 +96,6 @@ class InfillSession(QObject):
         self.state = "running"
         self.request: Sequence[InfillRequest] | TemplateRequest | None = None  # what ``run`` submitted
         self.job: Job | None = None  # the worker's, cancelled when the session ends early
-        self._worker: WorkerAdapter | None = None
         self._hint: ReviewHint | None = None  # under the result while it waits for the user
         self.keys = keys
         self.underline_low_confidence = underline_low_confidence
@@ -122,26 +121,20 @@ class InfillSession(QObject):
     def run(self, worker: WorkerAdapter, request: Sequence[InfillRequest] | TemplateRequest) -> bool:
         """Submit ``request`` (one per region, or a template) to ``worker``; its drafts come back
         here. False, with the session ended as failed, when no model is loaded."""
-        self.request, self._worker = request, worker
+        self.request = request
         self.job = worker.submit(request, self.receive, self.finish, self.fail, self.cancelled, owner=self.editor)
         if self.job is None:
             self.fail(RuntimeError("no model is loaded"))
             return False
         return True
 
-    def again(self) -> InfillSession | None:
-        """Try Again: put the originals back and run the same request once more (a new random
-        draw, the same settings) in a new session over the originals; None without a model, or
-        when the session has ended (an empty result) and the text has changed since."""
-        if self.state == "ended":
-            revision, spans = self._ended_at
-            if revision != self.document.revision():
-                return None
-        else:
-            spans = self._original_spans()
-        self.reject()
-        session = InfillSession(self.editor, spans, self._total_steps, self.underline_low_confidence, self.keys)
-        return session if session.run(self._worker, self.request) else None
+    def retry_spans(self) -> list[tuple[int, int]] | None:
+        """Where the originals are once the draft is taken out, for Try Again (app/infill.py);
+        None when the session has ended (an empty result) and the text has changed since."""
+        if self.state != "ended":
+            return self._original_spans()
+        revision, spans = self._ended_at
+        return spans if revision == self.document.revision() else None
 
     # --- what the rest of the editor asks -----------------------------------------------------
 
@@ -479,7 +472,7 @@ class InfillSession(QObject):
         self._pacer.stop()
         self._take_out_draft()
         self.state = "ended"
-        self._ended_at = (self.document.revision(), self.spans())  # where the originals are, for ``again``
+        self._ended_at = (self.document.revision(), self.spans())  # where the originals are, for Try Again
         if self.job is not None:
             self.job.cancel()
         self.editor.session = None

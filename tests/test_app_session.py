@@ -221,7 +221,7 @@ def test_trying_a_gap_fill_again_refills_the_template_from_its_gaps(qtbot, setup
     editor, starter, backend, _ = setup(text=template)
     first = starter.fill_gaps(editor)
     wait_ready(qtbot, first)
-    second = first.again()
+    second = starter.again(first)
     assert first.state == "ended" and editor.session is second
     wait_ready(qtbot, second)
     assert backend.requests[1] == backend.requests[0]
@@ -229,6 +229,21 @@ def test_trying_a_gap_fill_again_refills_the_template_from_its_gaps(qtbot, setup
     assert document_text(editor.document()) == f"name = {FakeBackend.result(0)}\nvalue = {FakeBackend.result(1)}\n"
     editor.undo()
     assert document_text(editor.document()) == template
+
+
+def test_trying_a_gap_fill_again_sends_the_template_as_it_is_now(qtbot, setup):
+    template = "name = [MASK]\nvalue = [MASK:5]\n"
+    editor, starter, backend, _ = setup(text=template)
+    first = starter.fill_gaps(editor)
+    wait_ready(qtbot, first)
+    editor.moveCursor(QTextCursor.MoveOperation.End)
+    qtbot.keyClicks(editor, "done = True")  # typed outside the gaps while the fill is reviewed
+    second = starter.again(first)
+    wait_ready(qtbot, second)
+    assert backend.requests[1].segments == ("name = ", "\nvalue = ", "\ndone = True")
+    assert backend.requests[1].max_new_tokens == backend.requests[0].max_new_tokens == (32, 5)
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert document_text(editor.document()) == template + "done = True"
 
 
 def backend_requests(qtbot, backend):
