@@ -21,6 +21,7 @@ from app.settings import Settings
 from app.textpositions import document_text
 from app.worker_adapter import WorkerAdapter, load_from_spec, model_label
 from model.loading import SERVER_URL
+from model.remote.credentials import origin
 
 
 class AiController(QObject):
@@ -32,6 +33,7 @@ class AiController(QObject):
                  settings: Settings, save_settings: Callable[[], None], model_override: str | None,
                  hardware_override: dict[str, str | None] | None = None):
         super().__init__(tabs)
+        self._loop = loop
         self.tabs = tabs
         self.notices = notices
         self.settings = settings
@@ -50,6 +52,7 @@ class AiController(QObject):
             for document in self.tabs.documents() if document.editor is not editor
         ]
         self._empty_result: InfillSession | None = None  # the last session that ended with nothing written
+        self._starts = 0  # counts ``start`` calls: one waiting for a server's address yields to a later one
         self.model_label = QLabel("No model")
         self.load_progress = QProgressBar()
         self.load_progress.setRange(0, 0)
@@ -188,8 +191,15 @@ class AiController(QObject):
             action(editor.session)
 
     def start(self, editor: CodeEditor, begin: Callable[[], InfillSession | None]) -> None:
-        """Start a session in ``editor`` with ``begin`` and show its progress in the status bar."""
+        """Start a session in ``editor`` with ``begin`` and show its progress in the status bar.
+        On a server whose name was never resolved, that is done off the UI thread first; the
+        start then goes on if it is still the latest one and ``editor`` is still the current tab."""
         editor.setFocus()  # Tab, Esc and Alt+] reach the session only from the editor
+        self._starts += 1
+        if SERVER_URL.match(self._spec) and not self.consent.located(self._spec):
+            self.notices.say(f"Looking up the server {origin(self._spec)}…")
+            self._loop.create_task(self._start_once_located(self._starts, editor, begin))
+            return
         if not self._may_send():
             return
         try:
@@ -209,6 +219,15 @@ class AiController(QObject):
             self.notices.say(f"{doing} (the redo history is replaced by this edit)")
         else:
             self.notices.say(doing)
+
+    async def _start_once_located(self, start: int, editor: CodeEditor, begin: Callable[[], InfillSession | None]) -> None:
+        await self.consent.locate(self._spec, self._loop)
+        if start != self._starts:
+            return  # a later start speaks for itself
+        if self.tabs.current_editor() is editor:
+            self.start(editor, begin)
+        else:
+            self.notices.say("Nothing was sent: another tab was chosen while the server was looked up.", 6000)
 
     def _session_ended(self, session: InfillSession, outcome: str, text: str) -> None:
         editor = session.editor
