@@ -3,8 +3,8 @@
 Loopback servers need no question. Any other server is asked about once (its origin is kept in
 ``Settings.servers_allowed``); plain http to a public address is asked about once more
 (``Settings.plain_http_allowed``). Questions are asked on the UI thread, before a request is
-submitted; a "no" means the request is not sent at all. Where a server named by a host name is
-needs a DNS lookup, which may hang: ``locate`` does it on the event loop's thread pool first.
+submitted; a "no" means the request is not sent at all. Telling where a server given by a host
+name is takes a DNS lookup, which may hang: ``locate`` does it on the event loop's thread pool first.
 """
 
 from __future__ import annotations
