@@ -21,6 +21,7 @@ from app.settings import Settings
 from app.textpositions import document_text
 from app.worker_adapter import WorkerAdapter, load_from_spec, model_label
 from model.loading import SERVER_URL
+from model.remote.credentials import origin
 
 
 class AiController(QObject):
@@ -32,6 +33,7 @@ class AiController(QObject):
                  settings: Settings, save_settings: Callable[[], None], model_override: str | None,
                  hardware_override: dict[str, str | None] | None = None):
         super().__init__(tabs)
+        self._loop = loop
         self.tabs = tabs
         self.notices = notices
         self.settings = settings
@@ -50,6 +52,7 @@ class AiController(QObject):
             for document in self.tabs.documents() if document.editor is not editor
         ]
         self._empty_result: InfillSession | None = None  # the last session that ended with nothing written
+        self._starts = 0  # counts ``start`` calls: one waiting for a server's address yields to a later one
         self.model_label = QLabel("No model")
         self.load_progress = QProgressBar()
         self.load_progress.setRange(0, 0)
@@ -170,7 +173,8 @@ class AiController(QObject):
             self.start(editor, lambda: self.starter.fill_gaps(editor))
 
     def try_again(self) -> None:
-        """Put the original back and run the same request again: a new draw, the same settings."""
+        """Put the original back and run the request again (``InfillStarter.again``): a new draw,
+        the same settings, the text around the region as it is now."""
         editor = self.tabs.current_editor()
         session = editor.session if editor is not None else None
         if session is None and self._empty_result is not None and self._empty_result.editor is editor:
@@ -178,7 +182,7 @@ class AiController(QObject):
         if session is None or session.request is None:
             self.notices.say("Nothing to try again: Ctrl+K starts a rewrite.", 4000)
         elif self._model_ready():
-            self.start(editor, session.again)
+            self.start(editor, lambda: self.starter.again(session))
 
     def on_session(self, action: Callable[[InfillSession], object]) -> None:
         """Accept, reject, the alternatives: ``action`` on the current editor's session, if any."""
@@ -187,8 +191,15 @@ class AiController(QObject):
             action(editor.session)
 
     def start(self, editor: CodeEditor, begin: Callable[[], InfillSession | None]) -> None:
-        """Start a session in ``editor`` with ``begin`` and show its progress in the status bar."""
+        """Start a session in ``editor`` with ``begin`` and show its progress in the status bar.
+        On a server whose name was never resolved, that is done off the UI thread first; the
+        start then goes on if it is still the latest one and ``editor`` is still the current tab."""
         editor.setFocus()  # Tab, Esc and Alt+] reach the session only from the editor
+        self._starts += 1
+        if SERVER_URL.match(self._spec) and not self.consent.located(self._spec):
+            self.notices.say(f"Looking up the server {origin(self._spec)}…")
+            self._loop.create_task(self._start_once_located(self._starts, editor, begin))
+            return
         if not self._may_send():
             return
         try:
@@ -208,6 +219,15 @@ class AiController(QObject):
             self.notices.say(f"{doing} (the redo history is replaced by this edit)")
         else:
             self.notices.say(doing)
+
+    async def _start_once_located(self, start: int, editor: CodeEditor, begin: Callable[[], InfillSession | None]) -> None:
+        await self.consent.locate(self._spec, self._loop)
+        if start != self._starts:
+            return  # a later start speaks for itself
+        if self.tabs.current_editor() is editor:
+            self.start(editor, begin)
+        else:
+            self.notices.say("Nothing was sent: another tab was chosen while the server was looked up.", 6000)
 
     def _session_ended(self, session: InfillSession, outcome: str, text: str) -> None:
         editor = session.editor

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 from app.codeeditor import CodeEditor
 from app.textpositions import document_text, index_of, position_of
@@ -12,7 +12,7 @@ from app.commandkeys import SessionKeys
 from app.session import InfillSession
 from model.api import InfillRequest, TemplateRequest
 from model.project_context import nearest_snippets
-from model.template import find_gaps, segments_of
+from model.template import Gap, find_gaps, segments_of
 
 CONTEXT_CHARS = 6000  # text sent on each side of the region; the engine trims to the model's window
 CHARS_PER_TOKEN = 3.0
@@ -32,6 +32,14 @@ class InfillOptions:
 def rewrite_length(original: str) -> int:
     """Canvas size for rewriting ``original``: its token estimate with room to grow."""
     return min(MAX_REWRITE_TOKENS, int(len(original) / CHARS_PER_TOKEN * 1.5) + 8)
+
+
+def surroundings(text: str, start: int, end: int, files: list[tuple[str, str]]) -> dict[str, object]:
+    """A request's fields that place the Qt span ``start``-``end`` in ``text``: the text before
+    and after it, and the snippets of ``files`` (the other open files) nearest to it."""
+    start, end = index_of(text, start), index_of(text, end)
+    prefix, suffix = text[max(0, start - CONTEXT_CHARS) : start], text[end : end + CONTEXT_CHARS]
+    return {"prefix": prefix, "suffix": suffix, "context": nearest_snippets(prefix, suffix, files)}
 
 
 class InfillStarter:
@@ -60,13 +68,9 @@ class InfillStarter:
                          files: list[tuple[str, str]]) -> InfillRequest:
         """The request for the Qt span ``start``-``end`` of ``text``: its original, what is around
         it, and the snippets of ``files`` nearest to it."""
-        start, end = index_of(text, start), index_of(text, end)
-        original = text[start:end]
-        prefix, suffix = text[max(0, start - CONTEXT_CHARS) : start], text[end : end + CONTEXT_CHARS]
+        original = text[index_of(text, start) : index_of(text, end)]
         return InfillRequest(
-            prefix=prefix,
-            suffix=suffix,
-            context=nearest_snippets(prefix, suffix, files),
+            **surroundings(text, start, end, files),
             max_new_tokens=rewrite_length(original) if original else self.options.max_new_tokens,
             init_text=original or None,
             strength=strength if original else 1.0,
@@ -92,8 +96,30 @@ class InfillStarter:
         )
         return self._run(editor, [(position_of(text, gap.start), position_of(text, gap.end)) for gap in gaps], template)
 
-    def _run(self, editor: CodeEditor, spans, work) -> InfillSession | None:
+    def again(self, session: InfillSession) -> InfillSession | None:
+        """Try Again: put the originals back and run the first run's request once more in a new
+        session over them: a new draw with the same settings (strength, instruction, lengths,
+        options), the text around each region and the other open files read as they are now.
+        None when the session has ended (an empty result) and the text has changed since."""
+        spans = session.retry_spans()
+        if spans is None:
+            return None
+        session.reject()
+        editor = session.editor
+        text = document_text(editor.document())
+        if isinstance(session.request, TemplateRequest):
+            template = session.request
+            gaps = [Gap(index_of(text, start), index_of(text, end), tokens)
+                    for (start, end), tokens in zip(spans, template.max_new_tokens)]
+            return self._run(editor, spans, replace(template, segments=segments_of(text, gaps)))
+        files = self.project_files(editor)
+        requests = [replace(request, **surroundings(text, start, end, files))
+                    for request, (start, end) in zip(session.request, spans)]
+        return self._run(editor, spans, requests)
+
+    def _run(self, editor: CodeEditor, spans, work: Sequence[InfillRequest] | TemplateRequest) -> InfillSession | None:
         if self.worker.error is not None:
             raise ValueError(f"No model: {self.worker.error}")
-        session = InfillSession(editor, spans, self.options.steps, self.options.underline_low_confidence, self.keys)
+        steps = work.steps if isinstance(work, TemplateRequest) else work[0].steps
+        session = InfillSession(editor, spans, steps, self.options.underline_low_confidence, self.keys)
         return session if session.run(self.worker, work) else None

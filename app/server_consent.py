@@ -3,15 +3,17 @@
 Loopback servers need no question. Any other server is asked about once (its origin is kept in
 ``Settings.servers_allowed``); plain http to a public address is asked about once more
 (``Settings.plain_http_allowed``). Questions are asked on the UI thread, before a request is
-submitted; a "no" means the request is not sent at all.
+submitted; a "no" means the request is not sent at all. Telling where a server given by a host
+name is takes a DNS lookup, which may hang: ``locate`` does it on the event loop's thread pool first.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from app.settings import Settings
-from model.remote.addresses import LOOPBACK, PUBLIC, address_kind, is_encrypted
+from model.remote.addresses import LOOPBACK, PUBLIC, address_kind, is_encrypted, literal_kind
 from model.remote.credentials import origin
 
 Ask = Callable[[str, str], bool]  # (title, question) -> yes
@@ -25,13 +27,24 @@ class ServerConsent:
         self.settings = settings
         self.ask = ask
         self.remembered = remembered  # called when an answer was added to the settings (to save them)
-        self.kind_of = kind_of  # resolves the host: once per server
+        self.kind_of = kind_of  # resolves the host (it may wait on DNS): once per server, by ``locate``
         self._kinds: dict[str, str] = {}
 
+    def located(self, url: str) -> bool:
+        """Where ``url``'s server is, is known without a lookup (an address, or located before)."""
+        return origin(url) in self._kinds or literal_kind(url) is not None
+
+    async def locate(self, url: str, loop: asyncio.AbstractEventLoop) -> None:
+        """Learn where ``url``'s server is, its name resolved on ``loop``'s thread pool, so that a
+        slow or dead DNS never holds the UI thread."""
+        if not self.located(url):
+            self._kinds[origin(url)] = await loop.run_in_executor(None, self.kind_of, url)
+
     def allows(self, url: str) -> bool:
-        """True when text may go to ``url`` now (asking first where the user has not answered)."""
+        """True when text may go to ``url`` now (asking first where the user has not answered).
+        ``locate`` the server first: a name not located yet is resolved here, on this thread."""
         server = origin(url)
-        kind = self._kinds.get(server) or self._kinds.setdefault(server, self.kind_of(url))
+        kind = self._kinds.get(server) or literal_kind(url) or self._kinds.setdefault(server, self.kind_of(url))
         if kind == LOOPBACK:
             return True
         if server not in self.settings.servers_allowed:

@@ -32,6 +32,7 @@ from app.draftpaint import draft_selections
 from app.noise import with_noise
 from app.pacing import DraftPacer
 from app.reviewhint import ReviewHint
+from app.run_status import passing_line, result_line
 from app.textpositions import as_stored, document_text, index_of, utf16_length
 from model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
 
@@ -77,7 +78,7 @@ class InfillSession(QObject):
 
     ended = Signal(str, str)
     progress = Signal(str)
-    again_requested = Signal()  # the review hint's "Again" link; the window runs ``again``
+    again_requested = Signal()  # the review hint's "Again" link; the window runs Try Again
     modification_changed = Signal(bool)  # the user's text, draft aside, differs from the saved one (or no longer)
 
     def __init__(
@@ -95,7 +96,6 @@ class InfillSession(QObject):
         self.state = "running"
         self.request: Sequence[InfillRequest] | TemplateRequest | None = None  # what ``run`` submitted
         self.job: Job | None = None  # the worker's, cancelled when the session ends early
-        self._worker: WorkerAdapter | None = None
         self._hint: ReviewHint | None = None  # under the result while it waits for the user
         self.keys = keys
         self.underline_low_confidence = underline_low_confidence
@@ -121,26 +121,20 @@ class InfillSession(QObject):
     def run(self, worker: WorkerAdapter, request: Sequence[InfillRequest] | TemplateRequest) -> bool:
         """Submit ``request`` (one per region, or a template) to ``worker``; its drafts come back
         here. False, with the session ended as failed, when no model is loaded."""
-        self.request, self._worker = request, worker
+        self.request = request
         self.job = worker.submit(request, self.receive, self.finish, self.fail, self.cancelled, owner=self.editor)
         if self.job is None:
             self.fail(RuntimeError("no model is loaded"))
             return False
         return True
 
-    def again(self) -> InfillSession | None:
-        """Try Again: put the originals back and run the same request once more (a new random
-        draw, the same settings) in a new session over the originals; None without a model, or
-        when the session has ended (an empty result) and the text has changed since."""
-        if self.state == "ended":
-            revision, spans = self._ended_at
-            if revision != self.document.revision():
-                return None
-        else:
-            spans = self._original_spans()
-        self.reject()
-        session = InfillSession(self.editor, spans, self._total_steps, self.underline_low_confidence, self.keys)
-        return session if session.run(self._worker, self.request) else None
+    def retry_spans(self) -> list[tuple[int, int]] | None:
+        """Where the originals are once the draft is taken out, for Try Again (app/infill.py);
+        None when the session has ended (an empty result) and the text has changed since."""
+        if self.state != "ended":
+            return self._original_spans()
+        revision, spans = self._ended_at
+        return spans if revision == self.document.revision() else None
 
     # --- what the rest of the editor asks -----------------------------------------------------
 
@@ -203,10 +197,10 @@ class InfillSession(QObject):
 
     def _draw(self, drafts: tuple[Draft, ...], final: bool) -> None:
         """Show a pass the pacer chose (its undecided positions as noise), or the result."""
+        seconds = (self._finished or time.monotonic()) - self._started
         if not final:
             self._show(with_noise(drafts, self.originals))
-            total, passes = f"/{self._total_steps}" if self._total_steps else "", drafts[0].batch_passes
-            self.progress.emit(f"{f'Pass {passes}{total}' if passes else 'Receiving'} · {self._stats(drafts)}")
+            self.progress.emit(passing_line(drafts, seconds, self._total_steps))
             return
         self.state = "ready"
         self._show(drafts)
@@ -217,7 +211,7 @@ class InfillSession(QObject):
                 "next": (self._next_label(), self.keys.next_alternative, lambda: self.cycle(1)),
                 "again": ("Again", self.keys.try_again, self.again_requested.emit),
             })
-        self.progress.emit(f"{self._stats(drafts)} · done: {self._choices()}")
+        self.progress.emit(result_line(drafts, seconds, self._choices()))
 
     def fail(self, error: BaseException) -> None:
         self._end("failed", f"The model failed: {error}. Your text is unchanged.")
@@ -357,14 +351,6 @@ class InfillSession(QObject):
 
     # --- drawing ------------------------------------------------------------------------------
 
-    def _stats(self, drafts: tuple[Draft, ...]) -> str:
-        """Speed so far; tokens per pass only where the backend counts passes (a server does not)."""
-        draft = drafts[0]
-        seconds = max((self._finished or time.monotonic()) - self._started, 1e-6)
-        generated = sum(d.generated_tokens for d in drafts)
-        per_pass = f"{draft.tokens_per_pass:.1f} tokens/pass · " if draft.forward_passes else ""
-        return f"{per_pass}{generated / seconds:.0f} tokens/s"
-
     def _candidates(self) -> list[Candidate]:
         if self.showing_original:
             return [Candidate(region.original, (TokenState(region.original, 1.0, True),)) for region in self._regions]
@@ -486,7 +472,7 @@ class InfillSession(QObject):
         self._pacer.stop()
         self._take_out_draft()
         self.state = "ended"
-        self._ended_at = (self.document.revision(), self.spans())  # where the originals are, for ``again``
+        self._ended_at = (self.document.revision(), self.spans())  # where the originals are, for Try Again
         if self.job is not None:
             self.job.cancel()
         self.editor.session = None

@@ -96,12 +96,15 @@ class TokenState:
 @dataclass(frozen=True)
 class Candidate:
     """One alternative's text in a draft; ``tokens`` spell exactly ``text``. Ranked results carry
-    their ``score`` (log-odds of being right) and ``origin`` (how the text was found or made)."""
+    their ``score`` (log-odds of being right) and ``origin`` (how the text was found or made); a
+    text retrieval found, not the model, names its ``source``: "document", "context" (the other
+    open files) or "table" (the corpus line table)."""
 
     text: str
     tokens: tuple[TokenState, ...]
     score: float | None = None
     origin: str = ""
+    source: str = ""
 
 
 @dataclass(frozen=True)

@@ -141,7 +141,7 @@ class SuggestingBackend:
         evidence = self.evidence(plan.request, alternatives)
         scored = sorted(((self.ranker.log_odds(a, e), a) for a, e in zip(alternatives, evidence)),
                         key=lambda pair: -pair[0])
-        candidates = tuple(self._candidate(a.text, score, a.origin) for score, a in scored)
+        candidates = tuple(self._candidate(a.text, score, a.origin, a.source) for score, a in scored)
         passes = max((draft.forward_passes for draft in drafts), default=0)
         tokens = max((draft.generated_tokens for draft in drafts), default=0)
         step = max((draft.batch_passes for draft in drafts), default=0)
@@ -165,11 +165,11 @@ class SuggestingBackend:
             for text, lp, ok, errors in zip(texts, log_probs, parsed, brackets)
         ]
 
-    def _candidate(self, text: str, score: float | None = None, origin: str = "") -> Candidate:
+    def _candidate(self, text: str, score: float | None = None, origin: str = "", source: str = "") -> Candidate:
         ids = encode_text(self.backend.tokenizer, text)
         pieces = split_text(self.backend._bytes, ids) if hasattr(self.backend, "_bytes") else [text]
         tokens = tuple(TokenState(piece, 1.0, True) for piece in pieces)
-        return Candidate(text, tokens, score=score, origin=origin)
+        return Candidate(text, tokens, score=score, origin=origin, source=source)
 
 
 def with_suggestions(backend, folder: Path | None):

@@ -51,6 +51,27 @@ def test_an_edit_after_accept_clears_the_accepted_message(window, qtbot, reviewe
     assert "Accepted" not in window.statusBar().currentMessage()
 
 
+def test_try_again_sends_the_text_as_it_is_now_and_esc_still_restores_the_original(window, qtbot, reviewed):
+    other = window.tabs.new_document().editor
+    other.setPlainText("def sum_all(items):\n    return sum(items)\n")
+    backend = FakeBackend()
+    editor, first = reviewed(backend)
+    qtbot.keyClick(editor, Qt.Key.Key_Home, CTRL)
+    qtbot.keyClicks(editor, "import operator")  # typed outside the region while it is reviewed
+    qtbot.keyClick(editor, Qt.Key.Key_Return)
+    other.setPlainText("def add_all(items):\n    return sum(items)\n")  # the other open file changed
+    assert first.state == "ready"
+    qtbot.keyClick(editor, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier)
+    second = editor.session
+    qtbot.waitUntil(lambda: second.state == "ready", timeout=10000)
+    [(old,), (new,)] = backend.requests
+    assert new.prefix == "import operator\n" + TEXT[:19] and new.suffix == TEXT[31:]
+    assert any("add_all" in snippet for snippet in new.context) and not any("sum_all" in snippet for snippet in new.context)
+    assert (new.init_text, new.strength, new.max_new_tokens) == (TEXT[19:31], 0.7, old.max_new_tokens)
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert document_text(editor.document()) == "import operator\n" + TEXT
+
+
 def test_the_tab_shows_unsaved_changes_typed_while_a_rewrite_is_pending(window, qtbot):
     backend = FakeBackend()
     backend.hold.set()

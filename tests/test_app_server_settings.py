@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import threading
+
 import keyring
 import pytest
 from keyring.backend import KeyringBackend
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, QTimer
+
+from test_app_support import FakeBackend, qasync_loop, select, window, with_fake_model  # noqa: F401 - fixtures
 
 from app.server_consent import ServerConsent
 from app.server_status import server_status_line
 from app.settings import Settings
-from model.remote.addresses import LOOPBACK, PRIVATE, PUBLIC, address_kind
+from model.remote.addresses import LOOPBACK, PRIVATE, PUBLIC, address_kind, literal_kind
 from model.remote.backend import RoundTrip
 from remote_servers import Asker
 
@@ -52,6 +56,7 @@ def test_addresses_are_sorted_into_loopback_private_and_public():
     assert address_kind("http://10.0.0.5/v1") == PRIVATE
     assert address_kind("https://8.8.8.8/v1") == PUBLIC
     assert address_kind("https://sfumato-test.invalid/v1") == PUBLIC  # unresolvable: the careful answer
+    assert literal_kind("http://[::1]:8000/v1") == LOOPBACK and literal_kind("http://gpu-box.lan:8000/v1") is None
 
 
 def test_a_loopback_server_needs_no_question():
@@ -84,6 +89,40 @@ def test_a_no_sends_nothing_and_is_asked_again_next_time():
     assert settings.servers_allowed == []
     assert not consent.allows("http://8.8.8.8/v1")  # yes to sending, no to plain http
     assert settings.plain_http_allowed == []
+
+
+def test_a_servers_name_is_resolved_off_the_ui_thread_and_asked_about_on_it(window, qtbot):
+    backend = FakeBackend()
+    with_fake_model(window, qtbot, backend)
+    events, asked_on, release = [], [], threading.Event()
+
+    def dead_dns(url):  # a DNS that answers only when the test lets it
+        release.wait(5)
+        events.append("resolved")
+        return PRIVATE
+
+    consent = window.ai.consent
+    consent.kind_of = dead_dns
+    consent.ask = lambda title, question: asked_on.append(threading.current_thread()) or True
+    window.ai._spec = "http://gpu-box.lan:8000/v1"  # as if the model were served from there
+    editor = window.tabs.new_document().editor
+    editor.setPlainText("alpha beta gamma\n")
+    select(editor, 6, 10)
+    try:
+        QTimer.singleShot(0, lambda: events.append("tick"))
+        window.ai.start(editor, lambda: window.ai.starter.rewrite(editor, 0.7))
+        qtbot.waitUntil(lambda: "tick" in events, timeout=10000)
+        assert events == ["tick"], "the UI thread must run while the name is resolved"
+        assert editor.session is None and backend.requests == [] and asked_on == []  # nothing sent yet
+    finally:
+        release.set()
+    qtbot.waitUntil(lambda: editor.session is not None, timeout=10000)
+    assert asked_on == [threading.main_thread()] and events == ["tick", "resolved"]
+    assert window.settings.servers_allowed == ["http://gpu-box.lan:8000"]
+    editor.session.reject()
+    window.ai.start(editor, lambda: window.ai.starter.rewrite(editor, 0.7))  # once per server
+    assert editor.session is not None and events == ["tick", "resolved"] and len(asked_on) == 1
+    editor.session.reject()
 
 
 def test_the_status_line_names_the_server_speed_and_what_the_user_should_know():

@@ -12,6 +12,8 @@ from app.codeeditor import CodeEditor
 from app.textpositions import document_text
 from app.infill import InfillOptions, InfillStarter
 from app.commandkeys import DEFAULT_SESSION_KEYS
+from app.session import InfillSession
+from model.api import Candidate, Draft, TokenState
 
 TEXT = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n"
 
@@ -219,7 +221,7 @@ def test_trying_a_gap_fill_again_refills_the_template_from_its_gaps(qtbot, setup
     editor, starter, backend, _ = setup(text=template)
     first = starter.fill_gaps(editor)
     wait_ready(qtbot, first)
-    second = first.again()
+    second = starter.again(first)
     assert first.state == "ended" and editor.session is second
     wait_ready(qtbot, second)
     assert backend.requests[1] == backend.requests[0]
@@ -227,6 +229,21 @@ def test_trying_a_gap_fill_again_refills_the_template_from_its_gaps(qtbot, setup
     assert document_text(editor.document()) == f"name = {FakeBackend.result(0)}\nvalue = {FakeBackend.result(1)}\n"
     editor.undo()
     assert document_text(editor.document()) == template
+
+
+def test_trying_a_gap_fill_again_sends_the_template_as_it_is_now(qtbot, setup):
+    template = "name = [MASK]\nvalue = [MASK:5]\n"
+    editor, starter, backend, _ = setup(text=template)
+    first = starter.fill_gaps(editor)
+    wait_ready(qtbot, first)
+    editor.moveCursor(QTextCursor.MoveOperation.End)
+    qtbot.keyClicks(editor, "done = True")  # typed outside the gaps while the fill is reviewed
+    second = starter.again(first)
+    wait_ready(qtbot, second)
+    assert backend.requests[1].segments == ("name = ", "\nvalue = ", "\ndone = True")
+    assert backend.requests[1].max_new_tokens == backend.requests[0].max_new_tokens == (32, 5)
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert document_text(editor.document()) == template + "done = True"
 
 
 def backend_requests(qtbot, backend):
@@ -386,3 +403,21 @@ def test_commenting_lines_above_a_denoising_region_leaves_it_running(qtbot, setu
     assert session.state == "running" and session.text_without_draft() == "# " + TEXT
     editor.duplicate_lines()
     assert session.state == "running" and session.text_without_draft().startswith("# def add(a, b):\n# def add(a, b):\n")
+
+
+def test_a_result_retrieval_found_says_where_it_was_found_not_a_speed(qtbot):
+    editor = CodeEditor()
+    qtbot.addWidget(editor)
+    editor.setPlainText(TEXT)
+    lines = []
+    found = Candidate("return a + b", (TokenState("return a + b", 1.0, True),), 2.0, "pair", "document")
+    written = Candidate("return b + a", (TokenState("return b + a", 1.0, True),), 1.0, "sample")
+    for candidate, passes, generated, expected in ((found, 3, 0, "Found in this document · done: "),
+                                                   (written, 3, 6, "2.0 tokens/pass · ")):
+        session = InfillSession(editor, [(19, 31)])
+        session.progress.connect(lines.append)
+        session.finish((Draft(passes, (candidate,), True, passes, generated),))
+        qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
+        assert lines[-1].startswith(expected)
+        session.reject()
+    assert "0.0 tokens/pass" not in " ".join(lines) and document_text(editor.document()) == TEXT

@@ -99,7 +99,7 @@ def test_ctrl_k_with_several_selections_rewrites_them_all_in_one_session(qtbot, 
     assert [r.init_text for r in requests] == ["item", "item"] and requests[1].prefix == "a = item\nb = "
     expected = f"a = {FakeBackend.result(0)}\nb = {FakeBackend.result(1)} + 1\n"
     assert editor.toPlainText() == expected
-    again = session.again()  # the originals back, both regions run again
+    again = starter.again(session)  # the originals back, both regions run again
     qtbot.waitUntil(lambda: again.state == "ready", timeout=10000)
     assert [r.init_text for r in backend.requests[1]] == ["item", "item"]
     qtbot.keyClick(editor, Qt.Key.Key_Tab)

@@ -17,7 +17,8 @@ from test_app_support import qasync_loop, select, window_with_model  # noqa: F40
 
 from app.codeeditor import document_text
 from app.inlinebox import InlineBox
-from model.remote.addresses import PRIVATE, address_kind
+from model.remote.addresses import PRIVATE
+from model.remote.credentials import origin
 from model.remote.backend import RemoteOptions, connect
 from remote_servers import BAD_SERVERS, CHAT, Asker, ReplayServer, chat_chunk, stream_reply
 
@@ -147,7 +148,7 @@ def test_nothing_is_sent_until_the_user_allows_a_non_loopback_server(qtbot, repl
     window, server = replay_window
     server.replies[CHAT] = stream_reply([chat_chunk("w * h", "stop")])
     consent = window.ai.consent
-    consent.kind_of, consent._kinds = (lambda url: PRIVATE), {}  # as if the server were on the LAN
+    consent._kinds = {origin(server.url): PRIVATE}  # as if the server were on the LAN
     try:
         consent.ask = Asker(False)
         sent = len(server.posts("/v1/chat/completions"))
@@ -168,7 +169,7 @@ def test_nothing_is_sent_until_the_user_allows_a_non_loopback_server(qtbot, repl
             session = ctrl_k(qtbot, editor)
             qtbot.waitUntil(lambda: session.state in ("ready", "ended"), timeout=60000)
     finally:
-        consent.kind_of, consent._kinds = address_kind, {}
+        consent._kinds = {}
         window.settings.servers_allowed.clear()
 
 

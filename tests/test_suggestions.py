@@ -64,7 +64,7 @@ def test_a_parsing_candidate_beats_a_non_parsing_one(tiny_backend):
     texts = [c.text for c in draft.candidates]
     assert texts[0] == 'stem = base.split(".")[0]'
     assert 'stem = base.split(".")[0' in texts  # still reachable as an alternative
-    assert draft.final and draft.candidates[0].origin == "pair"
+    assert draft.final and (draft.candidates[0].origin, draft.candidates[0].source) == ("pair", "document")
     assert draft.candidates[0].score > draft.candidates[1].score
 
 
@@ -79,7 +79,7 @@ def test_the_unchanged_text_can_win_a_rewrite(tiny_backend):
 def test_fresh_samples_join_the_ranking(tiny_backend):
     engine = SuggestingBackend(tiny_backend, None, ranker(sample=5.0), Settings(fresh=1))
     draft = final(engine, InfillRequest(prefix=PREFIX, suffix=SUFFIX, max_new_tokens=8, seed=0))
-    assert draft.candidates[0].origin == "sample"
+    assert (draft.candidates[0].origin, draft.candidates[0].source) == ("sample", "")  # the model wrote it
     assert {c.origin for c in draft.candidates} >= {"sample", "pair"}
 
 

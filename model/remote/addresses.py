@@ -16,18 +16,32 @@ import httpx
 LOOPBACK, PRIVATE, PUBLIC = "loopback", "private", "public"
 
 
-def address_kind(url: str) -> str:
+def literal_kind(url: str) -> str | None:
+    """The kind of a server named by its address (or as localhost): known without a lookup.
+    None for a host name, which ``address_kind`` resolves."""
     host = httpx.URL(url).host
     if host == "localhost" or host.endswith(".localhost"):
         return LOOPBACK
     try:
-        addresses = [ipaddress.ip_address(host)]
+        return _kind_of_addresses([ipaddress.ip_address(host)])
     except ValueError:
-        try:
-            infos = socket.getaddrinfo(host, None)
-        except OSError:
-            return PUBLIC
-        addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+        return None
+
+
+def address_kind(url: str) -> str:
+    """The kind of ``url``'s server; a host name is resolved, which can take as long as the DNS
+    does: call it off the UI thread."""
+    kind = literal_kind(url)
+    if kind is not None:
+        return kind
+    try:
+        infos = socket.getaddrinfo(httpx.URL(url).host, None)
+    except (OSError, UnicodeError):
+        return PUBLIC
+    return _kind_of_addresses([ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos])
+
+
+def _kind_of_addresses(addresses: list[ipaddress.IPv4Address | ipaddress.IPv6Address]) -> str:
     if addresses and all(address.is_loopback for address in addresses):
         return LOOPBACK
     if addresses and all(address.is_private or address.is_loopback for address in addresses):

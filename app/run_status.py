@@ -1,0 +1,44 @@
+"""The status bar's line about a model run: its progress and speed while drafts arrive, and for
+the result either the speed or, when retrieval found the text rather than the model writing it,
+where it was found (a found text took no denoising passes of its own: a speed would be false)."""
+
+from __future__ import annotations
+
+from model.api import Draft
+
+FOUND_IN = {  # Candidate.source -> what the user reads
+    "document": "Found in this document",
+    "context": "Found in your other open files",
+    "table": "From the line table of common code",
+}
+
+
+def speed(drafts: tuple[Draft, ...], seconds: float) -> str:
+    """Tokens per second; tokens per pass too where the backend counts passes (a server does
+    not) and its passes wrote something."""
+    draft = drafts[0]
+    generated = sum(d.generated_tokens for d in drafts)
+    per_pass = f"{draft.tokens_per_pass:.1f} tokens/pass · " if draft.forward_passes and draft.generated_tokens else ""
+    return f"{per_pass}{generated / max(seconds, 1e-6):.0f} tokens/s"
+
+
+def found_where(drafts: tuple[Draft, ...]) -> str | None:
+    """Where retrieval found every region's best text; None when the model wrote any of them."""
+    sources = {draft.candidates[0].source for draft in drafts}
+    if "" in sources:
+        return None
+    if len(sources) == 1:
+        return FOUND_IN.get(sources.pop(), "Found by retrieval")
+    return "Found in your files" + (" and the line table of common code" if "table" in sources else "")
+
+
+def passing_line(drafts: tuple[Draft, ...], seconds: float, total_steps: int | None) -> str:
+    """While the run goes on: the pass (of how many, when known) and the speed so far."""
+    passes = drafts[0].batch_passes
+    progress = f"Pass {passes}{f'/{total_steps}' if total_steps else ''}" if passes else "Receiving"
+    return f"{progress} · {speed(drafts, seconds)}"
+
+
+def result_line(drafts: tuple[Draft, ...], seconds: float, choices: str) -> str:
+    """The result is shown: where it came from (or how fast it was written), and the user's choices."""
+    return f"{found_where(drafts) or speed(drafts, seconds)} · done: {choices}"
