@@ -10,6 +10,7 @@ FOUND_IN = {  # Candidate.source -> what the user reads
     "document": "Found in this document",
     "context": "Found in your other open files",
     "table": "From the line table of common code",
+    "phrases": "From common phrases in documentation",
 }
 
 
@@ -29,7 +30,9 @@ def found_where(drafts: tuple[Draft, ...]) -> str | None:
         return None
     if len(sources) == 1:
         return FOUND_IN.get(sources.pop(), "Found by retrieval")
-    return "Found in your files" + (" and the line table of common code" if "table" in sources else "")
+    if sources <= {"document", "context"}:
+        return "Found in your files"
+    return "Found by retrieval (your files and the built-in tables)"
 
 
 def passing_line(drafts: tuple[Draft, ...], seconds: float, total_steps: int | None) -> str:

@@ -14,7 +14,8 @@ same two lines, then after the same two lines, then after the same line, then be
 
 A region inside a line (a few words of prose, a template gap after ``return``) also gets
 ``span`` candidates: text that sat elsewhere in the document or the context between the same two
-words before and the same word after (word n-grams around the gap). Where the line so far asks
+words before and the same word after (word n-grams around the gap), then the phrase table's
+(``model.phrase_table``: phrases of the training corpus's documentation between the same words). Where the line so far asks
 for an expression (``return ``, ``x = ``, an open bracket), each name in scope (the enclosing
 function's parameters and the names assigned in it) is a ``scope`` candidate: short, but it parses.
 """
@@ -26,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from model.line_table import END, KEY_KINDS, START, LineTable, lines_with_neighbours, normalise
+from model.phrase_table import PhraseTable, words_around
 
 CURSOR_LINE = "\x04"  # stands for the cursor's line: a neighbour that equals no key
 MAX_CANDIDATES = 8  # from the line keys
@@ -44,7 +46,7 @@ class Retrieved:
     """One candidate for the region: the text it would insert, and where it came from."""
 
     text: str
-    source: str  # "document", "context" or "table"
+    source: str  # "document", "context", "table" or "phrases"
     kind: str  # the neighbour key that found it (``line_table.KEY_KINDS``)
     count: int  # how often it sat under that key
 
@@ -113,10 +115,10 @@ def document_around_region(prefix: str, suffix: str) -> str:
 
 
 def retrieve(prefix: str, suffix: str, context: Sequence[str] = (), table: LineTable | None = None,
-             limit: int = MAX_CANDIDATES) -> list[Retrieved]:
+             limit: int = MAX_CANDIDATES, phrases: PhraseTable | None = None) -> list[Retrieved]:
     """Candidates for the region at the end of ``prefix``: line-key candidates, strongest key first,
-    then by source (document, context, table), then by count; then span and scope candidates;
-    each text once."""
+    then by source (document, context, table), then by count; then span, phrase and scope
+    candidates; each text once."""
     cursor = cursor_of(prefix, suffix)
     if cursor.above == START and cursor.below == END:
         return []
@@ -146,6 +148,9 @@ def retrieve(prefix: str, suffix: str, context: Sequence[str] = (), table: LineT
     for source, texts in (("document", [document]), ("context", context)):
         for text, count in retrieve_spans(prefix, suffix, texts, MAX_EXTRA):
             add(text, source, "span", count)
+    if phrases is not None and (cursor.head or cursor.tail):
+        for phrase in phrases.lookup(*words_around(prefix, suffix), MAX_EXTRA):
+            add(phrase.text, "phrases", phrase.kind, phrase.count)
     for text in scope_candidates(prefix, suffix):
         add(text, "document", "scope", 0)
     return results

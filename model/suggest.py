@@ -22,6 +22,7 @@ from model.candidate_score import mean_log_probs
 from model.checks import bracket_errors, parses, unknown_names, window
 from model.gap_fill import fill_gaps_separately
 from model.line_table import LineTable, normalise
+from model.phrase_table import PhraseTable
 from model.rerank import DEFAULT, Alternative, Evidence, Ranker
 from model.retrieval import retrieve
 from model.token_text import split_text
@@ -55,9 +56,10 @@ class SuggestingBackend:
     not define (the model, tokenizer, prompt cache) are the wrapped backend's."""
 
     def __init__(self, backend, table: LineTable | None = None, ranker: Ranker = DEFAULT,
-                 settings: Settings = Settings()):
+                 settings: Settings = Settings(), phrases: PhraseTable | None = None):
         self.backend = backend
         self.table = table
+        self.phrases = phrases
         self.ranker = ranker
         self.settings = settings
 
@@ -102,7 +104,7 @@ class SuggestingBackend:
         if request.is_rewrite:
             original = Alternative(request.init_text, "original")
             return Plan(request, [original], [request], ["started"])
-        found = retrieve(request.prefix, request.suffix, request.context, self.table, s.retrieved)
+        found = retrieve(request.prefix, request.suffix, request.context, self.table, s.retrieved, self.phrases)
         retrieved = [Alternative(r.text, r.kind, r.source, r.count, i == 0) for i, r in enumerate(found)]
         inner, origins = [], []
         for alternative in retrieved[: s.started]:
@@ -177,6 +179,7 @@ def with_suggestions(backend, folder: Path | None):
     and it can score text; else ``backend`` itself."""
     if folder is None or not (Path(folder) / RANKER_FILE).is_file():
         return backend
-    table_folder = Path(folder) / TABLE_FOLDER
+    table_folder, phrase_folder = Path(folder) / TABLE_FOLDER, Path(folder) / PHRASE_FOLDER
     table = LineTable(table_folder) if LineTable.exists(table_folder) else None
-    return SuggestingBackend(backend, table, Ranker.load(Path(folder) / RANKER_FILE))
+    phrases = PhraseTable(phrase_folder) if PhraseTable.exists(phrase_folder) else None
+    return SuggestingBackend(backend, table, Ranker.load(Path(folder) / RANKER_FILE), phrases=phrases)

@@ -16,8 +16,7 @@ from pathlib import Path
 
 from model import line_table, phrase_table
 from model.suggest import PHRASE_FOLDER, TABLE_FOLDER
-from model.training.corpus import iter_documents
-from model.training.edit_tasks import PROSE_SOURCES_EXCLUDED
+from model.training.corpus import DOC_SOURCES, iter_documents
 
 
 def main(argv=None) -> None:
@@ -32,7 +31,7 @@ def main(argv=None) -> None:
         print("lines", json.dumps({**sizes, "seconds": round(time.monotonic() - start, 1)}), flush=True)
     if args.only in (None, "phrases"):
         start = time.monotonic()
-        prose = (doc.text for doc in iter_documents("train") if doc.source not in PROSE_SOURCES_EXCLUDED)
+        prose = (doc.text for doc in iter_documents("train", sources=[name for name, *_ in DOC_SOURCES]))
         sizes = phrase_table.build(prose, folder / PHRASE_FOLDER)
         print("phrases", json.dumps({**sizes, "seconds": round(time.monotonic() - start, 1)}), flush=True)
 

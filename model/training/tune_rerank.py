@@ -18,10 +18,10 @@ from pathlib import Path
 
 import torch
 
-from model.line_table import LineTable
 from model.loading import load_backend
-from model.rerank import DEFAULT, FEATURES, Ranker, features
-from model.suggest import RANKER_FILE, TABLE_FOLDER, Settings, SuggestingBackend
+from model.phrase_table import GAP_KINDS
+from model.rerank import DEFAULT, FEATURES, SOURCES, Ranker, features
+from model.suggest import RANKER_FILE, Settings, SuggestingBackend, with_suggestions
 from model.training.edit_tasks import exact, line_tasks, prose_tasks
 
 TARGET_PRECISION = 0.5
@@ -95,7 +95,7 @@ CHECKS = ("parses", "no_parse", "bracket_excess", "unknown_names")
 ABLATIONS = {
     "nothing more": ((), ()),
     "the retrieval features (key kind, source, count, rank)": (
-        ("span", "scope", "pair", "above", "above1", "below", "document", "context", "table", "log_count", "first"), ()),
+        ("span", "scope", "pair", "above", "above1", "below", *GAP_KINDS, *SOURCES, "log_count", "first"), ()),
     "the checks": (CHECKS, ()),
     "fresh samples": ((), ("sample",)),
     "retrieval-started rows": ((), ("started",)),
@@ -146,8 +146,8 @@ def main(argv=None) -> None:
     else:
         backend = load_backend(str(folder), device="cpu")
         backend = getattr(backend, "backend", backend)  # the bare model: this fit replaces any stored one
-        table = LineTable(folder / TABLE_FOLDER) if LineTable.exists(folder / TABLE_FOLDER) else None
-        engine = SuggestingBackend(backend, table, DEFAULT, Settings(started=2, fresh=1))
+        stored = with_suggestions(backend, folder)  # the shipped tables, with this fit's settings
+        engine = SuggestingBackend(backend, stored.table, DEFAULT, Settings(started=2, fresh=1), stored.phrases)
         documents = heldout_documents("dev")
         tasks = (line_tasks(documents, args.lines, args.seed) + line_tasks(documents, args.repair, args.seed + 1, "repair")
                  + prose_tasks(documents, args.prose, args.seed))
