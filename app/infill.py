@@ -11,7 +11,7 @@ from app.worker_adapter import WorkerAdapter
 from app.commandkeys import SessionKeys
 from app.session import InfillSession
 from model.api import InfillRequest, TemplateRequest
-from model.project_context import nearest_snippets
+from model.project_context import Chunk, nearest_chunks
 from model.template import find_gaps, segments_of
 
 CONTEXT_CHARS = 6000  # text sent on each side of the region; the engine trims to the model's window
@@ -41,8 +41,8 @@ class InfillStarter:
         self.worker = worker
         self.options = options
         self.keys = keys
-        # (name, text) of the other open files, for the prompt's project context; set by the window
-        self.project_files: Callable[[CodeEditor], list[tuple[str, str]]] = lambda editor: []
+        # chunks of the other open files and the open folder, for the project context; set by the window
+        self.project_chunks: Callable[[CodeEditor], list[Chunk]] = lambda editor: []
 
     def rewrite(self, editor: CodeEditor, strength: float = 1.0, instruction: str | None = None) -> InfillSession | None:
         """Rewrite the selection (or infill at the cursor when nothing is selected). With more
@@ -52,21 +52,21 @@ class InfillStarter:
         for start, end in sorted({(c.selectionStart(), c.selectionEnd()) for c in (editor.textCursor(), *editor.extra_cursors.cursors)}):
             if not spans or start >= spans[-1][1]:  # a cursor inside another's selection adds nothing
                 spans.append((start, end))
-        files = self.project_files(editor)
-        requests = [self._rewrite_request(text, start, end, strength, instruction, files) for start, end in spans]
+        chunks = self.project_chunks(editor)
+        requests = [self._rewrite_request(text, start, end, strength, instruction, chunks) for start, end in spans]
         return self._run(editor, spans, requests)
 
     def _rewrite_request(self, text: str, start: int, end: int, strength: float, instruction: str | None,
-                         files: list[tuple[str, str]]) -> InfillRequest:
+                         chunks: list[Chunk]) -> InfillRequest:
         """The request for the Qt span ``start``-``end`` of ``text``: its original, what is around
-        it, and the snippets of ``files`` nearest to it."""
+        it, and the project's ``chunks`` nearest to it."""
         start, end = index_of(text, start), index_of(text, end)
         original = text[start:end]
         prefix, suffix = text[max(0, start - CONTEXT_CHARS) : start], text[end : end + CONTEXT_CHARS]
         return InfillRequest(
             prefix=prefix,
             suffix=suffix,
-            context=nearest_snippets(prefix, suffix, files),
+            context=nearest_chunks(prefix, suffix, chunks),
             max_new_tokens=rewrite_length(original) if original else self.options.max_new_tokens,
             init_text=original or None,
             strength=strength if original else 1.0,
