@@ -40,7 +40,7 @@ def read_folder(root: str, previous: dict[str, FolderFile]) -> dict[str, FolderF
     found: dict[str, FolderFile] = {}
     total = kept = 0
     for relative in folder_files(root):
-        if kept >= MAX_FOLDER_FILES:
+        if kept >= MAX_FOLDER_FILES or total >= MAX_FOLDER_BYTES:
             break
         path = os.path.join(root, relative)
         try:
