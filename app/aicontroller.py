@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QToolButton
 from app.codeeditor import CodeEditor
 from app.commandkeys import session_keys
 from app.documenttabs import DocumentTabs
+from app.folder_context import FolderContext
 from app.infill import InfillOptions, InfillStarter
 from app.inlinebox import InlineBox
 from app.notices import Notices
@@ -22,16 +23,18 @@ from app.textpositions import document_text
 from app.worker_adapter import WorkerAdapter, load_from_spec, model_label
 from model.loading import SERVER_URL
 from model.remote.credentials import origin
+from model.project_context import Chunk, file_chunks
 
 
 class AiController(QObject):
     """Owns the worker adapter and the starter; ``model_label``, ``load_progress`` and
-    ``cancel_load`` are its status-bar widgets. ``model_override`` is ``sfumato --model SPEC`` and
+    ``cancel_load`` are its status-bar widgets; ``folder_context`` is the open folder's part of the
+    project context. ``model_override`` is ``sfumato --model SPEC`` and
     ``hardware_override`` its ``--device`` and ``--quantize``: this run only, never saved."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, tabs: DocumentTabs, notices: Notices,
                  settings: Settings, save_settings: Callable[[], None], model_override: str | None,
-                 hardware_override: dict[str, str | None] | None = None):
+                 folder_context: FolderContext, hardware_override: dict[str, str | None] | None = None):
         super().__init__(tabs)
         self._loop = loop
         self.tabs = tabs
@@ -47,10 +50,8 @@ class AiController(QObject):
         self.consent = ServerConsent(settings, self._ask, remembered=save_settings)
         self._spec = ""  # what the worker loaded (a server's URL for a served model)
         self.starter = InfillStarter(self.worker, InfillOptions(), session_keys(settings.keys))
-        self.starter.project_files = lambda editor: [
-            (document.name, document_text(document.editor.document()))
-            for document in self.tabs.documents() if document.editor is not editor
-        ]
+        self.folder_context = folder_context
+        self.starter.project_chunks = self.project_chunks
         self._empty_result: InfillSession | None = None  # the last session that ended with nothing written
         self._starts = 0  # counts ``start`` calls: one waiting for a server's address yields to a later one
         self.model_label = QLabel("No model")
@@ -80,6 +81,16 @@ class AiController(QObject):
         for document in self.tabs.documents():
             if document.editor.session is not None:
                 document.editor.session.set_underline(s.underline_low_confidence)
+
+    def project_chunks(self, editor: CodeEditor) -> list[Chunk]:
+        """The project context's chunks for a request from ``editor``: the other open tabs', then
+        the open folder's files that no tab holds (a tab's unsaved text wins over the file). The
+        folder's are what its cache holds now; a refresh starts for the next request."""
+        documents = self.tabs.documents()
+        tabs = [chunk for document in documents if document.editor is not editor
+                for chunk in file_chunks(document.name, document_text(document.editor.document()))]
+        self.folder_context.refresh()
+        return tabs + self.folder_context.chunks({document.path for document in documents if document.path})
 
     # --- the model ----------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""The open folder's two panels, docked at the window's left: its file tree and Find in Folder."""
+"""The open folder's two panels, docked at the window's left: its file tree and Find in Folder;
+and its files' part of the project context."""
 
 from __future__ import annotations
 
@@ -9,17 +10,20 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QWidget
 
 from app.folder import FolderTree
+from app.folder_context import FolderContext
 from app.search import SearchPanel
 
 
 class FolderPanels:
-    """``tree`` (in ``tree_dock``) and ``search`` (in ``search_dock``); both hidden until used."""
+    """``tree`` (in ``tree_dock``) and ``search`` (in ``search_dock``), both hidden until used;
+    ``context``: the folder's files as project context."""
 
     def __init__(self, window: QMainWindow, loop: asyncio.AbstractEventLoop):
         self.tree = FolderTree()
         self.tree_dock = _docked(window, "Folder", "sidebar", self.tree)
         self.search = SearchPanel(loop)
         self.search_dock = _docked(window, "Find in Folder", "search", self.search)
+        self.context = FolderContext(loop)
 
     @property
     def root(self) -> str:
@@ -27,9 +31,11 @@ class FolderPanels:
         return self.tree.root
 
     def open(self, folder: str) -> None:
-        """Show ``folder``'s files in the tree; Find in Folder and Go to File search them."""
+        """Show ``folder``'s files in the tree; Find in Folder and Go to File search them, and AI
+        edits draw on them (read in the background)."""
         self.tree.set_root(os.path.abspath(folder))
         self.search.root = self.tree.root
+        self.context.open(self.tree.root)
         self.tree_dock.setWindowTitle(os.path.basename(self.tree.root) or self.tree.root)
         self.tree_dock.show()
 

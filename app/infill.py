@@ -11,7 +11,7 @@ from app.worker_adapter import WorkerAdapter
 from app.commandkeys import SessionKeys
 from app.session import InfillSession
 from model.api import InfillRequest, TemplateRequest
-from model.project_context import nearest_snippets
+from model.project_context import Chunk, nearest_chunks
 from model.template import Gap, find_gaps, segments_of
 
 CONTEXT_CHARS = 6000  # text sent on each side of the region; the engine trims to the model's window
@@ -34,12 +34,12 @@ def rewrite_length(original: str) -> int:
     return min(MAX_REWRITE_TOKENS, int(len(original) / CHARS_PER_TOKEN * 1.5) + 8)
 
 
-def surroundings(text: str, start: int, end: int, files: list[tuple[str, str]]) -> dict[str, object]:
+def surroundings(text: str, start: int, end: int, chunks: list[Chunk]) -> dict[str, object]:
     """A request's fields that place the Qt span ``start``-``end`` in ``text``: the text before
-    and after it, and the snippets of ``files`` (the other open files) nearest to it."""
+    and after it, and the project's ``chunks`` (open files, the open folder) nearest to it."""
     start, end = index_of(text, start), index_of(text, end)
     prefix, suffix = text[max(0, start - CONTEXT_CHARS) : start], text[end : end + CONTEXT_CHARS]
-    return {"prefix": prefix, "suffix": suffix, "context": nearest_snippets(prefix, suffix, files)}
+    return {"prefix": prefix, "suffix": suffix, "context": nearest_chunks(prefix, suffix, chunks)}
 
 
 class InfillStarter:
@@ -49,8 +49,8 @@ class InfillStarter:
         self.worker = worker
         self.options = options
         self.keys = keys
-        # (name, text) of the other open files, for the prompt's project context; set by the window
-        self.project_files: Callable[[CodeEditor], list[tuple[str, str]]] = lambda editor: []
+        # chunks of the other open files and the open folder, for the project context; set by the window
+        self.project_chunks: Callable[[CodeEditor], list[Chunk]] = lambda editor: []
 
     def rewrite(self, editor: CodeEditor, strength: float = 1.0, instruction: str | None = None) -> InfillSession | None:
         """Rewrite the selection (or infill at the cursor when nothing is selected). With more
@@ -60,17 +60,17 @@ class InfillStarter:
         for start, end in sorted({(c.selectionStart(), c.selectionEnd()) for c in (editor.textCursor(), *editor.extra_cursors.cursors)}):
             if not spans or start >= spans[-1][1]:  # a cursor inside another's selection adds nothing
                 spans.append((start, end))
-        files = self.project_files(editor)
-        requests = [self._rewrite_request(text, start, end, strength, instruction, files) for start, end in spans]
+        chunks = self.project_chunks(editor)
+        requests = [self._rewrite_request(text, start, end, strength, instruction, chunks) for start, end in spans]
         return self._run(editor, spans, requests)
 
     def _rewrite_request(self, text: str, start: int, end: int, strength: float, instruction: str | None,
-                         files: list[tuple[str, str]]) -> InfillRequest:
+                         chunks: list[Chunk]) -> InfillRequest:
         """The request for the Qt span ``start``-``end`` of ``text``: its original, what is around
-        it, and the snippets of ``files`` nearest to it."""
+        it, and the project's ``chunks`` nearest to it."""
         original = text[index_of(text, start) : index_of(text, end)]
         return InfillRequest(
-            **surroundings(text, start, end, files),
+            **surroundings(text, start, end, chunks),
             max_new_tokens=rewrite_length(original) if original else self.options.max_new_tokens,
             init_text=original or None,
             strength=strength if original else 1.0,
@@ -99,7 +99,7 @@ class InfillStarter:
     def again(self, session: InfillSession) -> InfillSession | None:
         """Try Again: put the originals back and run the first run's request once more in a new
         session over them: a new draw with the same settings (strength, instruction, lengths,
-        options), the text around each region and the other open files read as they are now.
+        options), the text around each region and the project context read as they are now.
         None when the session has ended (an empty result) and the text has changed since."""
         spans = session.retry_spans()
         if spans is None:
@@ -112,8 +112,8 @@ class InfillStarter:
             gaps = [Gap(index_of(text, start), index_of(text, end), tokens)
                     for (start, end), tokens in zip(spans, template.max_new_tokens)]
             return self._run(editor, spans, replace(template, segments=segments_of(text, gaps)))
-        files = self.project_files(editor)
-        requests = [replace(request, **surroundings(text, start, end, files))
+        chunks = self.project_chunks(editor)
+        requests = [replace(request, **surroundings(text, start, end, chunks))
                     for request, (start, end) in zip(session.request, spans)]
         return self._run(editor, spans, requests)
 

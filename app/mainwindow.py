@@ -62,8 +62,9 @@ class MainWindow(QMainWindow):
         self.tabs.title_changed.connect(self.setWindowTitle)
         self.tabs.format_changed.connect(lambda document: self.format_label.setText(document.format.label))
         self.tabs.currentChanged.connect(self._current_changed)
+        self.tabs.file_used.connect(lambda path: self.folder.context.refresh())
         self.ai = AiController(loop, self.tabs, self.notices, self.settings, self.save_settings, model_spec,
-                               {"device": device, "quantize": quantize})
+                               self.folder.context, {"device": device, "quantize": quantize})
         self.find_bar = FindBar()
         self.find_bar.hide()
         self.find_bar.message.connect(lambda text: self.notices.say(text, 4000))

@@ -49,7 +49,8 @@ class ServerConsent:
             return True
         if server not in self.settings.servers_allowed:
             question = (
-                f"The text around the region (and the selection) will be sent to {server}, "
+                "The text around the region (and the selection, and a few snippets of the project's other files) "
+                f"will be sent to {server}, "
                 f"a server on {'the internet' if kind == PUBLIC else 'your network'}. Send it, now and from now on?"
             )
             if not self.ask("Send text to a server?", question):

@@ -21,7 +21,8 @@ def sent_description(context_tokens: int = RemoteOptions().context_tokens) -> st
     before, after = character_budgets(context_tokens)
     return (
         f"Sent with each request: up to {before:,} characters before the region and {after:,} after it, "
-        "the selection when rewriting, and your instruction. Nothing else of the document or its file name."
+        "the selection when rewriting, your instruction, and a few 16-line snippets of the project's other "
+        "files (other tabs and the open folder) with their names. Nothing else of the document, nor its file name."
     )
 
 

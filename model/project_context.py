@@ -2,20 +2,39 @@
 
 The idea of llama.vim's ring buffer of chunks: cut the other files into chunks of a few lines,
 keep the ones that share the most identifiers with the text around the cursor, and put them in
-the prompt before the document, within a fixed share of its budget. The editor gathers the files
-(``nearest_snippets``); backends lay the snippets out (``context_tokens``).
+the prompt before the document, within a fixed share of its budget; retrieval searches their lines
+too. The editor cuts the files (``file_chunks``: once per version of a folder's file) and picks the
+nearest (``nearest_chunks``); backends lay the snippets out (``context_tokens``).
 """
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 CHUNK_LINES = 16
-MAX_SNIPPETS = 8
+# Sent with a request: retrieval looks through them all; a prompt holds the nearest
+# PROMPT_SNIPPETS. Dev, 200 line tasks with the document's directory open: 32 gave line exact
+# 36.5% against 35.5% for 8 (34.0% with no folder); the prompt is the same either way.
+MAX_SNIPPETS = 32
+PROMPT_SNIPPETS = 8
 AROUND_CHARS = 1500  # the text either side of the cursor whose names are looked for
 CONTEXT_SHARE = 4  # snippets take at most 1/CONTEXT_SHARE of a prompt budget
+# How much of an open folder the context reads (the editor, and the evaluation's "open folder")
+MAX_FOLDER_FILES = 2000
+MAX_FOLDER_FILE_BYTES = 256 << 10  # larger files (data, generated code, logs) are left out
+MAX_FOLDER_BYTES = 8 << 20
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A run of lines of one file, as a snippet (headed by the file's name), and the names in it."""
+
+    snippet: str
+    names: frozenset[str]
 
 
 def _names(text: str) -> set[str]:
@@ -31,35 +50,48 @@ def chunks(text: str, lines: int = CHUNK_LINES) -> Iterable[str]:
             yield chunk
 
 
-def nearest_snippets(prefix: str, suffix: str, files: Iterable[tuple[str, str]],
-                     limit: int = MAX_SNIPPETS) -> tuple[str, ...]:
-    """Chunks of ``files`` ((name, text) pairs, other than the document) sharing the most names
-    with the text around the cursor, nearest first; each starts with a line naming its file."""
+def file_chunks(name: str, text: str) -> tuple[Chunk, ...]:
+    """``text``'s chunks that hold a name, ready to be scored (done once per file version: the
+    editor keeps them for the folder's files)."""
+    found = ((chunk, frozenset(_names(chunk))) for chunk in chunks(text))
+    return tuple(Chunk(f"# {name}\n{chunk}\n", names) for chunk, names in found if names)
+
+
+def nearest_chunks(prefix: str, suffix: str, candidates: Iterable[Chunk], limit: int = MAX_SNIPPETS) -> tuple[str, ...]:
+    """The snippets of the ``candidates`` (chunks of files other than the document) sharing the
+    most names with the text around the cursor (by Jaccard similarity), nearest first."""
     wanted = _names(prefix[-AROUND_CHARS:] + suffix[:AROUND_CHARS])
     if not wanted:
         return ()
     scored = []
-    for name, text in files:
-        for chunk in chunks(text):
-            names = _names(chunk)
-            shared = len(names & wanted)
-            if shared:
-                scored.append((shared / len(names | wanted), f"# {name}\n{chunk}\n"))
-    scored.sort(key=lambda item: -item[0])
-    return tuple(snippet for _, snippet in scored[:limit])
+    for chunk in candidates:
+        shared = len(chunk.names & wanted)
+        if shared:  # |names & wanted| / |names | wanted|
+            scored.append((shared / (len(chunk.names) + len(wanted) - shared), chunk.snippet))
+    return tuple(snippet for _, snippet in heapq.nlargest(limit, scored, key=lambda item: item[0]))
 
 
 def context_tokens(tokenizer, snippets: Sequence[str], budget: int) -> list[int]:
-    """The snippets' tokens that fit in ``budget // CONTEXT_SHARE``, nearest snippet last (next
-    to the document); a snippet that does not fit whole is left out."""
+    """The tokens of the first ``PROMPT_SNIPPETS`` snippets that fit in ``budget // CONTEXT_SHARE``,
+    nearest snippet last (next to the document); a snippet that does not fit whole is left out."""
     from model.tokenizer import encode_text  # here: the editor imports this module before torch is loaded
 
     room = budget // CONTEXT_SHARE
     kept: list[list[int]] = []
-    for snippet in snippets:
+    for snippet in snippets[:PROMPT_SNIPPETS]:
         ids = encode_text(tokenizer, snippet)
         if len(ids) > room:
             continue
         kept.append(ids)
         room -= len(ids)
     return [token for ids in reversed(kept) for token in ids]
+
+
+def as_context_text(data: bytes) -> str | None:
+    """``data`` as text for the context, or None when it is binary (a NUL byte) or not UTF-8."""
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None

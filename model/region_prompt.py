@@ -8,6 +8,7 @@ model reads the same wording wherever it runs.
 from __future__ import annotations
 
 from model.api import InfillRequest
+from model.project_context import PROMPT_SNIPPETS
 
 CHARS_PER_TOKEN = 3  # rough; the in-process engine refines the cut with its tokenizer
 MAX_SNIPPETS = 4  # of the request's project context, nearest first
@@ -26,11 +27,11 @@ def context_window(request: InfillRequest, budget_tokens: int) -> tuple[str, str
 
 
 def context_text(request: InfillRequest, budget_tokens: int) -> str:
-    """The request's project snippets that fit whole in a quarter of the budget, nearest last (next
-    to the document): what a completions prompt puts before the prefix."""
+    """The request's first ``PROMPT_SNIPPETS`` snippets that fit whole in a quarter of the budget,
+    nearest last (next to the document): what a completions prompt puts before the prefix."""
     room = budget_tokens * CHARS_PER_TOKEN // 4
     kept = []
-    for snippet in request.context:
+    for snippet in request.context[:PROMPT_SNIPPETS]:
         if len(snippet) <= room:
             kept.append(snippet)
             room -= len(snippet)

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 from PySide6.QtCore import Qt
 
-from test_app_support import qasync_loop, window_with_model  # noqa: F401 - fixture
+from test_app_support import qasync_loop, window_with_ranker  # noqa: F401 - fixture
 
 from app.textpositions import document_text
 from model.rerank import DEFAULT, Ranker
-from model.suggest import RANKER_FILE
 
 TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))\n"
 OTHER = "def volume(width, height, depth):\n    return area(width, height) * depth\n"
@@ -19,15 +16,9 @@ OTHER = "def volume(width, height, depth):\n    return area(width, height) * dep
 
 @pytest.fixture(scope="module")
 def window(qapp, qasync_loop, tiny_model_dir, tmp_path_factory):  # noqa: F811
-    folder = tmp_path_factory.mktemp("doubtful") / "model"
-    shutil.copytree(tiny_model_dir, folder)
-    Ranker(DEFAULT.weights, bias=-20.0, confidence_bar=0.5).save(folder / RANKER_FILE)
-    window = window_with_model(qapp, qasync_loop, str(folder), tmp_path_factory.mktemp("settings"), max_new_tokens=8)
-    yield window
-    for document in window.tabs.documents():
-        document.editor.document().setModified(False)
-    window.close()
-    window.deleteLater()
+    with window_with_ranker(qapp, qasync_loop, tiny_model_dir, tmp_path_factory,
+                            Ranker(DEFAULT.weights, bias=-20.0, confidence_bar=0.5)) as window:
+        yield window
 
 
 def test_no_confident_suggestion_leaves_the_text_and_says_so(qtbot, window):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from model.hashed_table import BLOCK_LINES
 from model.line_table import LineTable, build
-from model.project_context import context_tokens, nearest_snippets
+from model.project_context import context_tokens, file_chunks, nearest_chunks
 from model.retrieval import retrieve, retrieve_spans, scope_candidates
 
 DOCUMENT = """import os
@@ -83,7 +83,7 @@ def test_names_in_scope_where_an_expression_starts():
 def test_nearest_snippets_share_names_with_the_cursor(project_tokenizer):
     files = [("a.py", "def parse_header(line):\n    return line.split(':')\n"),
              ("b.py", "def unrelated():\n    return 42\n")]
-    snippets = nearest_snippets("header = parse_header(", ")\n", files)
+    snippets = nearest_chunks("header = parse_header(", ")\n", [c for name, text in files for c in file_chunks(name, text)])
     assert len(snippets) == 1 and snippets[0].startswith("# a.py\n")
     tokens = context_tokens(project_tokenizer, snippets * 50, budget=128)
     assert 0 < len(tokens) <= 128 // 4

@@ -38,11 +38,13 @@ class EditTask:
     prefix: str
     middle: str
     suffix: str
+    context: tuple[str, ...] = ()  # project snippets, as the editor sends them (none unless asked)
 
     def request(self, max_new_tokens: int = 48, **options) -> InfillRequest:
         if self.kind == "repair":
             options = {"init_text": self.middle, "strength": REPAIR_STRENGTH, **options}
-        return InfillRequest(prefix=self.prefix, suffix=self.suffix, max_new_tokens=max_new_tokens, **options)
+        return InfillRequest(prefix=self.prefix, suffix=self.suffix, max_new_tokens=max_new_tokens,
+                             context=self.context, **options)
 
 
 def exact(prediction: str, reference: str) -> bool:

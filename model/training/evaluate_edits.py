@@ -8,11 +8,16 @@ gets), the model alone (the bare backend, no retrieval or ranking), and the base
 and ``lookup``. The engine's ``confident`` share and the exact match among confident results show
 what the editor writes and what it holds back. Timing: time to the first draft and to the whole
 result of single requests, on ``--threads`` cores.
+
+``--context siblings`` gives every task the project context the editor would send with the
+document's directory open as its folder (``model.training.sibling_context``); ``--snippets``
+sets how many snippets it sends.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -22,7 +27,9 @@ from pathlib import Path
 import torch
 
 from model.loading import load_backend
+from model.project_context import MAX_SNIPPETS
 from model.training.edit_tasks import exact, line_tasks, lookup_baseline, prose_tasks, repeat_baseline, similarity
+from model.training.sibling_context import sibling_snippets
 
 BATCH = 8
 
@@ -64,6 +71,12 @@ def evaluate_kind(engine, bare, table, tasks, seed: int) -> dict:
     return report
 
 
+def with_sibling_context(tasks, snippets: int) -> list:
+    """``tasks``, each with the snippets of its document's directory nearest to its cursor."""
+    return [dataclasses.replace(task, context=sibling_snippets(task.document, task.prefix, task.suffix, snippets))
+            for task in tasks]
+
+
 def timing(engine, tasks, seed: int) -> dict:
     """Median milliseconds to the first draft and to the whole result, one request at a time, as
     wall time and as this process's CPU time (the wall time of a machine shared with other work
@@ -95,6 +108,9 @@ def main(argv=None) -> None:
     p.add_argument("--prose", type=int, default=100)
     p.add_argument("--repair", type=int, default=100)
     p.add_argument("--timing", type=int, default=30, help="line tasks timed one by one")
+    p.add_argument("--context", choices=["none", "siblings"], default="none",
+                   help="siblings: the other files of the document's directory as the open folder")
+    p.add_argument("--snippets", type=int, default=MAX_SNIPPETS, help="context snippets per task")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", required=True)
@@ -104,15 +120,19 @@ def main(argv=None) -> None:
     bare = getattr(engine, "backend", engine)
     table = getattr(engine, "table", None)
     documents = heldout_documents(args.part)
-    report = {"model": args.model, "part": args.part}
+    report = {"model": args.model, "part": args.part, "context": args.context, "snippets": args.snippets}
     kinds = {"line": line_tasks(documents, args.lines, args.seed),
              "prose": prose_tasks(documents, args.prose, args.seed),
              "repair": line_tasks(documents, args.repair, args.seed + 1, "repair")}
+    timed = line_tasks(documents, args.timing, args.seed)
+    if args.context == "siblings":
+        kinds = {kind: with_sibling_context(tasks, args.snippets) for kind, tasks in kinds.items()}
+        timed = with_sibling_context(timed, args.snippets)
     for kind, tasks in kinds.items():
         if tasks:
             report[kind] = evaluate_kind(engine, bare, table, tasks, args.seed)
             print(kind, json.dumps({k: v for k, v in report[kind].items() if k != "examples"}), flush=True)
-    report["timing"] = timing(engine, line_tasks(documents, args.timing, args.seed), args.seed)
+    report["timing"] = timing(engine, timed, args.seed)
     print("timing", json.dumps(report["timing"]), flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n")

@@ -1,0 +1,102 @@
+"""The open folder's text files as project context: read off the UI thread, bounded, cached.
+
+``read_folder`` is plain Python (it runs on a worker thread): it walks the folder as the sidebar
+does, reads the text files within ``model.project_context``'s bounds (file count, bytes per file,
+total bytes; binary and non-UTF-8 files are skipped) and cuts them into scored-ready chunks. A file
+whose modification time and size are unchanged is not read again. ``FolderContext`` holds the
+result for the window: a request takes whatever it holds at that moment and never waits for a
+read; opening the folder, saving a file and every request start a refresh in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+
+from app.folder import folder_files
+from model.project_context import (
+    MAX_FOLDER_BYTES,
+    MAX_FOLDER_FILE_BYTES,
+    MAX_FOLDER_FILES,
+    Chunk,
+    as_context_text,
+    file_chunks,
+)
+
+
+@dataclass(frozen=True)
+class FolderFile:
+    """One file as last read: its stamp (modification time, size) and its chunks (none when it
+    is not text, so that it is not read again until it changes)."""
+
+    stamp: tuple[int, int]
+    chunks: tuple[Chunk, ...]
+
+
+def read_folder(root: str, previous: dict[str, FolderFile]) -> dict[str, FolderFile]:
+    """Absolute path -> ``FolderFile`` for ``root``'s files within the bounds; files unchanged
+    since ``previous`` keep their chunks unread."""
+    found: dict[str, FolderFile] = {}
+    total = kept = 0
+    for relative in folder_files(root):
+        if kept >= MAX_FOLDER_FILES or total >= MAX_FOLDER_BYTES:
+            break
+        path = os.path.join(root, relative)
+        try:
+            status = os.stat(path)
+            if status.st_size > MAX_FOLDER_FILE_BYTES or total + status.st_size > MAX_FOLDER_BYTES:
+                continue
+            stamp = (status.st_mtime_ns, status.st_size)
+            known = previous.get(path)
+            if known is None or known.stamp != stamp:
+                with open(path, "rb") as file:
+                    text = as_context_text(file.read(MAX_FOLDER_FILE_BYTES + 1))
+                known = FolderFile(stamp, file_chunks(relative, text) if text is not None else ())
+        except OSError:  # gone, unreadable or not a regular file: left out
+            continue
+        found[path] = known
+        if known.chunks:
+            total += status.st_size
+            kept += 1
+    return found
+
+
+class FolderContext:
+    """The open folder's cached chunks, refreshed on a worker thread."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self._loop = loop
+        self.root = ""
+        self.files: dict[str, FolderFile] = {}
+        self._refreshing: asyncio.Task | None = None
+        self._again = False  # something changed while a refresh ran: run one more
+
+    def open(self, root: str) -> asyncio.Task | None:
+        self.root = os.path.abspath(root)
+        self.files = {}
+        return self.refresh()
+
+    def refresh(self) -> asyncio.Task | None:
+        """Re-read what changed in the background (a running refresh runs once more after)."""
+        if not self.root:
+            return None
+        if self._refreshing is not None and not self._refreshing.done():
+            self._again = True
+            return self._refreshing
+        self._refreshing = self._loop.create_task(self._refresh())
+        return self._refreshing
+
+    async def _refresh(self) -> None:
+        self._again = True
+        while self._again:
+            self._again = False
+            root = self.root
+            files = await self._loop.run_in_executor(None, read_folder, root, self.files)
+            if root == self.root:  # another folder opened meanwhile: its own refresh fills it
+                self.files = files
+
+    def chunks(self, left_out: set[str]) -> list[Chunk]:
+        """The cached chunks of every file but those at the absolute paths ``left_out`` (the open
+        tabs: their text in the editor wins over the file on disk)."""
+        return [chunk for path, file in self.files.items() if path not in left_out for chunk in file.chunks]

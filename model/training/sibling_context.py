@@ -1,0 +1,58 @@
+"""The evaluation's "open folder": the other files of a held-out document's directory.
+
+A held-out document stands for the file being edited; the other files of its directory, read from
+disk as the editor reads an open folder's files (``model.project_context``'s bounds, binary and
+non-UTF-8 files skipped), give the task its ``context`` snippets the way the editor picks them.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from model.project_context import (
+    MAX_FOLDER_BYTES,
+    MAX_FOLDER_FILE_BYTES,
+    MAX_FOLDER_FILES,
+    Chunk,
+    as_context_text,
+    file_chunks,
+    nearest_chunks,
+)
+from model.training.corpus import source_roots
+
+
+def document_path(name: str) -> Path | None:
+    """Where the corpus document ``name`` ("source/relative path") lies on this machine."""
+    source, _, relative = name.partition("/")
+    for root_source, root, _ in source_roots():
+        if root_source == source:
+            return root / relative
+    return None
+
+
+@functools.cache
+def folder_chunks(folder: Path) -> tuple[tuple[str, Chunk], ...]:
+    """(file name, chunk) of ``folder``'s text files (not its subfolders), within the bounds."""
+    found: list[tuple[str, Chunk]] = []
+    total = 0
+    files = sorted(path for path in folder.iterdir() if path.is_file() and not path.is_symlink())
+    for path in files[:MAX_FOLDER_FILES]:
+        size = path.stat().st_size
+        if size > MAX_FOLDER_FILE_BYTES or total + size > MAX_FOLDER_BYTES:
+            continue
+        text = as_context_text(path.read_bytes())
+        if text is None:
+            continue
+        total += size
+        found += [(path.name, chunk) for chunk in file_chunks(path.name, text)]
+    return tuple(found)
+
+
+def sibling_snippets(document: str, prefix: str, suffix: str, limit: int) -> tuple[str, ...]:
+    """The snippets of the other files in ``document``'s directory nearest to the cursor."""
+    path = document_path(document)
+    if path is None or not path.parent.is_dir():
+        return ()
+    others = (chunk for name, chunk in folder_chunks(path.parent) if name != path.name)
+    return nearest_chunks(prefix, suffix, others, limit)

@@ -1,0 +1,191 @@
+"""The open folder as project context: bounded reading off the UI thread, tabs over disk, and a
+line of a folder file that is not open becoming the suggestion."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+from PySide6.QtCore import Qt
+
+from test_app_support import qasync_loop, window, window_with_ranker  # noqa: F401 - fixtures
+
+import app.folder_context as folder_context
+from app.folder_context import read_folder
+from app.textpositions import document_text
+from model.project_context import PROMPT_SNIPPETS, context_tokens, file_chunks, nearest_chunks
+from model.rerank import DEFAULT, Ranker
+
+HELPERS = "def load_settings(path):\n    with open(path) as file:\n        return parse_settings(file.read())\n"
+
+
+def snippets_of(files) -> list[str]:
+    return [chunk.snippet for file in files.values() for chunk in file.chunks]
+
+
+def test_reading_a_folder_skips_binary_invalid_and_huge_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(folder_context, "MAX_FOLDER_FILE_BYTES", 1000)
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    (tmp_path / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR load_settings")
+    (tmp_path / "latin.txt").write_bytes("load_settings café".encode("latin-1"))
+    (tmp_path / "big.py").write_text("load_settings = 1\n" * 100)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "notes.py").write_text(HELPERS)
+
+    files = read_folder(str(tmp_path), {})
+
+    assert snippets_of(files) == [f"# helpers.py\n{HELPERS}\n"]
+    assert str(tmp_path / "big.py") not in files  # too big: not even read
+
+
+def test_a_folder_is_read_within_its_file_and_byte_bounds(tmp_path, monkeypatch):
+    for index in range(5):
+        (tmp_path / f"module{index}.py").write_text(f"value_{index} = compute_value({index})\n")
+    monkeypatch.setattr(folder_context, "MAX_FOLDER_FILES", 3)
+    assert len(snippets_of(read_folder(str(tmp_path), {}))) == 3
+    monkeypatch.setattr(folder_context, "MAX_FOLDER_FILES", 100)
+    size = (tmp_path / "module0.py").stat().st_size
+    monkeypatch.setattr(folder_context, "MAX_FOLDER_BYTES", 2 * size)
+    assert len(snippets_of(read_folder(str(tmp_path), {}))) == 2
+
+
+def test_an_unchanged_file_is_not_read_again_and_a_changed_one_is(tmp_path):
+    (tmp_path / "a.py").write_text("alpha_value = 1\n")
+    (tmp_path / "b.py").write_text("beta_value = 2\n")
+    first = read_folder(str(tmp_path), {})
+    (tmp_path / "b.py").write_text("beta_value = 3  # changed\n")
+    os.utime(tmp_path / "b.py", ns=(1, 1))  # a new modification time whatever the clock's resolution
+
+    second = read_folder(str(tmp_path), first)
+
+    assert second[str(tmp_path / "a.py")] is first[str(tmp_path / "a.py")]
+    assert "beta_value = 3" in second[str(tmp_path / "b.py")].chunks[0].snippet
+
+
+def test_nearest_chunks_share_the_most_names_and_nameless_text_makes_none():
+    chunks = [*file_chunks("settings.py", HELPERS), *file_chunks("other.py", "def render(page):\n    return page\n"),
+              *file_chunks("blank.txt", "\n\n-- 1 2 --\n")]
+    assert len(chunks) == 2
+    found = nearest_chunks("config = load_settings(", ")\nparse_settings(config)\n", chunks, limit=1)
+    assert found == (f"# settings.py\n{HELPERS}\n",)
+    assert nearest_chunks("", "", chunks) == ()
+
+
+def test_a_prompt_holds_only_the_nearest_snippets(project_tokenizer):
+    snippets = [f"# f{index}.py\nname_{index} = {index}\n" for index in range(PROMPT_SNIPPETS + 4)]
+    tokens = context_tokens(project_tokenizer, snippets, budget=100_000)
+    assert tokens == context_tokens(project_tokenizer, snippets[:PROMPT_SNIPPETS], budget=100_000)
+
+
+def test_the_evaluation_opens_the_held_out_documents_directory_as_its_folder(tmp_path, monkeypatch):
+    import model.training.sibling_context as sibling_context
+    from model.training.edit_tasks import EditTask
+    from model.training.evaluate_edits import with_sibling_context
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "edited.py").write_text("def load_settings(path):\n    return parse_settings(path)\n")
+    (package / "helpers.py").write_text(HELPERS)
+    (package / "data.bin").write_bytes(b"\0load_settings\0")
+    (package / "sub").mkdir()
+    (package / "sub" / "deeper.py").write_text(HELPERS.replace("path", "deeper_path"))
+    monkeypatch.setattr(sibling_context, "source_roots", lambda: [("stdlib", tmp_path, "**/*.py")])
+    task = EditTask("line", "stdlib/pkg/edited.py", "def load_settings(path):\n    ", "return parse_settings(path)", "\n")
+
+    (with_context,) = with_sibling_context([task], snippets=8)
+
+    assert with_context.context == (f"# helpers.py\n{HELPERS}\n",)  # not itself, not binary, not a subfolder
+    assert with_context.request().context == with_context.context
+
+
+def test_the_folder_is_read_off_the_ui_thread_and_a_request_never_waits_for_it(window, qtbot, tmp_path, monkeypatch):  # noqa: F811
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "helpers.py").write_text(HELPERS)
+    release, readers = threading.Event(), []
+
+    def slow_read(root, previous):
+        readers.append(threading.current_thread())
+        release.wait(30)
+        return read_folder(root, previous)
+
+    monkeypatch.setattr(folder_context, "read_folder", slow_read)
+    window.open_folder(str(project))
+    editor = window.tabs.new_document().editor
+    qtbot.waitUntil(lambda: bool(readers))
+
+    assert window.ai.project_chunks(editor) == []  # the read is still running: nothing, at once
+    release.set()
+    qtbot.waitUntil(lambda: bool(window.folder.context.files))
+    assert threading.main_thread() not in readers
+    assert [chunk.snippet for chunk in window.ai.project_chunks(editor)] == [f"# helpers.py\n{HELPERS}\n"]
+
+
+def test_an_open_tab_wins_over_its_file_on_disk_and_a_save_refreshes_the_folder(window, qtbot, tmp_path):  # noqa: F811
+    project = tmp_path / "project"
+    project.mkdir()
+    path = project / "helpers.py"
+    path.write_text(HELPERS)
+    (project / "notes.py").write_text("old_note = 1\n")
+    window.open_folder(str(project))
+    qtbot.waitUntil(lambda: len(window.folder.context.files) == 2)
+    helpers = window.tabs.open_path(str(path))
+    helpers.editor.setPlainText(HELPERS.replace("parse_settings", "parse_unsaved"))
+    editor = window.tabs.new_document().editor
+
+    snippets = [chunk.snippet for chunk in window.ai.project_chunks(editor)]
+    assert any("parse_unsaved" in snippet for snippet in snippets)
+    assert not any("parse_settings" in snippet for snippet in snippets)
+    assert not any("parse_unsaved" in chunk.snippet for chunk in window.ai.project_chunks(helpers.editor))
+
+    notes = window.tabs.open_path(str(project / "notes.py"))
+    notes.editor.selectAll()
+    notes.editor.insertPlainText("new_note = 22\n")
+    assert window.tabs.save(notes)
+    qtbot.waitUntil(lambda: any("new_note" in snippet for snippet in snippets_of(window.folder.context.files)))
+
+
+FOLDER_FILE = """import json
+
+
+def read_config(path):
+    with open(path) as handle:
+        config = json.load(handle)
+    config.setdefault("retries", 3)
+    return config
+"""
+DOCUMENT = """def read_defaults(path):
+    with open(path) as handle:
+        config = json.load(handle)
+    \n    return config
+"""
+
+
+@pytest.fixture(scope="module")
+def trusting_window(qapp, qasync_loop, tiny_model_dir, tmp_path_factory):  # noqa: F811
+    """A window on the tiny model with a ranker that trusts a line retrieved from the project."""
+    weights = dict.fromkeys(DEFAULT.weights, 0.0) | {"context": 10.0, "pair": 2.0}
+    with window_with_ranker(qapp, qasync_loop, tiny_model_dir, tmp_path_factory,
+                            Ranker(weights, bias=-5.0, confidence_bar=0.5)) as window:
+        yield window
+
+
+def test_a_line_of_a_folder_file_that_is_not_open_becomes_the_suggestion(trusting_window, qtbot, tmp_path):
+    window = trusting_window
+    window.ai.worker.slow_motion_ms = 0
+    (tmp_path / "config.py").write_text(FOLDER_FILE)
+    window.open_folder(str(tmp_path))  # the trusting window's settings live elsewhere
+    qtbot.waitUntil(lambda: bool(window.folder.context.files))
+    editor = window.tabs.new_document().editor
+    editor.setPlainText(DOCUMENT)
+    cursor = editor.textCursor()
+    cursor.setPosition(DOCUMENT.index("\n    \n") + 5)
+    editor.setTextCursor(cursor)
+
+    qtbot.keyClick(editor, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+    session = editor.session
+    assert any("config.py" in snippet for snippet in session.request[0].context)
+    qtbot.waitUntil(lambda: session.state == "ready", timeout=60000)
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert document_text(editor.document()) == DOCUMENT.replace("\n    \n", '\n    config.setdefault("retries", 3)\n')
