@@ -17,7 +17,6 @@ sets how many snippets it sends.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import statistics
@@ -29,7 +28,7 @@ import torch
 from model.loading import load_backend
 from model.project_context import MAX_SNIPPETS
 from model.training.edit_tasks import exact, line_tasks, lookup_baseline, prose_tasks, repeat_baseline, similarity
-from model.training.sibling_context import sibling_snippets
+from model.training.sibling_context import with_sibling_context
 
 BATCH = 8
 
@@ -69,12 +68,6 @@ def evaluate_kind(engine, bare, table, tasks, seed: int) -> dict:
     report["examples"] = [{"reference": t.middle, "engine": d.text, "confident": d.confident,
                            "origin": d.candidates[0].origin} for d, t in list(zip(drafts, tasks))[:40]]
     return report
-
-
-def with_sibling_context(tasks, snippets: int) -> list:
-    """``tasks``, each with the snippets of its document's directory nearest to its cursor."""
-    return [dataclasses.replace(task, context=sibling_snippets(task.document, task.prefix, task.suffix, snippets))
-            for task in tasks]
 
 
 def timing(engine, tasks, seed: int) -> dict:

@@ -7,6 +7,7 @@ non-UTF-8 files skipped), give the task its ``context`` snippets the way the edi
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -56,3 +57,10 @@ def sibling_snippets(document: str, prefix: str, suffix: str, limit: int) -> tup
         return ()
     others = (chunk for name, chunk in folder_chunks(path.parent) if name != path.name)
     return nearest_chunks(prefix, suffix, others, limit)
+
+
+def with_sibling_context(tasks, snippets: int) -> list:
+    """``tasks`` (``edit_tasks.EditTask``), each with the snippets of its document's directory
+    nearest to its cursor."""
+    return [dataclasses.replace(task, context=sibling_snippets(task.document, task.prefix, task.suffix, snippets))
+            for task in tasks]

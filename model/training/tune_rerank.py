@@ -1,6 +1,6 @@
 """Fit the reranker (``model.rerank``) on the held-out dev part and store it beside the weights.
 
-    python -m model.training.tune_rerank resources/models/sfumato-small --lines 120 --repair 40 --prose 48
+    python -m model.training.tune_rerank resources/models/sfumato-small --lines 120 --repair 40 --prose 120 --context siblings
 
 Every dev task runs through the suggestion engine with retrieval-started rows and a fresh sample,
 so each kind of alternative is seen; each alternative's features are labelled by whether it is
@@ -22,7 +22,9 @@ from model.loading import load_backend
 from model.phrase_table import GAP_KINDS
 from model.rerank import DEFAULT, FEATURES, SOURCES, Ranker, features
 from model.suggest import RANKER_FILE, Settings, SuggestingBackend, with_suggestions
+from model.project_context import MAX_SNIPPETS
 from model.training.edit_tasks import exact, line_tasks, prose_tasks
+from model.training.sibling_context import with_sibling_context
 
 TARGET_PRECISION = 0.5
 L2 = 1e-2
@@ -137,6 +139,8 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rows", help="JSON file of collected rows: read it if it exists, else write it")
+    p.add_argument("--context", choices=["none", "siblings"], default="none",
+                   help="siblings: the other files of each task's directory as the open folder (as the editor sends)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     folder = Path(args.model)
@@ -151,6 +155,8 @@ def main(argv=None) -> None:
         documents = heldout_documents("dev")
         tasks = (line_tasks(documents, args.lines, args.seed) + line_tasks(documents, args.repair, args.seed + 1, "repair")
                  + prose_tasks(documents, args.prose, args.seed))
+        if args.context == "siblings":
+            tasks = with_sibling_context(tasks, MAX_SNIPPETS)
         start = time.monotonic()
         rows = collect(engine, tasks, args.seed, progress=True)
         print(f"collected {len(tasks)} tasks in {time.monotonic() - start:.0f} s", flush=True)
@@ -159,7 +165,7 @@ def main(argv=None) -> None:
     ranker = fit(rows, UNPAID)
     choices = top_choices(ranker, rows)
     ranker = Ranker(ranker.weights, ranker.bias, confidence_bar(choices, rows))
-    about = {"fit_on": "dev", "tasks": len(rows), "left_out": UNPAID, "dev_exact_top1": exact_by_kind(choices, rows),
+    about = {"fit_on": "dev", "context": args.context, "tasks": len(rows), "left_out": UNPAID, "dev_exact_top1": exact_by_kind(choices, rows),
              "dev_exact_top1_without": ablations(rows)}
     ranker.save(folder / RANKER_FILE, **about)
     print(json.dumps({"weights": ranker.weights, "bias": ranker.bias, "bar": ranker.confidence_bar, **about}))
