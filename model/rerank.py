@@ -21,8 +21,8 @@ from model.phrase_table import GAP_KINDS
 
 # Never exactly right on dev unless retrieval proposed the same text (a name alone, a denoised
 # text): ranked like the rest, never confident.
-GUESSES = ("scope", "sample", "started")
-ORIGINS = ("span", "scope", "pair", "above", "above1", "below", *GAP_KINDS, "sample", "started", "original")
+GUESSES = ("scope", "repeat", "sample", "started")
+ORIGINS = ("span", "scope", "repeat", "pair", "above", "above1", "below", *GAP_KINDS, "sample", "started", "original")
 SOURCES = ("document", "context", "table", "phrases")
 FEATURES = (*ORIGINS, *SOURCES, "log_count", "first", "log_prob", "parses", "no_parse", "bracket_excess",
             "unknown_names", "empty")

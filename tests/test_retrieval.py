@@ -97,3 +97,10 @@ def test_chat_and_served_prompts_carry_the_context():
     assert "def helper" in region_message(request, 512)
     assert context_text(request, 512) == request.context[0]
     assert context_text(request, 8) == ""  # a snippet that does not fit whole is left out
+
+
+def test_a_whole_line_gets_the_line_above_as_a_last_guess():
+    found = retrieve("def f(x):\n    assert g(x) == 1\n    ", "\n    return x\n")
+    assert (found[-1].text, found[-1].kind) == ("assert g(x) == 1", "repeat")
+    inside = retrieve("def f(x):\n    assert g(x) == 1\n    y = ", "\n    return x\n")
+    assert all(r.kind != "repeat" for r in inside)  # a gap inside a line is not a line

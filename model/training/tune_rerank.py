@@ -97,7 +97,7 @@ CHECKS = ("parses", "no_parse", "bracket_excess", "unknown_names")
 ABLATIONS = {
     "nothing more": ((), ()),
     "the retrieval features (key kind, source, count, rank)": (
-        ("span", "scope", "pair", "above", "above1", "below", *GAP_KINDS, *SOURCES, "log_count", "first"), ()),
+        ("span", "scope", "repeat", "pair", "above", "above1", "below", *GAP_KINDS, *SOURCES, "log_count", "first"), ()),
     "the checks": (CHECKS, ()),
     "fresh samples": ((), ("sample",)),
     "retrieval-started rows": ((), ("started",)),
