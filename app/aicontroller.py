@@ -13,6 +13,7 @@ from app.codeeditor import CodeEditor
 from app.commandkeys import session_keys
 from app.documenttabs import DocumentTabs
 from app.folder_context import FolderContext
+from app.guesses import GuessOffer
 from app.infill import InfillOptions, InfillStarter
 from app.inlinebox import InlineBox
 from app.notices import Notices
@@ -53,6 +54,7 @@ class AiController(QObject):
         self.folder_context = folder_context
         self.starter.project_chunks = self.project_chunks
         self._empty_result: InfillSession | None = None  # the last session that ended with nothing written
+        self._guesses: GuessOffer | None = None  # the last session's, when it trusted nothing but has guesses
         self._starts = 0  # counts ``start`` calls: one waiting for a server's address yields to a later one
         self.model_label = QLabel("No model")
         self.load_progress = QProgressBar()
@@ -195,6 +197,21 @@ class AiController(QObject):
         elif self._model_ready():
             self.start(editor, lambda: self.starter.again(session))
 
+    def next_alternative(self) -> None:
+        """The session's next alternative; right after "No confident suggestion", its guesses."""
+        editor = self.tabs.current_editor()
+        offer = self._guesses
+        if offer is None or not offer.open or offer.editor is not editor or editor.session is not None:
+            self.on_session(lambda session: session.cycle(1))
+            return
+        offer.forget()
+        self._guesses = None
+        session = self.starter.guesses(offer.session)
+        if session is not None:
+            editor.setFocus()  # the review's keys reach the session from the editor
+            self._watch(editor, session)
+            session.show_guesses(offer.session.guesses)
+
     def on_session(self, action: Callable[[InfillSession], object]) -> None:
         """Accept, reject, the alternatives: ``action`` on the current editor's session, if any."""
         editor = self.tabs.current_editor()
@@ -220,16 +237,20 @@ class AiController(QObject):
             return
         if session is None:
             return
-        session.progress.connect(self.notices.say)
-        session.again_requested.connect(self.try_again)
-        session.modification_changed.connect(lambda _modified, e=editor: self.tabs.update_title(e))
-        session.ended.connect(lambda outcome, text, s=session: self._session_ended(s, outcome, text))
+        self._watch(editor, session)
         info = self.worker.info
         doing = f"Waiting for server {info.device}…" if info is not None and info.backend == "remote" else "Denoising…"
         if editor.document().isRedoAvailable():
             self.notices.say(f"{doing} (the redo history is replaced by this edit)")
         else:
             self.notices.say(doing)
+
+    def _watch(self, editor: CodeEditor, session: InfillSession) -> None:
+        """Show ``session``'s news in the status bar and the tab's title, and handle its end."""
+        session.progress.connect(self.notices.say)
+        session.again_requested.connect(self.try_again)
+        session.modification_changed.connect(lambda _modified, e=editor: self.tabs.update_title(e))
+        session.ended.connect(lambda outcome, text, s=session: self._session_ended(s, outcome, text))
 
     async def _start_once_located(self, start: int, editor: CodeEditor, begin: Callable[[], InfillSession | None]) -> None:
         await self.consent.locate(self._spec, self._loop)
@@ -243,7 +264,13 @@ class AiController(QObject):
     def _session_ended(self, session: InfillSession, outcome: str, text: str) -> None:
         editor = session.editor
         self._empty_result = session if outcome == "empty" else None
-        if outcome == "accepted":  # "Ctrl+Z brings back the original" holds until the next change
+        if self._guesses is not None:
+            self._guesses.forget()
+        self._guesses = None
+        if session.guesses is not None:  # offered until the user edits or moves away: said as long
+            self._guesses = GuessOffer(session, lambda: self.notices.withdraw(text))
+            self.notices.say(text)
+        elif outcome == "accepted":  # "Ctrl+Z brings back the original" holds until the next change
             self.notices.say_until_edited(text, editor.document(), 6000)
         else:
             self.notices.say(text, 6000)

@@ -113,7 +113,7 @@ def build_menus(window: MainWindow) -> MenuActions:
     ai_menu.addSeparator()
     accept = _action(window, ai_menu, "&Accept", lambda: ai.on_session(InfillSession.accept))
     reject = _action(window, ai_menu, "Re&ject", lambda: ai.on_session(InfillSession.dismiss))
-    next_alternative = _action(window, ai_menu, "&Next Alternative", lambda: ai.on_session(lambda s: s.cycle(1)))
+    next_alternative = _action(window, ai_menu, "&Next Alternative", ai.next_alternative)
     previous_alternative = _action(window, ai_menu, "&Previous Alternative", lambda: ai.on_session(lambda s: s.cycle(-1)))
     try_again = _action(window, ai_menu, "&Try Again", ai.try_again)
     ai_menu.addSeparator()

@@ -24,10 +24,14 @@ class Notices:
 
         def clear() -> None:
             document.contentsChanged.disconnect(clear)
-            if self.window.statusBar().currentMessage() == text:
-                self.window.statusBar().clearMessage()
+            self.withdraw(text)
 
         document.contentsChanged.connect(clear)
+
+    def withdraw(self, text: str) -> None:
+        """Clear the status-bar line if it still says ``text``."""
+        if self.window.statusBar().currentMessage() == text:
+            self.window.statusBar().clearMessage()
 
     def error(self, text: str) -> None:
         """Tell the user in the status bar and in a window-modal box."""

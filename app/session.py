@@ -29,6 +29,7 @@ from PySide6.QtGui import QKeyEvent, QKeySequence, QTextCursor, QTextDocument
 
 from app.commandkeys import DEFAULT_SESSION_KEYS, SessionKeys, key_matches
 from app.draftpaint import draft_selections
+from app.guesses import unconfident_line, usable_guesses
 from app.noise import with_noise
 from app.pacing import DraftPacer
 from app.reviewhint import ReviewHint
@@ -97,6 +98,8 @@ class InfillSession(QObject):
         self.request: Sequence[InfillRequest] | TemplateRequest | None = None  # what ``run`` submitted
         self.job: Job | None = None  # the worker's, cancelled when the session ends early
         self._hint: ReviewHint | None = None  # under the result while it waits for the user
+        self.guesses: tuple[Draft, ...] | None = None  # an unconfident result's alternatives (app/guesses.py)
+        self.is_guess = False  # shows such guesses: ``show_guesses``
         self.keys = keys
         self.underline_low_confidence = underline_low_confidence
         self._total_steps = total_steps
@@ -188,12 +191,18 @@ class InfillSession(QObject):
         if self.state != "running":
             return
         if not isinstance(self.request, TemplateRequest) and not any(draft.confident for draft in drafts):
-            return self._end("rejected", "No confident suggestion. Your text is unchanged.")
+            self.guesses = usable_guesses(drafts, self.originals)
+            return self._end("rejected", unconfident_line(self.guesses, self.keys.next_alternative))
         if all(not candidate.text.strip() for draft in drafts for candidate in draft.candidates):
             again = self.keys.try_again.toString(QKeySequence.SequenceFormat.NativeText)
             return self._end("empty", f"The model wrote nothing here; {again} tries again.")
         self._finished = time.monotonic()  # the model's speed, without the animation after it
         self._pacer.add(drafts, final=True)
+
+    def show_guesses(self, guesses: tuple[Draft, ...]) -> None:
+        """Review an unconfident run's ``guesses`` (the user asked for them) as this session's result."""
+        self.is_guess = True
+        self._pacer.add(guesses, final=True)
 
     def _draw(self, drafts: tuple[Draft, ...], final: bool) -> None:
         """Show a pass the pacer chose (its undecided positions as noise), or the result."""
@@ -206,12 +215,12 @@ class InfillSession(QObject):
         self._show(drafts)
         if self.state == "ready":
             self._hint = ReviewHint(self.editor, lambda: (self.spans()[0][0], self.spans()[-1][1]), {
-                "accept": ("Accept", self.keys.accept, self.accept),
+                "accept": ("Accept guess" if self.is_guess else "Accept", self.keys.accept, self.accept),
                 "reject": ("Reject", self.keys.reject, self.dismiss),
                 "next": (self._next_label(), self.keys.next_alternative, lambda: self.cycle(1)),
                 "again": ("Again", self.keys.try_again, self.again_requested.emit),
             })
-        self.progress.emit(result_line(drafts, seconds, self._choices()))
+        self.progress.emit(result_line(drafts, seconds, self._choices(), self.is_guess))
 
     def fail(self, error: BaseException) -> None:
         self._end("failed", f"The model failed: {error}. Your text is unchanged.")
@@ -264,7 +273,8 @@ class InfillSession(QObject):
         if self.showing_original:
             self.progress.emit(f"The original text, to compare: {self._choices()}")
         else:
-            self.progress.emit(f"Alternative {self._alternative + 1} of {self.alternatives}: {self._choices()}")
+            kind = "Guess" if self.is_guess else "Alternative"
+            self.progress.emit(f"{kind} {self._alternative + 1} of {self.alternatives}: {self._choices()}")
 
     def _next_label(self) -> str:
         """What the next-alternative key shows next: the original after the last alternative."""
