@@ -41,6 +41,8 @@ DEF_LINE = re.compile(r"^(\s*)(?:async\s+)?def\s+\w+\s*\(([^)]*)\)")
 ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]+)?=(?!=)")
 MAX_SCOPE_NAMES = 4
 SOURCE_ORDER = ("document", "context", "table")
+PROSE_WORD = re.compile(r"[(\"'`*]*[A-Za-z][A-Za-z'-]*[)\"'`*]*[,.;:!?)]*")  # a word, maybe quoted or marked up
+PROSE_MIN_TOKENS, PROSE_SHARE = 3, 0.7
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,7 @@ def retrieve(prefix: str, suffix: str, context: Sequence[str] = (), table: LineT
     for source, texts in (("document", [document]), ("context", context)):
         for text, count in retrieve_spans(prefix, suffix, texts, MAX_EXTRA):
             add(text, source, "span", count)
-    if phrases is not None and (cursor.head or cursor.tail):
+    if phrases is not None and reads_as_prose(cursor):
         for phrase in phrases.lookup(*words_around(prefix, suffix), MAX_EXTRA):
             add(phrase.text, "phrases", phrase.kind, phrase.count)
     for text in scope_candidates(prefix, suffix):
@@ -158,6 +160,13 @@ def retrieve(prefix: str, suffix: str, context: Sequence[str] = (), table: LineT
     if not cursor.head and not cursor.tail and cursor.above not in (START, END):
         add(nearest_line_above(prefix), "document", "repeat", 0)
     return results
+
+
+def reads_as_prose(cursor: Cursor) -> bool:
+    """Whether the cursor's line around the region is running text (a sentence in a document, a
+    comment, a docstring), where documentation phrases belong, rather than code."""
+    tokens = f"{cursor.head} {cursor.tail}".split()
+    return len(tokens) >= PROSE_MIN_TOKENS and sum(bool(PROSE_WORD.fullmatch(t)) for t in tokens) >= PROSE_SHARE * len(tokens)
 
 
 def nearest_line_above(prefix: str) -> str:

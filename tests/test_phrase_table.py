@@ -36,3 +36,13 @@ def test_retrieval_proposes_phrases_inside_a_line_of_prose_only(tmp_path):
     assert ("a new", "phrases", "gapright") in [(r.text, r.source, r.kind) for r in inside]
     whole_line = retrieve("Intro.\nIt returns\n", "\nlist of files.\n", phrases=phrases)
     assert all(r.source != "phrases" for r in whole_line)
+
+
+def test_code_gets_no_documentation_phrases(tmp_path):
+    build(["It may return ``None``. when empty.\n\nIt may return ``None``. when empty."], tmp_path / "code")
+    phrases = PhraseTable(tmp_path / "code")
+    assert phrases.lookup(["may", "return"], ["when", "empty."])[0].text == "``None``."
+    sentence = retrieve("Intro.\n\nThe method may return ", " when empty.\n", phrases=phrases)
+    assert "``None``." in [r.text for r in sentence]
+    code = retrieve("def f(x):\n    y = x\n    return ", " when\n", phrases=phrases)
+    assert all(r.source != "phrases" for r in code)
