@@ -10,7 +10,7 @@ FOUND_IN = {  # Candidate.source -> what the user reads
     "document": "Found in this document",
     "context": "Found in your other open files",
     "table": "From the line table of common code",
-    "phrases": "From common phrases in documentation",
+    "phrases": "From documentation phrases",
 }
 
 

@@ -159,7 +159,27 @@ def retrieve(prefix: str, suffix: str, context: Sequence[str] = (), table: LineT
         add(text, "document", "scope", 0)
     if not cursor.head and not cursor.tail and cursor.above not in (START, END):
         add(nearest_line_above(prefix), "document", "repeat", 0)
-    return results
+    indent = indentation_for_empty_line(prefix, suffix)
+    return [Retrieved(indent + r.text, r.source, r.kind, r.count) for r in results] if indent else results
+
+
+def indentation_for_empty_line(prefix: str, suffix: str) -> str:
+    """The indentation a line written at the start of an empty line needs (retrieved lines are
+    stripped; the cursor after an Enter already sits after it, so usually this is empty): one
+    level deeper than a line above that opens a block, else the shallower of the lines above and
+    below (a blank line before a dedent usually starts the outer block's next line)."""
+    if prefix and not prefix.endswith("\n") or suffix.split("\n", 1)[0].strip():
+        return ""
+    above = next((line for line in reversed(prefix.split("\n")[:-1]) if line.strip()), "")
+    below = next((line for line in suffix.split("\n")[1:] if line.strip()), "")
+    if above.rstrip().endswith((":", "{", "(", "[")):
+        deeper = _indent_of(below) if len(_indent_of(below)) > len(_indent_of(above)) else ""
+        return deeper or _indent_of(above) + ("\t" if _indent_of(above).startswith("\t") else "    ")
+    return min(_indent_of(above), _indent_of(below), key=len) if below else _indent_of(above)
+
+
+def _indent_of(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
 
 
 def reads_as_prose(cursor: Cursor) -> bool:

@@ -104,3 +104,14 @@ def test_a_whole_line_gets_the_line_above_as_a_last_guess():
     assert (found[-1].text, found[-1].kind) == ("assert g(x) == 1", "repeat")
     inside = retrieve("def f(x):\n    assert g(x) == 1\n    y = ", "\n    return x\n")
     assert all(r.kind != "repeat" for r in inside)  # a gap inside a line is not a line
+
+
+def test_a_line_suggested_at_the_start_of_an_empty_line_gets_the_blocks_indentation():
+    found = retrieve("def f(x):\n    assert g(x) == 1\n", "\n    return x\n")
+    assert (found[-1].text, found[-1].kind) == ("    assert g(x) == 1", "repeat")
+    opened = retrieve("def f(x):\n    if x:\n", "\n    return x\n")
+    assert opened[-1].text == "        if x:"  # a block was opened above: one level deeper
+    after_indent = retrieve("def f(x):\n    assert g(x) == 1\n    ", "\n    return x\n")
+    assert after_indent[-1].text == "assert g(x) == 1"  # the cursor already sits after it
+    top_level = retrieve("x = 1\n", "\n    return 1\n")
+    assert top_level[-1].text == "x = 1"  # the line below is deeper: it may open a block itself
