@@ -53,7 +53,7 @@ class AiController(QObject):
         self.starter = InfillStarter(self.worker, InfillOptions(), session_keys(settings.keys))
         self.folder_context = folder_context
         self.starter.project_chunks = self.project_chunks
-        self._empty_result: InfillSession | None = None  # the last session that ended with nothing written
+        self._unwritten: InfillSession | None = None  # the last session that ended with nothing written
         self._guesses: GuessOffer | None = None  # the last session's, when it trusted nothing but has guesses
         self._starts = 0  # counts ``start`` calls: one waiting for a server's address yields to a later one
         self.model_label = QLabel("No model")
@@ -190,8 +190,8 @@ class AiController(QObject):
         the same settings, the text around the region as it is now."""
         editor = self.tabs.current_editor()
         session = editor.session if editor is not None else None
-        if session is None and self._empty_result is not None and self._empty_result.editor is editor:
-            session = self._empty_result  # ended, but its request can run again
+        if session is None and self._unwritten is not None and self._unwritten.editor is editor:
+            session = self._unwritten  # ended, but its request can run again
         if session is None or session.request is None:
             self.notices.say("Nothing to try again: Ctrl+K starts a rewrite.", 4000)
         elif self._model_ready():
@@ -263,7 +263,7 @@ class AiController(QObject):
 
     def _session_ended(self, session: InfillSession, outcome: str, text: str) -> None:
         editor = session.editor
-        self._empty_result = session if outcome == "empty" else None
+        self._unwritten = session if outcome in ("empty", "unconfident") else None
         if self._guesses is not None:
             self._guesses.forget()
         self._guesses = None

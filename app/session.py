@@ -74,7 +74,8 @@ class InfillSession(QObject):
     States: ``running`` (drafts arriving and animated, app/pacing.py), ``ready`` (the result is
     shown: accept, reject or cycle alternatives; accepting a result that is in but not shown yet
     shows it first) and ``ended``, emitted once with an outcome ("accepted", "rejected",
-    "cancelled", "failed", "empty": the model wrote nothing) and a status-bar message.
+    "cancelled", "failed", "empty": the model wrote nothing, "unconfident": it trusted nothing it
+    wrote) and a status-bar message.
     """
 
     ended = Signal(str, str)
@@ -192,7 +193,7 @@ class InfillSession(QObject):
             return
         if not isinstance(self.request, TemplateRequest) and not any(draft.confident for draft in drafts):
             self.guesses = usable_guesses(drafts, self.originals)
-            return self._end("rejected", unconfident_line(self.guesses, self.keys.next_alternative))
+            return self._end("unconfident", unconfident_line(self.guesses, self.keys.next_alternative))
         if all(not candidate.text.strip() for draft in drafts for candidate in draft.candidates):
             again = self.keys.try_again.toString(QKeySequence.SequenceFormat.NativeText)
             return self._end("empty", f"The model wrote nothing here; {again} tries again.")

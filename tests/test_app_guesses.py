@@ -105,6 +105,17 @@ def test_try_again_from_the_guesses_runs_the_request_again(window, qtbot, unconf
     assert untouched(editor)
 
 
+def test_try_again_right_after_no_confident_suggestion_runs_the_request_again(window, qtbot, unconfident):
+    editor, backend = unconfident()
+    qtbot.keyClick(editor, Qt.Key.Key_R, ALT)
+    again = editor.session
+    assert again is not None
+    qtbot.waitUntil(lambda: again.state == "ended", timeout=10000)
+    [(first,), (second,)] = backend.requests
+    assert (second.init_text, second.strength) == (first.init_text, 0.7)
+    assert untouched(editor)
+
+
 def test_typing_after_the_offer_forgets_it(window, qtbot, unconfident):
     editor, _ = unconfident()
     assert window.statusBar().currentMessage() == OFFER
