@@ -16,6 +16,10 @@ DEFAULT_KEYS = {
     "try_again": "Alt+R",
 }
 MAX_RECENT = 10
+# What a server the user allowed receives: 1, the text around the region and snippets of the other
+# open files; 2, snippets of the open folder's files too. Answers given under a smaller scope are
+# asked again.
+CONSENT_SCOPE = 2
 
 
 @dataclass
@@ -49,6 +53,7 @@ class Settings:
     server_model: str = ""  # "" for the first model the server lists
     servers_allowed: list[str] = field(default_factory=list)  # origins the user let document text go to
     plain_http_allowed: list[str] = field(default_factory=list)  # public origins allowed without TLS
+    consent_scope: int = CONSENT_SCOPE  # the scope ``servers_allowed`` was answered under
     keys: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_KEYS))
     recent_files: list[str] = field(default_factory=list)
 
@@ -68,6 +73,10 @@ class Settings:
                 setattr(settings, item.name, _coerce(value, default))
             except (TypeError, ValueError):
                 continue  # a damaged value keeps its default
+        if not store.contains("consent_scope"):  # written before the scope was kept
+            settings.consent_scope = 1
+        if settings.consent_scope < CONSENT_SCOPE:
+            settings.servers_allowed, settings.consent_scope = [], CONSENT_SCOPE
         return settings
 
     def save(self, store: QSettings) -> None:

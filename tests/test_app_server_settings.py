@@ -73,6 +73,16 @@ def test_a_private_server_is_asked_about_once_and_remembered():
     assert settings.servers_allowed == ["http://192.168.1.20:8000"]
 
 
+def test_servers_allowed_when_less_was_sent_are_asked_about_again(tmp_path):
+    old = QSettings(str(tmp_path / "old.ini"), QSettings.Format.IniFormat)
+    old.setValue("servers_allowed", ["http://192.168.1.20:8000"])  # answered before the folder went too
+    old.sync()
+    assert Settings.load(old).servers_allowed == []
+    current = QSettings(str(tmp_path / "current.ini"), QSettings.Format.IniFormat)
+    Settings(servers_allowed=["http://192.168.1.20:8000"]).save(current)
+    assert Settings.load(current).servers_allowed == ["http://192.168.1.20:8000"]
+
+
 def test_plain_http_to_a_public_server_is_asked_about_once_more():
     settings, asker = Settings(), Asker(True, True)
     consent = ServerConsent(settings, asker)
