@@ -47,4 +47,4 @@ def result_line(drafts: tuple[Draft, ...], seconds: float, choices: str, guess: 
     the user asked for (app/guesses.py), and the user's choices."""
     if guess:
         return f"Guess (not confident) · {choices}"
-    return f"{found_where(drafts) or speed(drafts, seconds)} · done: {choices}"
+    return f"{found_where(drafts) or speed(drafts, seconds)} · {choices}"

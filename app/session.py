@@ -284,13 +284,13 @@ class InfillSession(QObject):
         return "Original" if self._alternative == self.alternatives - 1 else "Next"
 
     def _choices(self) -> str:
-        """What the user can do now, in their key bindings."""
+        """What else there is to see, in the user's key bindings (accept and reject are on the hint
+        below the result; the status bar shares its width with permanent fields)."""
         name = {field: getattr(self.keys, field).toString(QKeySequence.SequenceFormat.NativeText) for field in vars(self.keys)}
-        text = f"{name['accept']} accepts, {name['reject']} rejects"
         cycle = f"{name['next_alternative']} / {name['previous_alternative']}"
         if self.alternatives > 1:
-            return text + f", {cycle}: {self.alternatives} alternatives, original"
-        return text + f", {cycle} shows the original"
+            return f"{cycle}: {self.alternatives} alternatives and your original"
+        return f"{cycle}: your original"
 
     def set_underline(self, on: bool) -> None:
         self.underline_low_confidence = on

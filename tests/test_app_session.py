@@ -412,7 +412,7 @@ def test_a_result_retrieval_found_says_where_it_was_found_not_a_speed(qtbot):
     lines = []
     found = Candidate("return a + b", (TokenState("return a + b", 1.0, True),), 2.0, "pair", "document")
     written = Candidate("return b + a", (TokenState("return b + a", 1.0, True),), 1.0, "sample")
-    for candidate, passes, generated, expected in ((found, 3, 0, "Found in this document · done: "),
+    for candidate, passes, generated, expected in ((found, 3, 0, "Found in this document · "),
                                                    (written, 3, 6, "2.0 tokens/pass · ")):
         session = InfillSession(editor, [(19, 31)])
         session.progress.connect(lines.append)
