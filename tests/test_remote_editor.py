@@ -95,6 +95,9 @@ def test_esc_mid_stream_restores_the_text_and_the_server_sees_the_disconnect(qtb
     try:
         before = transformers_server.cancels_seen()
         with fresh_editor(served_window) as editor:
+            cursor = editor.textCursor()  # an infill at the cursor asks for max_new_tokens (a rewrite
+            cursor.setPosition(REGION[1])  # asks for about its selection's length, done before Esc)
+            editor.setTextCursor(cursor)
             session = ctrl_k(qtbot, editor)
             qtbot.waitUntil(lambda: session.has_draft, timeout=120000)
             qtbot.keyClick(editor, Qt.Key.Key_Escape)
