@@ -4,7 +4,8 @@ Keys are 32-bit BLAKE2 hashes of a key kind and its parts (at a few million entr
 foreign key about once in a thousand), so the table stores no key text. Files, numpy ``.npy``
 memory-mapped on open, so opening costs milliseconds and pages come in as lookups touch them::
 
-    keys.npy     uint32 (N,)  sorted key hashes; a key repeats once per text it keeps
+    buckets.npy  uint32 (65537,) where each value of a key's high 16 bits starts in keys.npy
+    keys.npy     uint16 (N,)  the low 16 bits of the sorted key hashes; a key repeats once per text it keeps
     lines.npy    uint32 (N,)  index of the proposed text
     counts.npy   uint8 (N,)   how often that text sat under that key (capped at 255)
     blocks.npy   uint8        the distinct texts, newline-joined, zlib-compressed in blocks
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-FILES = ("keys", "lines", "counts", "blocks", "starts")
+FILES = ("buckets", "keys", "lines", "counts", "blocks", "starts")
 BLOCK_LINES = 256
 CACHED_BLOCKS = 64
 
@@ -68,10 +69,21 @@ class HashedTable:
     def under(self, key: int) -> list[tuple[int, int]]:
         """(text index, count) of the texts kept under ``key``, most frequent first."""
         arrays = self._open()
-        lo = np.searchsorted(arrays["keys"], np.uint32(key), "left")
-        hi = np.searchsorted(arrays["keys"], np.uint32(key), "right")
+        bucket, low = divmod(key, 1 << 16)
+        first, end = int(arrays["buckets"][bucket]), int(arrays["buckets"][bucket + 1])
+        keys = arrays["keys"][first:end]
+        lo = first + int(np.searchsorted(keys, np.uint16(low), "left"))
+        hi = first + int(np.searchsorted(keys, np.uint16(low), "right"))
         rows = sorted(range(lo, hi), key=lambda r: -int(arrays["counts"][r]))
         return [(int(arrays["lines"][r]), int(arrays["counts"][r])) for r in rows]
+
+
+def split_keys(keys: np.ndarray) -> dict[str, np.ndarray]:
+    """Sorted 32-bit key hashes as a table of where each high half starts and the low halves:
+    half the bytes of the keys themselves."""
+    high = (keys >> 16).astype(np.int64)
+    buckets = np.searchsorted(high, np.arange((1 << 16) + 1)).astype(np.uint32)
+    return {"buckets": buckets, "keys": (keys & 0xFFFF).astype(np.uint16)}
 
 
 def write(entries: Iterable[tuple[int, int, str]], folder: Path, min_count: Sequence[int], keep: int) -> dict:
@@ -116,7 +128,7 @@ def write(entries: Iterable[tuple[int, int, str]], folder: Path, min_count: Sequ
     starts = np.zeros(len(blocks) + 1, dtype=np.uint64)
     starts[1:] = np.cumsum([len(block) for block in blocks])
     arrays = {
-        "keys": keys, "lines": texts.astype(np.uint32), "counts": np.minimum(counts, 255).astype(np.uint8),
+        **split_keys(keys), "lines": texts.astype(np.uint32), "counts": np.minimum(counts, 255).astype(np.uint8),
         "blocks": np.frombuffer(b"".join(blocks), dtype=np.uint8), "starts": starts,
     }
     folder = Path(folder)
