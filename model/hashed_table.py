@@ -86,9 +86,9 @@ def split_keys(keys: np.ndarray) -> dict[str, np.ndarray]:
     return {"buckets": buckets, "keys": (keys & 0xFFFF).astype(np.uint16)}
 
 
-def write(entries: Iterable[tuple[int, int, str]], folder: Path, min_count: Sequence[int], keep: int) -> dict:
+def write(entries: Iterable[tuple[int, int, str]], folder: Path, min_count: Sequence[int], keep: Sequence[int]) -> dict:
     """Write a table of ``entries`` ((kind index, key hash, text), one per sighting) into ``folder``:
-    per key, its ``keep`` most frequent texts seen at least ``min_count[kind]`` times. Returns sizes."""
+    per key, its ``keep[kind]`` most frequent texts seen at least ``min_count[kind]`` times. Returns sizes."""
     key_list, text_list, kind_list = array("I"), array("I"), array("B")
     text_ids: dict[str, int] = {}
     for kind, key, text in entries:
@@ -108,14 +108,14 @@ def write(entries: Iterable[tuple[int, int, str]], folder: Path, min_count: Sequ
     counts = np.diff(np.append(starts, len(keys))).astype(np.uint32)
     keys, texts, kinds = keys[starts], texts[starts], kinds[starts]
     ok = counts >= np.asarray(min_count, dtype=np.uint32)[kinds]
-    keys, texts, counts = keys[ok], texts[ok], counts[ok]
-    # the ``keep`` most frequent texts of each key
+    keys, texts, counts, kinds = keys[ok], texts[ok], counts[ok], kinds[ok]
+    # the ``keep[kind]`` most frequent texts of each key
     order = np.lexsort((-counts.astype(np.int64), keys))
-    keys, texts, counts = keys[order], texts[order], counts[order]
+    keys, texts, counts, kinds = keys[order], texts[order], counts[order], kinds[order]
     first = np.ones(len(keys), dtype=bool)
     first[1:] = keys[1:] != keys[:-1]
     group_start = np.maximum.accumulate(np.where(first, np.arange(len(keys)), 0))
-    ok = np.arange(len(keys)) - group_start < keep
+    ok = np.arange(len(keys)) - group_start < np.asarray(keep)[kinds]
     keys, texts, counts = keys[ok], texts[ok], counts[ok]
     # renumber the kept texts densely and write them in compressed blocks
     kept, texts = np.unique(texts, return_inverse=True)

@@ -79,4 +79,4 @@ def build(texts: Iterable[str], folder: Path, keep: int = 3) -> dict:
         for above2, above, line, below in lines_with_neighbours(text)
         for kind_index, key in enumerate(neighbour_keys(above2, above, below).values())
     )
-    return write(entries, folder, [MIN_COUNT[kind] for kind in KEY_KINDS], keep)
+    return write(entries, folder, [MIN_COUNT[kind] for kind in KEY_KINDS], [keep] * len(KEY_KINDS))

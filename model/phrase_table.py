@@ -10,10 +10,17 @@ documentation, the words around it within its paragraph give keys, lower-cased:
 Each key keeps the phrases seen most often under it (``model.hashed_table`` stores them). A gap's
 candidates are the phrases under all four keys, ordered by their share of each key's sightings,
 weighted by the key's strength: the gap's length is unknown, and the wider keys tell it best.
+
+When no gap key knows the words around a gap (about two gaps in five), the two side keys propose:
+``after1`` keeps the phrases of 1-2 words seen after the word before, ``before1`` those seen
+before the word after, and a phrase is ranked by the product of its two shares (kind ``sides``).
+Such a phrase is a guess: on dev it raised the character similarity of those gaps from 0.11 to
+about 0.20 and was exact once in 82.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -22,9 +29,14 @@ from pathlib import Path
 from model.hashed_table import HashedTable, key_hash, write
 
 GAP_KINDS = ("gap2", "gapleft", "gapright", "gap1")
+SIDE_KINDS = ("after1", "before1")
+SIDES = "sides"  # the kind of a phrase the two side keys proposed together
 KIND_WEIGHT = {"gap2": 8.0, "gapleft": 3.0, "gapright": 3.0, "gap1": 1.0}
-MIN_COUNT = {"gap2": 2, "gapleft": 2, "gapright": 2, "gap1": 2}
+MIN_COUNT = {"gap2": 2, "gapleft": 2, "gapright": 2, "gap1": 2, "after1": 3, "before1": 3}
+KEEP = {"gap2": 4, "gapleft": 4, "gapright": 4, "gap1": 4, "after1": 32, "before1": 32}
 MAX_WORDS = 4
+SIDE_WORDS = 2  # the longest phrase the side keys keep
+SHARE_FLOOR = 0.01  # a side's share for a phrase it did not propose
 EDGE = "\x02"  # the word beyond a paragraph's first or last
 PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 
@@ -39,6 +51,13 @@ def gap_keys(left: list[str], right: list[str]) -> dict[str, int]:
         "gapright": key_hash("gapright", l1, r1, r2),
         "gap1": key_hash("gap1", l1, r1),
     }
+
+
+def side_keys(left: list[str], right: list[str]) -> dict[str, int]:
+    """The hashed keys of the word before a gap and of the word after it, each alone."""
+    l1 = left[-1].lower() if left else EDGE
+    r1 = right[0].lower() if right else EDGE
+    return {"after1": key_hash("after1", l1), "before1": key_hash("before1", r1)}
 
 
 def words_around(prefix: str, suffix: str) -> tuple[list[str], list[str]]:
@@ -77,16 +96,41 @@ class PhraseTable(HashedTable):
             for index, count in found:
                 scores[index] = scores.get(index, 0.0) + KIND_WEIGHT[kind] * count / total
                 strongest.setdefault(index, (kind, count))
+        if not scores:
+            return self.by_sides(left, right, limit)
         best = sorted(scores, key=lambda index: -scores[index])[:limit]
         return [Phrase(self.text(index), *strongest[index], scores[index]) for index in best]
 
+    def by_sides(self, left: list[str], right: list[str], limit: int) -> list[Phrase]:
+        """Phrases of 1-2 words that often follow the word before and often precede the word after."""
+        counts, shares = {}, []
+        for key in side_keys(left, right).values():
+            found = self.under(key)
+            total = sum(count for _, count in found)
+            shares.append({index: count / total for index, count in found})
+            for index, count in found:
+                counts[index] = max(count, counts.get(index, 0))
+        after, before = shares
+        scores = {index: math.log(after.get(index, 0.0) + SHARE_FLOOR) + math.log(before.get(index, 0.0) + SHARE_FLOOR)
+                  for index in counts}
+        best = sorted(scores, key=lambda index: -scores[index])[:limit]
+        return [Phrase(self.text(index), SIDES, counts[index], math.exp(scores[index])) for index in best]
 
-def build(texts: Iterable[str], folder: Path, keep: int = 4) -> dict:
+
+def keys_of(left: list[str], phrase: str, right: list[str]) -> Iterator[tuple[int, int]]:
+    """(kind index, key hash) of every key a sighting of ``phrase`` counts under."""
+    yield from enumerate(gap_keys(left, right).values())
+    if phrase.count(" ") < SIDE_WORDS:
+        yield from enumerate(side_keys(left, right).values(), start=len(GAP_KINDS))
+
+
+def build(texts: Iterable[str], folder: Path) -> dict:
     """Write the phrase table of ``texts`` into ``folder``. Returns sizes."""
     entries = (
         (kind_index, key, phrase)
         for text in texts
         for left, phrase, right in phrases_with_context(text)
-        for kind_index, key in enumerate(gap_keys(left, right).values())
+        for kind_index, key in keys_of(left, phrase, right)
     )
-    return write(entries, folder, [MIN_COUNT[kind] for kind in GAP_KINDS], keep)
+    kinds = (*GAP_KINDS, *SIDE_KINDS)
+    return write(entries, folder, [MIN_COUNT[kind] for kind in kinds], [KEEP[kind] for kind in kinds])

@@ -17,12 +17,12 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.phrase_table import GAP_KINDS
+from model.phrase_table import GAP_KINDS, SIDES
 
 # Never exactly right on dev unless retrieval proposed the same text (a name alone, a denoised
 # text): ranked like the rest, never confident.
-GUESSES = ("scope", "repeat", "sample", "started")
-ORIGINS = ("span", "scope", "repeat", "pair", "above", "above1", "below", *GAP_KINDS, "sample", "started", "original")
+GUESSES = ("scope", "repeat", SIDES, "sample", "started")
+ORIGINS = ("span", "scope", "repeat", "pair", "above", "above1", "below", *GAP_KINDS, SIDES, "sample", "started", "original")
 SOURCES = ("document", "context", "table", "phrases")
 FEATURES = (*ORIGINS, *SOURCES, "log_count", "first", "log_prob", "parses", "no_parse", "bracket_excess",
             "unknown_names", "empty")

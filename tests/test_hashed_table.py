@@ -10,7 +10,7 @@ def test_every_key_finds_its_own_texts_at_the_edges_of_the_key_space(tmp_path):
     keys = [0, 1, 0xFFFF, 0x10000, 0x1FFFF, 0x12345678, 0x12349999, 0xFFFFFFFE, 0xFFFFFFFF]
     entries = [(0, key, f"text {key:x} {n}") for key in keys for n in range(1 + key % 3) for _ in range(2)]
     entries += [(0, 0x12345678, "text 12345678 0")]  # seen three times: first under its key
-    write(entries, tmp_path, [2], keep=4)
+    write(entries, tmp_path, [2], [4])
     table = HashedTable(tmp_path)
     for key in keys:
         found = [table.text(index) for index, _ in table.under(key)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from model.phrase_table import PhraseTable, build, words_around
+from model.rerank import Alternative, Evidence, Ranker
 from model.retrieval import retrieve
 
 CORPUS = [
@@ -46,3 +47,28 @@ def test_code_gets_no_documentation_phrases(tmp_path):
     assert "``None``." in [r.text for r in sentence]
     code = retrieve("def f(x):\n    y = x\n    return ", " when\n", phrases=phrases)
     assert all(r.source != "phrases" for r in code)
+
+
+SIDES_CORPUS = [
+    "It returns the value now. " * 4,  # "the" follows "returns" most often
+    "It returns a value now. " * 3,
+    "Make a list now. " * 4,  # "a" both follows "returns" and precedes "list"
+]
+
+
+def test_words_never_seen_together_get_phrases_likely_on_each_side_as_a_guess(tmp_path):
+    build(SIDES_CORPUS, tmp_path / "sides")
+    phrases = PhraseTable(tmp_path / "sides")
+    found = phrases.lookup(["Someone", "returns"], ["list", "twice."])  # no gap key knows these words
+    assert found and all(phrase.kind == "sides" for phrase in found)
+    assert found[0].text == "a"  # likely after "returns" and before "list"; "the" is likely on one side only
+    assert "the" in [phrase.text for phrase in found]
+    assert all(len(phrase.text.split()) <= 2 for phrase in found)
+    assert phrases.lookup(["unknown"], ["words"]) == []
+
+
+def test_a_guess_from_the_sides_is_never_confident():
+    ranker = Ranker({"sides": 50.0}, bias=0.0, confidence_bar=0.1)
+    evidence = Evidence(None, None, 0, 0)
+    assert not ranker.confident(ranker.log_odds(Alternative("a", "sides", "phrases"), evidence), Alternative("a", "sides", "phrases"))
+    assert ranker.confident(ranker.log_odds(Alternative("a", "gap1", "phrases"), evidence) + 50, Alternative("a", "gap1", "phrases"))

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from model.loading import load_backend
-from model.phrase_table import GAP_KINDS
+from model.phrase_table import GAP_KINDS, SIDES
 from model.rerank import DEFAULT, FEATURES, SOURCES, Ranker, features
 from model.suggest import RANKER_FILE, Settings, SuggestingBackend, with_suggestions
 from model.project_context import MAX_SNIPPETS
@@ -97,7 +97,7 @@ CHECKS = ("parses", "no_parse", "bracket_excess", "unknown_names")
 ABLATIONS = {
     "nothing more": ((), ()),
     "the retrieval features (key kind, source, count, rank)": (
-        ("span", "scope", "repeat", "pair", "above", "above1", "below", *GAP_KINDS, *SOURCES, "log_count", "first"), ()),
+        ("span", "scope", "repeat", "pair", "above", "above1", "below", *GAP_KINDS, SIDES, *SOURCES, "log_count", "first"), ()),
     "the checks": (CHECKS, ()),
     "fresh samples": ((), ("sample",)),
     "retrieval-started rows": ((), ("started",)),
