@@ -92,10 +92,13 @@ def _load(args):
     from model.load_progress import terminal_bar
     from model.loading import load_backend
 
-    return load_backend(
+    engine = load_backend(
         args.model, device=args.device, allow_downloads=args.allow_downloads, remote_model=args.remote_model,
         quantize=args.quantize, progress=terminal_bar(),
     )
+    if hasattr(engine, "wait_for_prose_model"):  # the same answers on every run, prose gaps included
+        engine.wait_for_prose_model()
+    return engine
 
 
 # ---- infill --jsonl --------------------------------------------------------------------------

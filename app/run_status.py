@@ -11,6 +11,7 @@ FOUND_IN = {  # Candidate.source -> what the user reads
     "context": "Found in your other open files",
     "table": "From the line table of common code",
     "phrases": "From documentation phrases",
+    "prose_model": "Written by the prose model",
 }
 
 

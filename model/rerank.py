@@ -6,8 +6,8 @@ often retrieval saw it, the model's own score (``model.candidate_score``: mean l
 per token), and the cheap checks of ``model.checks``. A logistic model over these features (fit
 on the held-out dev part by ``model.training.tune_rerank``, stored as ``rerank.json`` beside the weights)
 gives each alternative the log-odds that it is exactly what belongs there. Alternatives are
-ordered by it; the best is confident when its probability clears the stored bar and it is not a
-guess (``GUESSES``: kinds that were never exact on dev).
+ordered by it; the best is confident when its probability clears the stored bar (a bar of its own
+for a gap inside a sentence) and it is not a guess (``GUESSES``: kinds that were never exact on dev).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from model.phrase_table import GAP_KINDS, SIDES
 # Never exactly right on dev unless retrieval proposed the same text (a name alone, a denoised
 # text): ranked like the rest, never confident.
 GUESSES = ("scope", "repeat", SIDES, "sample", "started")
-ORIGINS = ("span", "scope", "repeat", "pair", "above", "above1", "below", *GAP_KINDS, SIDES, "sample", "started", "original")
+ORIGINS = ("span", "scope", "repeat", "pair", "above", "above1", "below", *GAP_KINDS, SIDES, "prose", "sample", "started", "original")
 SOURCES = ("document", "context", "table", "phrases")
-FEATURES = (*ORIGINS, *SOURCES, "log_count", "first", "log_prob", "parses", "no_parse", "bracket_excess",
+FEATURES = (*ORIGINS, *SOURCES, "log_count", "first", "prose_share", "log_prob", "parses", "no_parse", "bracket_excess",
             "unknown_names", "empty")
 
 
@@ -34,9 +34,10 @@ class Alternative:
 
     text: str
     origin: str  # one of ORIGINS: a retrieval key kind, or how the model made it
-    source: str = ""  # for retrieved text: one of SOURCES
+    source: str = ""  # for retrieved text: one of SOURCES ("prose_model": the prose model wrote it)
     count: int = 0
     first: bool = False  # the top retrieved candidate
+    share: float = 0.0  # the prose model's probability for it among its proposals
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ def features(alternative: Alternative, evidence: Evidence) -> list[float]:
         values[alternative.source] = 1.0
     values["log_count"] = math.log1p(alternative.count)
     values["first"] = float(alternative.first)
+    values["prose_share"] = alternative.share
     values["log_prob"] = evidence.log_prob if evidence.log_prob is not None else 0.0
     values["parses"] = float(evidence.parses is True)
     values["no_parse"] = float(evidence.parses is False)
@@ -72,22 +74,27 @@ class Ranker:
     weights: dict[str, float]
     bias: float = 0.0
     confidence_bar: float = 0.5
+    prose_bar: float | None = None  # the bar for a gap inside a sentence (None: confidence_bar)
 
     def log_odds(self, alternative: Alternative, evidence: Evidence) -> float:
         return self.bias + sum(self.weights.get(name, 0.0) * value
                                for name, value in zip(FEATURES, features(alternative, evidence)))
 
-    def confident(self, log_odds: float, alternative: Alternative) -> bool:
-        return alternative.origin not in GUESSES and 1.0 / (1.0 + math.exp(-log_odds)) >= self.confidence_bar
+    def confident(self, log_odds: float, alternative: Alternative, prose: bool = False) -> bool:
+        """Whether ``alternative`` is worth writing; ``prose``: its region is a gap inside a sentence."""
+        bar = self.prose_bar if prose and self.prose_bar is not None else self.confidence_bar
+        return alternative.origin not in GUESSES and 1.0 / (1.0 + math.exp(-log_odds)) >= bar
 
     @classmethod
     def load(cls, path: Path) -> Ranker:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         return cls({name: float(data["weights"].get(name, 0.0)) for name in FEATURES},
-                   float(data["bias"]), float(data["confidence_bar"]))
+                   float(data["bias"]), float(data["confidence_bar"]),
+                   float(data["prose_bar"]) if data.get("prose_bar") is not None else None)
 
     def save(self, path: Path, **about) -> None:
-        data = {"weights": self.weights, "bias": self.bias, "confidence_bar": self.confidence_bar, **about}
+        data = {"weights": self.weights, "bias": self.bias, "confidence_bar": self.confidence_bar,
+                "prose_bar": self.prose_bar, **about}
         Path(path).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 

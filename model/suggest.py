@@ -23,14 +23,16 @@ from model.checks import bracket_errors, parses, unknown_names, window
 from model.gap_fill import fill_gaps_separately
 from model.line_table import LineTable, normalise
 from model.phrase_table import PhraseTable
+from model.prose_model import ProseModelLoader, prose_model_path
 from model.rerank import DEFAULT, Alternative, Evidence, Ranker
-from model.retrieval import retrieve
+from model.retrieval import cursor_of, reads_as_prose, retrieve
 from model.token_text import split_text
 from model.tokenizer import encode_text
 
 TABLE_FOLDER = "lines"
 PHRASE_FOLDER = "phrases"
 RANKER_FILE = "rerank.json"
+REWRITE_FIRST = ("original", "started")  # in a rewrite, the selection and the model's rewrite of it rank before the rest
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class Settings:
     started: int = 0  # of them, how many also start a denoising row (did not pay on dev: off)
     strength: float = 0.3  # the share of a started candidate's tokens renoised
     fresh: int = 1  # fresh denoised samples per request when retrieval found something
+    prose_proposals: int = 3  # of the prose model's proposals for a prose gap, how many are ranked
 
 
 @dataclass
@@ -56,15 +59,22 @@ class SuggestingBackend:
     not define (the model, tokenizer, prompt cache) are the wrapped backend's."""
 
     def __init__(self, backend, table: LineTable | None = None, ranker: Ranker = DEFAULT,
-                 settings: Settings = Settings(), phrases: PhraseTable | None = None):
+                 settings: Settings = Settings(), phrases: PhraseTable | None = None,
+                 prose_model: ProseModelLoader | None = None):
         self.backend = backend
         self.table = table
         self.phrases = phrases
+        self.prose_model = prose_model
         self.ranker = ranker
         self.settings = settings
 
     def __getattr__(self, name):
         return getattr(self.backend, name)
+
+    def wait_for_prose_model(self) -> None:
+        """Block until the prose model (if any) has loaded or failed: for measurements."""
+        if self.prose_model is not None:
+            self.prose_model.wait()
 
     def stream(self, requests: Sequence[InfillRequest], cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
         plans = [self.plan(request) for request in requests]
@@ -74,6 +84,9 @@ class SuggestingBackend:
         for final, per_plan in self.denoise(plans, cancel):
             if not final:
                 yield tuple(self._preview(plan, drafts) for plan, drafts in zip(plans, per_plan))
+        if cancel is not None:
+            cancel.raise_if_set()
+        plans = [self.with_prose_model(plan) for plan in plans]
         if cancel is not None:
             cancel.raise_if_set()
         yield tuple(self._ranked(plan, drafts) for plan, drafts in zip(plans, per_plan))
@@ -103,9 +116,8 @@ class SuggestingBackend:
             return Plan(request, [], [request], ["sample"])
         if request.is_rewrite:
             original = Alternative(request.init_text, "original")
-            return Plan(request, [original], [request], ["started"])
-        found = retrieve(request.prefix, request.suffix, request.context, self.table, s.retrieved, self.phrases)
-        retrieved = [Alternative(r.text, r.kind, r.source, r.count, i == 0) for i, r in enumerate(found)]
+            return Plan(request, [original, *self.retrieved_for_selection(request)], [request], ["started"])
+        retrieved = self.retrieved(request)
         inner, origins = [], []
         for alternative in retrieved[: s.started]:
             inner.append(dataclasses.replace(request, init_text=alternative.text, strength=s.strength, n_alternatives=1))
@@ -115,6 +127,49 @@ class SuggestingBackend:
             inner.append(dataclasses.replace(request, n_alternatives=fresh))
             origins.append("sample")
         return Plan(request, retrieved, inner, origins)
+
+    def retrieved(self, request: InfillRequest) -> list[Alternative]:
+        found = retrieve(request.prefix, request.suffix, request.context, self.table, self.settings.retrieved, self.phrases)
+        return [Alternative(r.text, r.kind, r.source, r.count, i == 0) for i, r in enumerate(found)]
+
+    def retrieved_for_selection(self, request: InfillRequest) -> list[Alternative]:
+        """For a selection within one line, what retrieval proposes for its place, with the
+        selection's own leading and trailing blanks: ranked after the selection and the model's
+        rewrite, so offered as guesses (a multi-line selection gets the model's rewrite only:
+        retrieval proposes lines)."""
+        selection = request.init_text
+        if not selection.strip() or "\n" in selection.strip():
+            return []
+        lead = selection[: len(selection) - len(selection.lstrip())]
+        trail = selection[len(selection.rstrip()) :]
+        around = dataclasses.replace(request, prefix=request.prefix + lead, suffix=trail + request.suffix)
+        return [dataclasses.replace(a, text=lead + a.text.strip() + trail) for a in self.retrieved(around)]
+
+    def with_prose_model(self, plan: Plan) -> Plan:
+        """``plan`` with the prose model's proposals for a gap inside a sentence (an infill, or a
+        selection within one line, where they are offered as guesses), ahead of the retrieved
+        phrases they were scored with; as it was when there is no prose model, it is not loaded
+        yet, or the region is not prose."""
+        model = self.prose_model.get() if self.prose_model is not None else None
+        request = plan.request
+        if model is None or request.instruction is not None:
+            return plan
+        prefix, suffix, lead, trail = request.prefix, request.suffix, "", ""
+        if request.is_rewrite:
+            selection = request.init_text
+            if not selection.strip() or "\n" in selection.strip():
+                return plan
+            lead = selection[: len(selection) - len(selection.lstrip())]
+            trail = selection[len(selection.rstrip()) :]
+            prefix, suffix = prefix + lead, trail + suffix
+        if not reads_as_prose(cursor_of(prefix, suffix)):
+            return plan
+        phrases = [a.text.strip() for a in plan.retrieved if a.source == "phrases"]
+        proposals = model.propose(prefix, suffix, phrases)[: self.settings.prose_proposals]
+        written = [Alternative(lead + text + trail, "prose", "prose_model", 0, i == 0, share)
+                   for i, (text, share) in enumerate(proposals)]
+        kept = plan.retrieved[:1] if request.is_rewrite else []  # the selection stays first
+        return dataclasses.replace(plan, retrieved=kept + written + plan.retrieved[len(kept) :])
 
     # ---- drafts -------------------------------------------------------------------------------
 
@@ -143,12 +198,15 @@ class SuggestingBackend:
         evidence = self.evidence(plan.request, alternatives)
         scored = sorted(((self.ranker.log_odds(a, e), a) for a, e in zip(alternatives, evidence)),
                         key=lambda pair: -pair[0])
+        if plan.request.is_rewrite:  # what was found or proposed for a selection is offered, never put before it
+            scored.sort(key=lambda pair: pair[1].origin not in REWRITE_FIRST)
         candidates = tuple(self._candidate(a.text, score, a.origin, a.source) for score, a in scored)
         passes = max((draft.forward_passes for draft in drafts), default=0)
         tokens = max((draft.generated_tokens for draft in drafts), default=0)
         step = max((draft.batch_passes for draft in drafts), default=0)
         # a rewrite whose best text is the one already there suggests nothing
-        confident = self.ranker.confident(*scored[0]) and scored[0][1].origin != "original"
+        prose = reads_as_prose(cursor_of(plan.request.prefix, plan.request.suffix))
+        confident = self.ranker.confident(*scored[0], prose=prose) and scored[0][1].origin != "original"
         return Draft(step, candidates, True, passes, tokens, confident=confident)
 
     def evidence(self, request: InfillRequest, alternatives: list[Alternative]) -> list[Evidence]:
@@ -182,4 +240,6 @@ def with_suggestions(backend, folder: Path | None):
     table_folder, phrase_folder = Path(folder) / TABLE_FOLDER, Path(folder) / PHRASE_FOLDER
     table = LineTable(table_folder) if LineTable.exists(table_folder) else None
     phrases = PhraseTable(phrase_folder) if PhraseTable.exists(phrase_folder) else None
-    return SuggestingBackend(backend, table, Ranker.load(Path(folder) / RANKER_FILE), phrases=phrases)
+    prose = prose_model_path()
+    return SuggestingBackend(backend, table, Ranker.load(Path(folder) / RANKER_FILE), phrases=phrases,
+                             prose_model=ProseModelLoader(prose) if prose is not None else None)

@@ -9,7 +9,7 @@ from model.api import InfillRequest, TemplateRequest
 from model.candidate_score import mean_log_probs
 from model.checks import bracket_errors, parses, unknown_names
 from model.loading import load_backend
-from model.rerank import DEFAULT, FEATURES, Ranker
+from model.rerank import DEFAULT, FEATURES, Alternative, Ranker
 from model.suggest import RANKER_FILE, Settings, SuggestingBackend
 
 # Two lines sit between ``base = ...`` and ``return stem`` in the document: one parses, one does not.
@@ -77,6 +77,25 @@ def test_the_unchanged_text_can_win_a_rewrite(tiny_backend):
     assert not draft.confident  # keeping the text is no suggestion: the editor says so
 
 
+def test_a_selected_line_gets_the_lines_found_for_its_place_as_guesses(tiny_backend):
+    engine = SuggestingBackend(tiny_backend, None, ranker(pair=3.0, parses=3.0, no_parse=-3.0))
+    selection = "    stem = base.split('.')\n"  # the whole line, its indentation and its newline
+    request = InfillRequest(prefix=PREFIX[: -len("    ")], suffix=SUFFIX[1:], init_text=selection, strength=0.5, seed=0)
+    draft = final(engine, request)
+    texts = [c.text for c in draft.candidates]
+    found = next(c for c in draft.candidates if c.text == '    stem = base.split(".")[0]\n')  # fitted to the blanks
+    assert (found.origin, found.source) == ("pair", "document")
+    # preferred by the ranker, yet never put before the selection: a guess, not a confident rewrite
+    assert texts.index(selection) < texts.index(found.text) and not draft.confident
+
+
+def test_a_selection_over_several_lines_gets_the_models_rewrite_only(tiny_backend):
+    engine = SuggestingBackend(tiny_backend, None, ranker(pair=3.0))
+    request = InfillRequest(prefix=PREFIX[: -len("    base = path.name\n    ")], suffix=SUFFIX,
+                            init_text="    base = path.name\n    stem = base", strength=0.5, seed=0)
+    assert {c.origin for c in final(engine, request).candidates} <= {"original", "started"}
+
+
 def test_fresh_samples_join_the_ranking(tiny_backend):
     engine = SuggestingBackend(tiny_backend, None, ranker(sample=5.0), Settings(fresh=1))
     draft = final(engine, InfillRequest(prefix=PREFIX, suffix=SUFFIX, max_new_tokens=8, seed=0))
@@ -122,3 +141,12 @@ def test_project_context_goes_into_the_prompt_within_budget(tiny_backend):
     assert max(len(with_context), len(without)) <= tiny_backend.profile.context_tokens
     assert with_context[2 : 2 + len(snippet_ids)] == snippet_ids
     assert without[2 : 2 + len(snippet_ids)] != snippet_ids
+
+
+def test_a_gap_inside_a_sentence_has_a_bar_of_its_own(tmp_path):
+    stored = Ranker({name: 0.0 for name in FEATURES}, bias=0.0, confidence_bar=0.4, prose_bar=0.6)
+    stored.save(tmp_path / RANKER_FILE)
+    loaded = Ranker.load(tmp_path / RANKER_FILE)
+    phrase = Alternative("a list", "gap1", "phrases")
+    assert loaded.confident(0.0, phrase) and not loaded.confident(0.0, phrase, prose=True)  # probability 0.5
+    assert Ranker(stored.weights, 0.0, 0.4).confident(0.0, phrase, prose=True)  # no prose bar: the one bar

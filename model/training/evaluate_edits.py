@@ -7,7 +7,8 @@ character similarity of: the suggestion engine (retrieval, denoising, reranking:
 gets), the model alone (the bare backend, no retrieval or ranking), and the baselines ``repeat``
 and ``lookup``. The engine's ``confident`` share and the exact match among confident results show
 what the editor writes and what it holds back. Timing: time to the first draft and to the whole
-result of single requests, on ``--threads`` cores.
+result of single requests, on ``--threads`` cores (line tasks; ``timing_prose``: prose gaps, where
+the optional prose model works: ``SFUMATO_PROSE_MODEL`` chooses it, ``off`` measures without).
 
 ``--context siblings`` gives every task the project context the editor would send with the
 document's directory open as its folder (``model.training.sibling_context``); ``--snippets``
@@ -110,6 +111,8 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     engine = load_backend(args.model, device="cpu")
+    if hasattr(engine, "wait_for_prose_model"):
+        engine.wait_for_prose_model()
     bare = getattr(engine, "backend", engine)
     table = getattr(engine, "table", None)
     documents = heldout_documents(args.part)
@@ -127,6 +130,9 @@ def main(argv=None) -> None:
             print(kind, json.dumps({k: v for k, v in report[kind].items() if k != "examples"}), flush=True)
     report["timing"] = timing(engine, timed, args.seed)
     print("timing", json.dumps(report["timing"]), flush=True)
+    if kinds["prose"] and args.timing:  # gaps inside a sentence: where a prose model works
+        report["timing_prose"] = timing(engine, kinds["prose"][: args.timing], args.seed)
+        print("timing_prose", json.dumps(report["timing_prose"]), flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
 

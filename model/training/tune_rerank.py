@@ -21,7 +21,7 @@ import torch
 from model.loading import load_backend
 from model.phrase_table import GAP_KINDS, SIDES
 from model.rerank import DEFAULT, FEATURES, SOURCES, Ranker, features
-from model.suggest import RANKER_FILE, Settings, SuggestingBackend, with_suggestions
+from model.suggest import RANKER_FILE, REWRITE_FIRST, Settings, SuggestingBackend
 from model.project_context import MAX_SNIPPETS
 from model.training.edit_tasks import exact, line_tasks, prose_tasks
 from model.training.sibling_context import with_sibling_context
@@ -45,6 +45,7 @@ def collect(engine: SuggestingBackend, tasks, seed: int, batch: int = 8, progres
         per_plan: list[list] = [[] for _ in plans]
         for _, per_plan in engine.denoise(plans):
             pass
+        plans = [engine.with_prose_model(plan) for plan in plans]
         for task, request, plan, drafts in zip(chunk, requests, plans, per_plan):
             alternatives = engine.alternatives(plan, drafts)
             evidence = engine.evidence(request, alternatives)
@@ -81,7 +82,7 @@ def top_choices(ranker: Ranker, rows: list[dict]) -> list[tuple[float, bool]]:
     choices = []
     for row in rows:
         scored = [(sum(ranker.weights[n] * a["features"].get(n, 0.0) for n in FEATURES) + ranker.bias, a["exact"])
-                  for a in row["alternatives"]]
+                  for a in row["alternatives"] if row["kind"] != "repair" or a["origin"] in REWRITE_FIRST]
         choices.append(max(scored, key=lambda pair: pair[0]) if scored else (float("-inf"), False))
     return choices
 
@@ -102,6 +103,7 @@ ABLATIONS = {
     "fresh samples": ((), ("sample",)),
     "retrieval-started rows": ((), ("started",)),
     "both denoised kinds": ((), ("sample", "started")),
+    "the prose model's proposals (when it is installed)": (("prose_share",), ("prose",)),
 }
 
 
@@ -116,10 +118,10 @@ def ablations(rows: list[dict]) -> dict[str, dict[str, float]]:
     return report
 
 
-def confidence_bar(choices: list[tuple[float, bool]], rows: list[dict]) -> float:
-    """The lowest probability whose cleared infill suggestions (rewrites aside: there the current
-    text competes) are exact at least TARGET_PRECISION of the time."""
-    ordered = sorted((c for c, row in zip(choices, rows) if row["kind"] != "repair"), key=lambda pair: -pair[0])
+def confidence_bar(choices: list[tuple[float, bool]], rows: list[dict], kind: str) -> float:
+    """The lowest probability whose cleared suggestions for tasks of ``kind`` ("line" or "prose":
+    rewrites aside, there the current text competes) are exact at least TARGET_PRECISION of the time."""
+    ordered = sorted((c for c, row in zip(choices, rows) if row["kind"] == kind), key=lambda pair: -pair[0])
     bar, hits = 1.0, 0
     for count, (log_odds, right) in enumerate(ordered, 1):
         hits += right
@@ -148,10 +150,11 @@ def main(argv=None) -> None:
     if cached is not None and cached.is_file():
         rows = json.loads(cached.read_text())
     else:
-        backend = load_backend(str(folder), device="cpu")
-        backend = getattr(backend, "backend", backend)  # the bare model: this fit replaces any stored one
-        stored = with_suggestions(backend, folder)  # the shipped tables, with this fit's settings
-        engine = SuggestingBackend(backend, stored.table, DEFAULT, Settings(started=2, fresh=1), stored.phrases)
+        stored = load_backend(str(folder), device="cpu")  # the shipped tables (and any prose model)
+        backend = getattr(stored, "backend", stored)  # the bare model: this fit replaces any stored one
+        engine = SuggestingBackend(backend, getattr(stored, "table", None), DEFAULT, Settings(started=2, fresh=1),
+                                   getattr(stored, "phrases", None), getattr(stored, "prose_model", None))
+        engine.wait_for_prose_model()
         documents = heldout_documents("dev")
         tasks = (line_tasks(documents, args.lines, args.seed) + line_tasks(documents, args.repair, args.seed + 1, "repair")
                  + prose_tasks(documents, args.prose, args.seed))
@@ -164,11 +167,12 @@ def main(argv=None) -> None:
             cached.write_text(json.dumps(rows))
     ranker = fit(rows, UNPAID)
     choices = top_choices(ranker, rows)
-    ranker = Ranker(ranker.weights, ranker.bias, confidence_bar(choices, rows))
+    ranker = Ranker(ranker.weights, ranker.bias, confidence_bar(choices, rows, "line"), confidence_bar(choices, rows, "prose"))
     about = {"fit_on": "dev", "context": args.context, "tasks": len(rows), "left_out": UNPAID, "dev_exact_top1": exact_by_kind(choices, rows),
              "dev_exact_top1_without": ablations(rows)}
     ranker.save(folder / RANKER_FILE, **about)
-    print(json.dumps({"weights": ranker.weights, "bias": ranker.bias, "bar": ranker.confidence_bar, **about}))
+    print(json.dumps({"weights": ranker.weights, "bias": ranker.bias, "bar": ranker.confidence_bar,
+                      "prose_bar": ranker.prose_bar, **about}))
 
 
 if __name__ == "__main__":

