@@ -32,7 +32,7 @@ from model.tokenizer import encode_text
 TABLE_FOLDER = "lines"
 PHRASE_FOLDER = "phrases"
 RANKER_FILE = "rerank.json"
-REWRITE_FIRST = ("original", "started")  # in a rewrite, the selection and the model's rewrite of it rank before the rest
+REWRITE_FIRST = ("original", "started")  # in a rewrite, only these may rank before the selection: it and the model's rewrite of it
 
 
 @dataclass(frozen=True)
@@ -198,8 +198,8 @@ class SuggestingBackend:
         evidence = self.evidence(plan.request, alternatives)
         scored = sorted(((self.ranker.log_odds(a, e), a) for a, e in zip(alternatives, evidence)),
                         key=lambda pair: -pair[0])
-        if plan.request.is_rewrite:  # what was found or proposed for a selection is offered, never put before it
-            scored.sort(key=lambda pair: pair[1].origin not in REWRITE_FIRST)
+        if plan.request.is_rewrite:
+            scored = selection_before_found(scored)
         candidates = tuple(self._candidate(a.text, score, a.origin, a.source) for score, a in scored)
         passes = max((draft.forward_passes for draft in drafts), default=0)
         tokens = max((draft.generated_tokens for draft in drafts), default=0)
@@ -230,6 +230,17 @@ class SuggestingBackend:
         pieces = split_text(self.backend._bytes, ids) if hasattr(self.backend, "_bytes") else [text]
         tokens = tuple(TokenState(piece, 1.0, True) for piece in pieces)
         return Candidate(text, tokens, score=score, origin=origin, source=source)
+
+
+def selection_before_found(scored: list[tuple[float, Alternative]]) -> list[tuple[float, Alternative]]:
+    """A rewrite's ranking with whatever was found or proposed for the selection moved after the
+    selection itself: offered as guesses, in the ranker's order, never written over it."""
+    position = next((i for i, (_, a) in enumerate(scored) if a.origin == "original"), None)
+    if position is None:
+        return scored
+    ahead = [pair for pair in scored[:position] if pair[1].origin in REWRITE_FIRST]
+    moved = [pair for pair in scored[:position] if pair[1].origin not in REWRITE_FIRST]
+    return ahead + [scored[position]] + moved + scored[position + 1 :]
 
 
 def with_suggestions(backend, folder: Path | None):

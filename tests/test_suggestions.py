@@ -10,7 +10,7 @@ from model.candidate_score import mean_log_probs
 from model.checks import bracket_errors, parses, unknown_names
 from model.loading import load_backend
 from model.rerank import DEFAULT, FEATURES, Alternative, Ranker
-from model.suggest import RANKER_FILE, Settings, SuggestingBackend
+from model.suggest import RANKER_FILE, Settings, SuggestingBackend, selection_before_found
 
 # Two lines sit between ``base = ...`` and ``return stem`` in the document: one parses, one does not.
 PREFIX = """def first(path):
@@ -150,3 +150,12 @@ def test_a_gap_inside_a_sentence_has_a_bar_of_its_own(tmp_path):
     phrase = Alternative("a list", "gap1", "phrases")
     assert loaded.confident(0.0, phrase) and not loaded.confident(0.0, phrase, prose=True)  # probability 0.5
     assert Ranker(stored.weights, 0.0, 0.4).confident(0.0, phrase, prose=True)  # no prose bar: the one bar
+
+
+def test_in_a_rewrite_found_text_moves_after_the_selection_and_keeps_the_rankers_order():
+    def alt(text, origin):
+        return Alternative(text, origin)
+
+    scored = [(3.0, alt("found", "pair")), (2.0, alt("rewritten", "started")), (1.0, alt("phrase", "prose")),
+              (0.5, alt("kept", "original")), (0.1, alt("other", "below"))]
+    assert [a.text for _, a in selection_before_found(scored)] == ["rewritten", "kept", "found", "phrase", "other"]
