@@ -14,6 +14,7 @@ chooses another model (a folder or a ``.gguf`` file of any causal language model
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import os
 import threading
@@ -51,6 +52,7 @@ class ProseModel:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.beams, self.depth, self.prefix_tokens = beams, depth, prefix_tokens
+        self._pieces: dict[int, str] = {}  # token -> its text, decoded once
 
     @classmethod
     def load(cls, path: Path, dtype: torch.dtype = torch.bfloat16, **search) -> ProseModel:
@@ -75,20 +77,27 @@ class ProseModel:
         context = self.encode(prefix[:-1] if after_space else prefix)[-self.prefix_tokens :]
         if not context:
             return []
-        texts = self._continuations(context, after_space)
+        out = self.model(torch.tensor([context]), use_cache=True)  # read once, for both steps
+        first = out.logits[0, -1].float().log_softmax(-1)
+        texts = self._continuations(copy.deepcopy(out.cache), first, after_space)
         texts += [f" {text}" if after_space else text for text in extra if text.strip()]
         texts = list(dict.fromkeys(texts))
         if not texts:
             return []
-        scores = torch.tensor(self._scores(context, texts, suffix[:SUFFIX_CHARS]), dtype=torch.float64)
+        scores = torch.tensor(self._scores(out.cache, first, len(context), texts, suffix[:SUFFIX_CHARS]), dtype=torch.float64)
         shares = scores.softmax(0).tolist()
         ranked = sorted(zip(texts, shares), key=lambda pair: -pair[1])
         return [(text.strip(), share) for text, share in ranked]
 
-    def _continuations(self, context: list[int], after_space: bool) -> list[str]:
-        """Every beam's text at every depth: proposals of different lengths."""
-        out = self.model(torch.tensor([context]), use_cache=True)
-        cache, last = out.cache, out.logits[:, -1].float().log_softmax(-1)
+    def _piece(self, token: int) -> str:
+        if token not in self._pieces:
+            self._pieces[token] = self.tokenizer.decode([token])
+        return self._pieces[token]
+
+    def _continuations(self, cache, first: torch.Tensor, after_space: bool) -> list[str]:
+        """Every beam's text at every depth (proposals of different lengths), from the context's
+        ``cache`` and next-token log-probabilities ``first``."""
+        last = first[None]
         beams: list[tuple[tuple[int, ...], float]] = [((), 0.0)]
         found: list[str] = []
         for depth in range(self.depth):
@@ -96,7 +105,7 @@ class ProseModel:
             for row, (tokens, score) in enumerate(beams):
                 top = last[row].topk(3 * self.beams)
                 for value, token in zip(top.values.tolist(), top.indices.tolist()):
-                    piece = self.tokenizer.decode([token])
+                    piece = self._piece(token)
                     if "\n" in piece or token == self.tokenizer.eos_token_id:
                         continue
                     if depth == 0 and after_space and not piece.startswith(" "):
@@ -118,19 +127,18 @@ class ProseModel:
             cache, last = out.cache, out.logits[:, -1].float().log_softmax(-1)
         return found
 
-    def _scores(self, context: list[int], texts: list[str], after: str) -> list[float]:
-        """log P(text + after | context) for each text, in one batch over the context's cache."""
+    def _scores(self, cache, first: torch.Tensor, length: int, texts: list[str], after: str) -> list[float]:
+        """log P(text + after | context) for each text, in one batch over the context's ``cache``
+        (``length`` tokens; ``first``: the next-token log-probabilities after it)."""
         rows = [self.encode(text + after) for text in texts]
         width = max(map(len, rows))
-        out = self.model(torch.tensor([context]), use_cache=True)
-        first, cache = out.logits[0, -1].float().log_softmax(-1), out.cache
         cache.batch_repeat_interleave(len(rows))
         ids = torch.zeros((len(rows), width), dtype=torch.long)
-        mask = torch.zeros((len(rows), len(context) + width), dtype=torch.long)
-        mask[:, : len(context)] = 1
+        mask = torch.zeros((len(rows), length + width), dtype=torch.long)
+        mask[:, :length] = 1
         for r, row in enumerate(rows):
             ids[r, : len(row)] = torch.tensor(row)
-            mask[r, len(context) : len(context) + len(row)] = 1
+            mask[r, length : length + len(row)] = 1
         log_probs = self.model(ids, attention_mask=mask, cache=cache).logits.float().log_softmax(-1)
         return [first[row[0]].item() + log_probs[r, torch.arange(len(row) - 1), torch.tensor(row[1:])].sum().item()
                 for r, row in enumerate(rows)]

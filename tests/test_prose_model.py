@@ -37,7 +37,8 @@ def test_a_proposal_is_scored_by_the_probability_of_it_and_the_text_after_the_ga
     model = ProseModel.load(tiny_llama_dir, dtype=torch.float32)
     context = model.encode("the function returns a")
     texts, after = [" list", " new set of"], " of the items"
-    batched = model._scores(context, texts, after)
+    out = model.model(torch.tensor([context]), use_cache=True)
+    batched = model._scores(out.cache, out.logits[0, -1].log_softmax(-1), len(context), texts, after)
     for text, score in zip(texts, batched):  # one sequence at a time, no cache
         row = model.encode(text + after)
         ids = torch.tensor([context + row])
