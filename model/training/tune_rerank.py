@@ -5,8 +5,10 @@
 Every dev task runs through the suggestion engine with retrieval-started rows and a fresh sample,
 so each kind of alternative is seen; each alternative's features are labelled by whether it is
 exactly the reference. A logistic regression (L2, LBFGS) on them gives the weights. The confidence
-bar is the lowest probability at which the dev suggestions that clear it are exact at least
-``TARGET_PRECISION`` of the time. The test part is never read here.
+bars (one for lines, one for gaps inside a sentence) are the lowest probabilities at which the dev
+suggestions of that kind that clear them are exact at least ``TARGET_PRECISION`` of the time. The
+test part is never read here. The shipped fit was made with the optional prose model installed
+(``model.prose_model``; ``SFUMATO_PROSE_MODEL`` names it), so that its proposals have weights too.
 """
 
 from __future__ import annotations
