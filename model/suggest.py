@@ -137,12 +137,11 @@ class SuggestingBackend:
         selection's own leading and trailing blanks: ranked after the selection and the model's
         rewrite, so offered as guesses (a multi-line selection gets the model's rewrite only:
         retrieval proposes lines)."""
-        selection = request.init_text
-        if not selection.strip() or "\n" in selection.strip():
+        frame = region_frame(request)
+        if frame is None:
             return []
-        lead = selection[: len(selection) - len(selection.lstrip())]
-        trail = selection[len(selection.rstrip()) :]
-        around = dataclasses.replace(request, prefix=request.prefix + lead, suffix=trail + request.suffix)
+        prefix, suffix, lead, trail = frame
+        around = dataclasses.replace(request, prefix=prefix, suffix=suffix)
         return [dataclasses.replace(a, text=lead + a.text.strip() + trail) for a in self.retrieved(around)]
 
     def with_prose_model(self, plan: Plan) -> Plan:
@@ -152,16 +151,10 @@ class SuggestingBackend:
         yet, or the region is not prose."""
         model = self.prose_model.get() if self.prose_model is not None else None
         request = plan.request
-        if model is None or request.instruction is not None:
+        frame = region_frame(request) if model is not None and request.instruction is None else None
+        if frame is None:
             return plan
-        prefix, suffix, lead, trail = request.prefix, request.suffix, "", ""
-        if request.is_rewrite:
-            selection = request.init_text
-            if not selection.strip() or "\n" in selection.strip():
-                return plan
-            lead = selection[: len(selection) - len(selection.lstrip())]
-            trail = selection[len(selection.rstrip()) :]
-            prefix, suffix = prefix + lead, trail + suffix
+        prefix, suffix, lead, trail = frame
         if not reads_as_prose(cursor_of(prefix, suffix)):
             return plan
         phrases = [a.text.strip() for a in plan.retrieved if a.source == "phrases"]
@@ -230,6 +223,20 @@ class SuggestingBackend:
         pieces = split_text(self.backend._bytes, ids) if hasattr(self.backend, "_bytes") else [text]
         tokens = tuple(TokenState(piece, 1.0, True) for piece in pieces)
         return Candidate(text, tokens, score=score, origin=origin, source=source)
+
+
+def region_frame(request: InfillRequest) -> tuple[str, str, str, str] | None:
+    """(prefix, suffix, lead, trail) around the text to find for ``request``'s region: for a
+    selection within one line, its leading and trailing blanks move into the prefix and suffix (and
+    go back around whatever is found); None for a blank or multi-line selection."""
+    if not request.is_rewrite:
+        return request.prefix, request.suffix, "", ""
+    selection = request.init_text
+    if not selection.strip() or "\n" in selection.strip():
+        return None
+    lead = selection[: len(selection) - len(selection.lstrip())]
+    trail = selection[len(selection.rstrip()) :]
+    return request.prefix + lead, trail + request.suffix, lead, trail
 
 
 def selection_before_found(scored: list[tuple[float, Alternative]]) -> list[tuple[float, Alternative]]:
