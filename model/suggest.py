@@ -142,7 +142,8 @@ class SuggestingBackend:
             return []
         prefix, suffix, lead, trail = frame
         around = dataclasses.replace(request, prefix=prefix, suffix=suffix)
-        return [dataclasses.replace(a, text=lead + a.text.strip() + trail) for a in self.retrieved(around)]
+        return [dataclasses.replace(a, text=lead + a.text.strip() + trail) for a in self.retrieved(around)
+                if a.origin != "repeat"]  # the line above, written over the selected line, is no rewrite
 
     def with_prose_model(self, plan: Plan) -> Plan:
         """``plan`` with the prose model's proposals for a gap inside a sentence (an infill, or a

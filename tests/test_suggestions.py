@@ -89,6 +89,14 @@ def test_a_selected_line_gets_the_lines_found_for_its_place_as_guesses(tiny_back
     assert texts.index(selection) < texts.index(found.text) and not draft.confident
 
 
+def test_a_selected_line_is_not_offered_the_line_above_it(tiny_backend):
+    engine = SuggestingBackend(tiny_backend, None, ranker())
+    request = InfillRequest(prefix="def is_even(n):\n", suffix="\n", init_text="    return n % 2 == 1", strength=0.5, seed=0)
+    assert all(c.origin != "repeat" for c in final(engine, request).candidates)
+    infill = InfillRequest(prefix="def is_even(n):\n    ", suffix="\n", seed=0)
+    assert "repeat" in [c.origin for c in final(engine, infill).candidates]  # an empty line still gets it
+
+
 def test_a_selection_over_several_lines_gets_the_models_rewrite_only(tiny_backend):
     engine = SuggestingBackend(tiny_backend, None, ranker(pair=3.0))
     request = InfillRequest(prefix=PREFIX[: -len("    base = path.name\n    ")], suffix=SUFFIX,
