@@ -74,6 +74,7 @@ class InfillStarter:
             max_new_tokens=rewrite_length(original) if original else self.options.max_new_tokens,
             init_text=original or None,
             strength=strength if original else 1.0,
+            one_line=not original,  # at the cursor: the rest of the line
             instruction=instruction or None,
             steps=self.options.steps,
             n_alternatives=self.options.alternatives,

@@ -33,6 +33,7 @@ class InfillRequest:
     default; a tiny value accepts one token per pass, the sequential baseline).
     ``context`` holds snippets of other open files and the folder, nearest first; backends put
     what fits their prompt budget before the document, and retrieval draws candidates from them.
+    ``one_line`` asks for the rest of the cursor's line only: the text ends at its first newline.
     """
 
     prefix: str = ""
@@ -46,6 +47,7 @@ class InfillRequest:
     n_alternatives: int = 1
     sampler_bound: float | None = None
     context: tuple[str, ...] = ()
+    one_line: bool = False
 
     def __post_init__(self) -> None:
         if self.sampler_bound is not None and self.sampler_bound <= 0:
@@ -177,7 +179,7 @@ class CancelFlag:
 @dataclass(frozen=True)
 class ModelInfo:
     name: str
-    backend: str  # "diffusion-gemma", "masked-diffusion" or "remote"
+    backend: str  # "lm-denoiser" (the embedded one), "diffusion-gemma", "masked-diffusion" or "remote"
     device: str
     parameters: int
     instruction_tuned: bool

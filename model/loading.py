@@ -1,7 +1,7 @@
 """Model specs -> a loaded backend.
 
-A spec is ``embedded`` (the default model shipped in ``resources/models/``), a local folder, or
-a hub id. Loading is safe by default: safetensors weights only, no remote code unless the user
+A spec is ``embedded`` (the default: a pretrained base from a registry package with the adapter
+shipped in ``resources/models/sfumato-lm``), a local folder, or a hub id. Loading is safe by default: safetensors weights only, no remote code unless the user
 allows it, no network unless downloads are allowed. Every failure is an ``EngineError`` with one
 line that names the folder and what is wrong.
 """
@@ -91,6 +91,8 @@ def load_backend(
         from model.remote.backend import RemoteOptions, connect
 
         return connect(spec, RemoteOptions(model=remote_model))
+    if spec == "embedded":
+        return load_embedded(progress, cancel)
     folder, hub_id = resolve_spec(spec)
     if folder is not None:
         check_config(folder)
@@ -135,6 +137,33 @@ def load_backend(
         info = _model_info(source, folder, "diffusion-gemma", plan, model, profile.prompt_layout == "chat")
         return with_suggestions(DiffusionGemmaBackend(model, tokenizer, profile, info), folder)
     return MaskedDiffusionBackend(model, tokenizer, _model_info(source, folder, "masked-diffusion", plan, model, False))
+
+
+def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = None) -> Backend:
+    """The embedded default: the registry package's base with this project's adapter merged in."""
+    silence_import_noise()
+    from transformers.utils import logging as transformers_logging
+
+    from model.lm_base import BaseMissing, load_adapted, shipped_adapter
+    from model.lm_engine import LmDenoiserBackend
+
+    transformers_logging.disable_progress_bar()
+    try:
+        with watch_loading(progress, cancel):
+            model, tokenizer = load_adapted()
+    except Cancelled:
+        raise
+    except BaseMissing as error:
+        raise EngineError(f"embedded model: {error}") from None
+    except Exception as error:
+        raise EngineError(f"embedded model: cannot load it ({_first_line(error)})") from None
+    adapter = shipped_adapter()
+    info = ModelInfo(
+        name="sfumato-lm" if adapter else "SmolLM2-135M (no adapter)", backend="lm-denoiser", device="cpu",
+        parameters=sum(p.numel() for p in model.parameters()), instruction_tuned=False, license="Apache-2.0",
+        precision="float32", memory_bytes=measured_bytes(model),
+    )
+    return LmDenoiserBackend(model, tokenizer, info)
 
 
 def _builder(model_class, source: str, local_only: bool, trust_remote_code: bool):

@@ -85,7 +85,7 @@ def restricted_packages() -> frozenset[str]:
     return frozenset(names)
 
 
-def _skip(source: str, rel: str) -> bool:
+def skipped(source: str, rel: str) -> bool:
     parts = rel.split("/")
     if source == "stdlib":
         return "site-packages" in parts or "test" in parts or "tests" in parts or "idle_test" in parts
@@ -103,7 +103,7 @@ def iter_documents(split: str | None = None, sources: Sequence[str] | None = Non
             continue
         for path in sorted(root.glob(pattern)):
             rel = path.relative_to(root).as_posix()
-            if _skip(source, rel) or not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
+            if skipped(source, rel) or not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
                 continue
             try:
                 text = path.read_text(encoding="utf-8")

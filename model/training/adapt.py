@@ -1,0 +1,201 @@
+"""Adapt the pretrained base (SmolLM2-135M) to bidirectional block denoising with LoRA.
+
+    python -m model.training.adapt --out runs/adapt            # resumes from runs/adapt/last
+    python -m model.training.adapt --out runs/adapt --threads 2 --minutes 60
+
+Each example is one infill as the engine lays it out (``model.lm_layout``): a suffix and a prefix
+cut from a training document, and a canvas of C tokens holding the middle (closed by
+``<|endoftext|>`` padding). Two kinds of noise, as the engine uses them:
+
+* infill / rewrite: every canvas token is masked with probability t ~ U(0, 1) (a rewrite at
+  strength s is the case t = s); the loss is cross-entropy on the masked positions.
+* fix: one or two canvas tokens are swapped for a wrong one (a token of the same document, as a
+  wrong identifier would be) and a few more masked; the loss covers every canvas position, so
+  the model learns to give a corrupted text back correct and to keep what is right.
+
+Plus half a next-token loss on the end of the prompt, which keeps the causal reading the base had.
+Only LoRA weights train (``peft``); the checkpoint is a peft adapter folder, written atomically
+with the optimiser state, so a killed run resumes where it stopped. Without a checkpoint of its
+own, a run starts from the shipped adapter when there is one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import os
+import random
+import shutil
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from model.lm_layout import SpecialIds, canvas_mask, prompt_ids
+from model.training.lm_corpus import DocumentSampler
+
+LORA_RANK = 16
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+CANVAS_SIZES = (16, 32)
+MAX_PREFIX, MAX_SUFFIX = 224, 96
+AR_TOKENS = 32  # prompt positions that also get the next-token loss
+FIX_SHARE = 0.3
+LINE_SHARE = 0.6  # middles that are exactly one line's tokens (the editor's commonest request)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, default=Path("runs/adapt"))
+    p.add_argument("--start", type=Path, default=None, help="adapter folder to start from when --out has none")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--minutes", type=float, default=600.0)
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--accumulate", type=int, default=8)
+    p.add_argument("--save-every", type=int, default=25, help="optimizer steps between checkpoints")
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args(argv)
+
+
+def make_example(tokens: list[int], rng: random.Random, special: SpecialIds, newline_ids: frozenset[int]):
+    """(input ids, prompt length, targets over the canvas, loss weights over the canvas) or None."""
+    if len(tokens) < 24:
+        return None
+    canvas = rng.choice(CANVAS_SIZES)
+    start, length = _pick_middle(tokens, rng, canvas, newline_ids)
+    middle = tokens[start : start + length]
+    prefix = tokens[max(0, start - rng.randint(8, MAX_PREFIX)) : start]
+    suffix_len = 0 if rng.random() < 0.2 else rng.randint(1, MAX_SUFFIX)
+    suffix = tokens[start + length : start + length + suffix_len]
+    target = (middle + [special.end] * canvas)[:canvas]
+    shown, weight = list(target), [0.0] * canvas
+    if rng.random() < FIX_SHARE:
+        for i in rng.sample(range(min(len(middle), canvas)), k=min(len(middle), rng.randint(1, 2))):
+            wrong = rng.choice(tokens)
+            shown[i] = wrong if wrong != target[i] else special.mask
+        for i in range(canvas):
+            if rng.random() < 0.15:
+                shown[i] = special.mask
+        weight = [1.0] * canvas
+    else:
+        t = rng.random()
+        for i in range(canvas):
+            if rng.random() < t:
+                shown[i], weight[i] = special.mask, 1.0
+        if not any(weight):
+            i = rng.randrange(canvas)
+            shown[i], weight[i] = special.mask, 1.0
+    prompt = prompt_ids(special, prefix, suffix)
+    return prompt + shown, len(prompt), target, weight
+
+
+def _pick_middle(tokens, rng, canvas, newline_ids):
+    """A line's tokens (between two newline tokens) or a random span; at least 1 token."""
+    if rng.random() < LINE_SHARE:
+        breaks = [i for i, t in enumerate(tokens) if t in newline_ids and 8 <= i < len(tokens) - 2]
+        if len(breaks) >= 2:
+            k = rng.randrange(len(breaks) - 1)
+            start, end = breaks[k] + 1, breaks[k + 1]
+            if 0 < end - start:
+                return start, end - start
+    start = rng.randrange(8, len(tokens) - 1)
+    return start, min(rng.randint(1, canvas + 8), len(tokens) - start)
+
+
+def example_loss(model, example, device) -> torch.Tensor:
+    ids, prompt_len, target, weight = example
+    x = torch.tensor([ids], device=device)
+    canvas = len(target)
+    hidden = model.base_model.model.model(input_ids=x, attention_mask=canvas_mask(prompt_len, canvas, device)).last_hidden_state
+    head = model.base_model.model.lm_head
+    # logits at i-1 predict token i: the canvas is predicted from positions P-1 .. P+C-2
+    logits = head(hidden[0, prompt_len - 1 : prompt_len - 1 + canvas])
+    w = torch.tensor(weight, device=device)
+    loss = (F.cross_entropy(logits, torch.tensor(target, device=device), reduction="none") * w).sum() / w.sum()
+    ar_from = max(2, prompt_len - AR_TOKENS)  # skip the suffix marker's position
+    if prompt_len - ar_from >= 2:
+        ar_logits = head(hidden[0, ar_from - 1 : prompt_len - 1])
+        loss = loss + 0.5 * F.cross_entropy(ar_logits, x[0, ar_from:prompt_len])
+    return loss
+
+
+def save_checkpoint(model, optimizer, state: dict, out: Path) -> None:
+    staging = out / "staging"
+    shutil.rmtree(staging, ignore_errors=True)
+    model.save_pretrained(staging)
+    torch.save(optimizer.state_dict(), staging / "optimizer.pt")
+    (staging / "state.json").write_text(json.dumps(state))
+    last = out / "last"
+    if last.exists():
+        shutil.rmtree(out / "previous", ignore_errors=True)
+        os.replace(last, out / "previous")
+    os.replace(staging, last)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    from model.lm_base import load_base
+    from model.lm_base import shipped_adapter
+
+    base, tokenizer = load_base()
+    special = SpecialIds.of(tokenizer)
+    newline_ids = frozenset(i for tok, i in tokenizer.get_vocab().items() if tok.startswith("Ċ"))
+    last = args.out / "last"
+    resume = last if (last / "adapter_config.json").is_file() else None
+    start = resume or args.start or shipped_adapter()
+    if start is not None and (Path(start) / "adapter_config.json").is_file():
+        model = PeftModel.from_pretrained(base, start, is_trainable=True)
+        print(f"starting from {start}")
+    else:
+        config = LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules=LORA_TARGETS, lora_dropout=0.0)
+        model = get_peft_model(base, config)
+        print("starting from the base")
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
+    state = {"step": 0, "examples": 0, "tokens": 0, "seed": args.seed, "log": []}
+    if resume:
+        optimizer.load_state_dict(torch.load(resume / "optimizer.pt", weights_only=True))
+        state = json.loads((resume / "state.json").read_text())
+    rng = random.Random(f"{args.seed}:{state['step']}")
+    sampler = DocumentSampler("train", tokenizer, rng)
+    deadline = time.monotonic() + 60 * args.minutes
+    running = None
+    while time.monotonic() < deadline:
+        t0 = time.process_time()
+        optimizer.zero_grad(set_to_none=True)
+        total, n = 0.0, 0
+        while n < args.accumulate:
+            example = make_example(sampler.next_tokens(), rng, special, newline_ids)
+            if example is None:
+                continue
+            loss = example_loss(model, example, "cpu") / args.accumulate
+            loss.backward()
+            total += loss.item()
+            n += 1
+            state["tokens"] += len(example[0])
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        warmup = min(1.0, (state["step"] + 1) / 20)
+        for group in optimizer.param_groups:
+            group["lr"] = args.lr * warmup
+        optimizer.step()
+        state["step"] += 1
+        state["examples"] += n
+        running = total if running is None else 0.95 * running + 0.05 * total
+        if state["step"] % 5 == 0:
+            line = {"step": state["step"], "tokens": state["tokens"], "loss": round(running, 4),
+                    "cpu_s_per_step": round(time.process_time() - t0, 1)}
+            state["log"].append(line)
+            print(json.dumps(line), flush=True)
+        if state["step"] % args.save_every == 0:
+            save_checkpoint(model, optimizer, state, args.out)
+    save_checkpoint(model, optimizer, state, args.out)
+    print(f"saved {last} after {state['step']} steps, {state['tokens']} tokens")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,253 @@
+"""The issue-22 figures: held-out edits (whole packages and prose sources never trained on),
+the adapted LM beside the base model's own left-to-right greedy and the engine before it.
+
+    python -m model.training.evaluate_lm --lines 100 --prose 100 --repair 60 --bodies 30 --out runs/lm-eval.json
+    python -m model.training.evaluate_lm --adapter runs/adapt/last ...     # a checkpoint instead of the shipped adapter
+    python -m model.training.evaluate_lm --systems engine,one-per-pass,base-greedy,previous
+
+Tasks (``model.training.edit_tasks`` shapes, documents from ``model.training.lm_corpus``'s held-out units):
+``line``: one line of code with ~3,000 characters before and ~1,500 after, infilled as Ctrl+K at the
+cursor does (one line); ``prose``: 1-4 words cut from a line of English documentation; ``repair``: a
+line with one corruption (a swapped, dropped or doubled letter, or a wrong name from the same file),
+rewritten at strength 0.3, fixed when the result is the line exactly; ``body``: a function body from
+its signature and docstring (parse rate of the function with the result, similarity).
+Systems: ``engine`` (what the editor runs), ``one-per-pass`` (the same model accepting one token a
+pass: the speed baseline), ``base-greedy`` (the base alone, left to right from the prefix only; for
+prose it is given the reference's word count), ``previous`` (the engine this one replaces, where its
+folder is still installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import random
+import re
+import statistics
+import textwrap
+import time
+from pathlib import Path
+
+import torch
+
+from model.api import InfillRequest
+from model.training.corpus import Document
+from model.training.edit_tasks import REPAIR_STRENGTH, EditTask, exact, line_tasks, prose_tasks, similarity
+from model.training.lm_corpus import files_by_unit, read_text
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+
+def held_out_documents() -> list[Document]:
+    documents = []
+    for unit, paths in sorted(files_by_unit("heldout").items()):
+        source = unit.split("/")[0]
+        for path in paths[:200]:
+            text = read_text(path)
+            if text and text.strip():
+                documents.append(Document(source, f"{unit}:{path.name}", text))
+    return documents
+
+
+def corrupt(line: str, document: str, rng: random.Random) -> str | None:
+    """``line`` with one typo or one wrong name; None when the line offers no place for one."""
+    names = [m for m in IDENTIFIER.finditer(line)]
+    kind = rng.choice(["swap", "drop", "double", "name"])
+    if kind == "name" and names:
+        target = rng.choice(names)
+        others = sorted({m.group() for m in IDENTIFIER.finditer(document)} - {target.group()})
+        if others:
+            return line[: target.start()] + rng.choice(others) + line[target.end() :]
+    letters = [i for i, c in enumerate(line) if c.isalpha()]
+    if len(letters) < 4:
+        return None
+    i = rng.choice(letters[:-1])
+    if kind == "swap" and line[i] != line[i + 1]:
+        return line[:i] + line[i + 1] + line[i] + line[i + 2 :]
+    if kind == "double":
+        return line[: i + 1] + line[i] + line[i + 1 :]
+    return line[:i] + line[i + 1 :]
+
+
+def repair_tasks(documents, n: int, seed: int) -> list[tuple[EditTask, str]]:
+    rng = random.Random(f"{seed}:repair")
+    out = []
+    for task in line_tasks(documents, 3 * n, seed + 1):
+        broken = corrupt(task.middle, task.prefix + task.suffix, rng)
+        if broken and broken != task.middle and len(task.middle) >= 8:
+            out.append((task, broken))
+        if len(out) == n:
+            break
+    return out
+
+
+def body_tasks(documents, n: int, seed: int) -> list[EditTask]:
+    """Functions of 2-12 body lines with a docstring: the body after the docstring is the middle."""
+    rng = random.Random(f"{seed}:body")
+    found = []
+    for doc in documents:
+        if doc.source not in ("stdlib", "site-packages"):
+            continue
+        try:
+            tree = ast.parse(doc.text)
+        except (SyntaxError, ValueError):
+            continue
+        lines = doc.text.split("\n")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and ast.get_docstring(node) and len(node.body) >= 2:
+                first, last = node.body[1].lineno - 1, node.end_lineno
+                if 2 <= last - first <= 12:
+                    start = sum(len(line) + 1 for line in lines[:first])
+                    end = sum(len(line) + 1 for line in lines[:last]) - 1
+                    found.append(EditTask("body", doc.name, doc.text[max(0, start - 3000) : start],
+                                          doc.text[start:end], doc.text[end : end + 1500]))
+    rng.shuffle(found)
+    return found[:n]
+
+
+def parses(task: EditTask, body: str) -> bool:
+    """Whether the function (its signature and docstring from the prefix) parses with ``body``."""
+    lines = task.prefix.split("\n")
+    for k in range(len(lines) - 1, -1, -1):
+        if lines[k].lstrip().startswith(("def ", "async def ")):
+            try:
+                ast.parse(textwrap.dedent("\n".join(lines[k:]) + body))
+                return True
+            except SyntaxError:
+                return False
+    return False
+
+
+def request_for(task: EditTask, kind: str, broken: str | None = None, **options) -> InfillRequest:
+    if kind == "repair":
+        return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=48, init_text=broken,
+                             strength=REPAIR_STRENGTH, **options)
+    if kind == "body":
+        return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=128, **options)
+    return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=32, one_line=(kind == "line"), **options)
+
+
+def run_engine(backend, requests) -> list[dict]:
+    results = []
+    for request in requests:
+        t0 = time.perf_counter()
+        first = None
+        for drafts in backend.stream([request]):
+            first = first or time.perf_counter() - t0
+        draft = drafts[0]
+        results.append({"text": draft.text, "passes": draft.forward_passes, "tokens": draft.generated_tokens,
+                        "confident": draft.confident, "first_s": first, "seconds": time.perf_counter() - t0})
+    return results
+
+
+def base_greedy(model, tokenizer, task: EditTask, kind: str) -> str:
+    """The base model alone, left to right from the prefix (no suffix), greedy. The prefix loses
+    its trailing indentation (which would start the model off its tokenizer's grid); the line is
+    the first one the model writes that is not blank."""
+    prefix = task.prefix.rstrip(" \t") if kind != "prose" else task.prefix.rstrip(" ")
+    ids = tokenizer(prefix[-2000:], add_special_tokens=False, return_tensors="pt").input_ids[:, -512:]
+    limit = 128 if kind == "body" else 32
+    out = model.generate(ids, max_new_tokens=limit, do_sample=False, pad_token_id=0)
+    text = tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
+    if kind in ("line", "repair"):
+        return next((line.strip() for line in text.split("\n") if line.strip()), "")
+    if kind == "prose":
+        return " ".join(text.split()[: len(task.middle.split())])
+    return text
+
+
+def score(kind: str, tasks, texts) -> dict:
+    refs = [t.middle for t in tasks]
+    report = {"n": len(tasks), "exact": round(statistics.mean(exact(x, r) for x, r in zip(texts, refs)), 4),
+              "similarity": round(statistics.mean(similarity(x.strip(), r.strip()) for x, r in zip(texts, refs)), 4)}
+    if kind == "body":
+        report["parse_rate"] = round(statistics.mean(parses(t, x) for t, x in zip(tasks, texts)), 4)
+    return report
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description="held-out figures of the adapted LM")
+    p.add_argument("--adapter", type=Path, default=None, help="adapter folder (default: the shipped one)")
+    p.add_argument("--lines", type=int, default=100)
+    p.add_argument("--prose", type=int, default=100)
+    p.add_argument("--repair", type=int, default=60)
+    p.add_argument("--bodies", type=int, default=30)
+    p.add_argument("--systems", default="engine,one-per-pass,base-greedy")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=None)
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    from model.lm_base import load_adapted, load_base
+    from model.lm_engine import LmDenoiserBackend
+    from model.loading import load_embedded
+
+    documents = held_out_documents()
+    kinds = {"line": [(t, None) for t in line_tasks(documents, args.lines, args.seed)],
+             "prose": [(t, None) for t in prose_tasks(documents, args.prose, args.seed)],
+             "repair": repair_tasks(documents, args.repair, args.seed),
+             "body": [(t, None) for t in body_tasks(documents, args.bodies, args.seed)]}
+    systems = args.systems.split(",")
+    report: dict = {"adapter": str(args.adapter or "shipped"), "held_out_units": len(files_by_unit("heldout"))}
+    engine = None
+    if "engine" in systems or "one-per-pass" in systems:
+        if args.adapter:
+            model, tokenizer = load_adapted(args.adapter)
+            engine = LmDenoiserBackend(model, tokenizer, _info())
+        else:
+            engine = load_embedded()
+    for kind, items in kinds.items():
+        if not items:
+            continue
+        tasks = [t for t, _ in items]
+        report[kind] = {}
+        for system in systems:
+            if system == "engine" or (system == "one-per-pass" and kind in ("line", "prose")):
+                options = {"sampler_bound": 1e-4} if system == "one-per-pass" else {}
+                results = run_engine(engine, [request_for(t, kind, b, seed=args.seed, **options) for t, b in items])
+                texts = [r["text"] for r in results]
+                entry = score(kind, tasks, texts)
+                entry["tokens_per_pass"] = round(sum(r["tokens"] for r in results) / max(1, sum(r["passes"] for r in results)), 3)
+                entry["median_seconds"] = round(statistics.median(r["seconds"] for r in results), 3)
+                entry["median_first_draft_s"] = round(statistics.median(r["first_s"] for r in results), 3)
+                confident = [(r, t) for r, t in zip(results, tasks) if r["confident"]]
+                entry["confident_share"] = round(len(confident) / len(tasks), 3)
+                entry["exact_when_confident"] = round(statistics.mean(exact(r["text"], t.middle) for r, t in confident), 4) if confident else None
+                if kind == "repair":
+                    entry["unchanged"] = round(statistics.mean(r["text"] == b for r, (_, b) in zip(results, items)), 4)
+                report[kind][system] = entry
+            elif system == "base-greedy":
+                base, tokenizer = load_base()
+                with torch.inference_mode():
+                    texts = [base_greedy(base, tokenizer, t, kind) for t in tasks]
+                report[kind][system] = score(kind, tasks, texts)
+            elif system == "previous":
+                report[kind][system] = previous_engine(kind, items, args.seed)
+        print(json.dumps({kind: report[kind]}), flush=True)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=1))
+
+
+def _info():
+    from model.api import ModelInfo
+
+    return ModelInfo("sfumato-lm (checkpoint)", "lm-denoiser", "cpu", 0, False, "Apache-2.0", "float32")
+
+
+def previous_engine(kind: str, items, seed: int) -> dict | None:
+    """The engine before this one (the 2.4M denoiser with its tables), where its folder is still here."""
+    from model.loading import EMBEDDED_DIR, load_backend
+
+    folder = EMBEDDED_DIR / "sfumato-small"
+    if not (folder / "config.json").is_file():
+        return None
+    backend = load_backend(str(folder))
+    tasks = [t for t, _ in items]
+    texts = [r["text"] for r in run_engine(backend, [request_for(t, kind, b, seed=seed) for t, b in items])]
+    return score(kind, tasks, texts)
+
+
+if __name__ == "__main__":
+    main()

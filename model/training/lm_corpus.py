@@ -1,0 +1,81 @@
+"""Training and held-out text for the adapted LM, split by whole package and whole prose source.
+
+A unit is a top-level package or module of site-packages or of the standard library, or one
+documentation source as a whole. About ``HELD_OUT_PERCENT`` of the code units, chosen by a hash
+of their names (stable on every machine), and every source in ``HELD_OUT_PROSE`` are held out:
+no file of theirs is ever trained on, so the held-out figures measure code and prose of projects
+the model never saw, not other files of a package it learnt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from collections import defaultdict
+from pathlib import Path
+
+from model.training.corpus import MAX_FILE_BYTES, skipped, source_roots
+from model.training.html_text import page_text
+
+HELD_OUT_PERCENT = 5
+HELD_OUT_PROSE = frozenset({"requests-docs"})
+WINDOW_CHARS = 3000
+
+
+def unit_of(source: str, rel: str) -> str:
+    """'site-packages/numpy', 'stdlib/json', or a documentation source's name."""
+    if source in ("stdlib", "site-packages"):
+        top = rel.split("/")[0]
+        return f"{source}/{top.removesuffix('.py')}"
+    return source
+
+
+def split_of_unit(unit: str) -> str:
+    if "/" not in unit:
+        return "heldout" if unit in HELD_OUT_PROSE else "train"
+    bucket = int.from_bytes(hashlib.sha256(unit.encode()).digest()[:4], "big") % 100
+    return "heldout" if bucket < HELD_OUT_PERCENT else "train"
+
+
+def files_by_unit(split: str) -> dict[str, list[Path]]:
+    units: dict[str, list[Path]] = defaultdict(list)
+    for source, root, pattern in source_roots():
+        for path in root.glob(pattern):
+            rel = path.relative_to(root).as_posix()
+            unit = unit_of(source, rel)
+            if split_of_unit(unit) == split and not skipped(source, rel):
+                units[unit].append(path)
+    return {unit: sorted(paths) for unit, paths in units.items()}
+
+
+def read_text(path: Path) -> str | None:
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
+            return None
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return page_text(text) if path.suffix == ".html" else text
+
+
+class DocumentSampler:
+    """Random windows of random files; a unit is drawn with weight sqrt(its files), so the few
+    giant packages do not drown the many small ones."""
+
+    def __init__(self, split: str, tokenizer, rng: random.Random):
+        self.units = files_by_unit(split)
+        self.names = sorted(self.units)
+        self.weights = [math.sqrt(len(self.units[name])) for name in self.names]
+        self.tokenizer, self.rng = tokenizer, rng
+
+    def next_tokens(self) -> list[int]:
+        while True:
+            unit = self.rng.choices(self.names, self.weights)[0]
+            text = read_text(self.rng.choice(self.units[unit]))
+            if text and text.strip():
+                break
+        if len(text) > WINDOW_CHARS:
+            start = text.rfind("\n", 0, self.rng.randrange(len(text) - WINDOW_CHARS)) + 1
+            text = text[start : start + WINDOW_CHARS]
+        return self.tokenizer(text, add_special_tokens=False).input_ids

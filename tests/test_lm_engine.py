@@ -1,0 +1,157 @@
+"""The embedded engine's denoising loop, on a tiny random causal LM with SmolLM2's tokenizer.
+
+Random weights write nonsense, so these tests assert behaviour: every draft is one pass, the
+layout keeps the base's causal reading of the prompt, rewrites pin what they keep, one-line
+infills stop at the line's end, the cache is reused, a cancel stops between passes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from model.api import Cancelled, CancelFlag, InfillRequest, ModelInfo, TemplateRequest  # noqa: E402
+from model.lm_base import BaseMissing, gguf_path  # noqa: E402
+from model.lm_layout import SpecialIds, canvas_mask, prompt_ids  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def smol_tokenizer():
+    from transformers import AutoTokenizer
+
+    try:
+        path = gguf_path()
+    except BaseMissing as error:
+        pytest.skip(str(error))
+    return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+
+
+@pytest.fixture(scope="session")
+def tiny_lm(smol_tokenizer):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(smol_tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True)
+    return LlamaForCausalLM(config).eval()
+
+
+@pytest.fixture
+def backend(tiny_lm, smol_tokenizer):
+    from model.lm_engine import LmDenoiserBackend
+
+    return LmDenoiserBackend(tiny_lm, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
+
+
+def run(backend, request):
+    passes = [drafts[0] for drafts in backend.stream([request])]
+    return passes, passes[-1]
+
+
+def test_the_layout_keeps_the_base_reading_of_the_prompt(tiny_lm, smol_tokenizer):
+    special = SpecialIds.of(smol_tokenizer)
+    ids = prompt_ids(special, smol_tokenizer("def f(x):\n    return").input_ids, smol_tokenizer("\n").input_ids)
+    canvas = [special.mask] * 4
+    x = torch.tensor([ids + canvas])
+    with torch.inference_mode():
+        plain = tiny_lm(torch.tensor([ids])).logits
+        laid_out = tiny_lm(x, attention_mask=canvas_mask(len(ids), len(canvas))).logits
+        causal = tiny_lm(x).logits
+    assert torch.allclose(plain, laid_out[:, : len(ids)], atol=1e-5)  # the prompt reads as the base reads it
+    assert not torch.allclose(causal[:, len(ids) :], laid_out[:, len(ids) :], atol=1e-5)  # the canvas looks both ways
+
+
+def test_every_draft_is_one_pass_and_the_last_is_final(backend):
+    passes, final = run(backend, InfillRequest(prefix="x = ", suffix="\n", max_new_tokens=6, seed=1))
+    assert [d.batch_passes for d in passes] == list(range(1, len(passes) + 1))
+    assert [d.final for d in passes] == [False] * (len(passes) - 1) + [True]
+    assert final.forward_passes == len(passes)
+    assert final.generated_tokens <= 7  # the cap, plus the end that closes the canvas
+    assert final.text == "".join(t.text for t in final.tokens)
+    assert all(t.accepted for t in final.tokens)
+    assert "<empty_output>" not in final.text and "<|im_start|>" not in final.text
+
+
+def test_a_settled_token_stays_settled_across_passes(backend):
+    passes, _ = run(backend, InfillRequest(prefix="value = ", suffix="", max_new_tokens=8, seed=2))
+    for before, after in zip(passes, passes[1:]):
+        settled = [i for i, t in enumerate(before.tokens) if t.accepted]
+        assert sum(t.accepted for t in after.tokens) >= len(settled)
+
+
+def test_one_line_infill_never_writes_a_newline(backend):
+    for seed in range(4):
+        _, final = run(backend, InfillRequest(prefix="def f(x):\n    ", suffix="\n\nprint(1)\n", max_new_tokens=24,
+                                              one_line=True, seed=seed))
+        assert "\n" not in final.text
+
+
+def test_longer_texts_go_on_canvas_after_canvas(backend):
+    _, final = run(backend, InfillRequest(prefix="Once upon a time", suffix="", max_new_tokens=40, seed=3))
+    assert final.final and final.generated_tokens >= 1
+    assert final.generated_tokens <= 41
+
+
+def test_a_rewrite_pins_what_it_keeps(backend, smol_tokenizer):
+    selection = "result = compute(alpha, beta, gamma, delta)"
+    _, final = run(backend, InfillRequest(prefix="def f():\n    ", suffix="\n    return result\n", max_new_tokens=30,
+                                          init_text=selection, strength=0.3, seed=4))
+    original = smol_tokenizer(" " + selection, add_special_tokens=False).input_ids
+    assert final.final and final.text
+    # at most the renoised 30% (and the slack after the selection) may differ from the selection's tokens
+    shown = smol_tokenizer(" " + final.text, add_special_tokens=False).input_ids
+    same = sum(a == b for a, b in zip(original, shown))
+    assert same >= int(0.7 * len(original)) - 2
+
+
+def test_a_rewrite_at_strength_zero_gives_the_selection_back(backend):
+    _, final = run(backend, InfillRequest(prefix="a = 1\n", suffix="\n", max_new_tokens=16, init_text="b = 2",
+                                          strength=0.0, seed=5))
+    assert final.text == "b = 2"
+
+
+def test_the_healed_token_is_spelt_once(backend, smol_tokenizer):
+    """A cursor after indentation: the prompt ends a token early and the result does not repeat it."""
+    _, final = run(backend, InfillRequest(prefix="def f(x):\n    ", suffix="\n", max_new_tokens=6, one_line=True, seed=6))
+    row = backend._row(InfillRequest(prefix="def f(x):\n    ", suffix="\n"), 0)
+    assert row.heal.endswith(b" ") and smol_tokenizer.decode(row.prompt[-1:]) == "):"
+    allowed = backend._heal_allowed(row.heal).nonzero()[:, 0].tolist()
+    assert allowed and all(backend.table[i].startswith(row.heal) or row.heal.startswith(backend.table[i]) for i in allowed)
+    assert not final.text.startswith("\n")
+
+
+def test_the_same_request_twice_reuses_the_prompt_cache(backend):
+    request = InfillRequest(prefix="import os\n" * 20, suffix="\n", max_new_tokens=5, seed=7)
+    _, first = run(backend, request)
+    calls = []
+    hook = backend.model.register_forward_pre_hook(lambda module, args, kwargs: calls.append(kwargs["input_ids"].shape),
+                                                   with_kwargs=True)
+    try:
+        _, second = run(backend, request)
+    finally:
+        hook.remove()
+    assert second.text == first.text
+    assert all(shape[1] <= 6 for shape in calls)  # only canvases: the prompt was not read again
+
+
+def test_alternatives_come_from_one_batch_and_differ(backend):
+    _, final = run(backend, InfillRequest(prefix="name = ", suffix="\n", max_new_tokens=6, n_alternatives=3, seed=8))
+    texts = [c.text for c in final.candidates]
+    assert len(texts) == len(set(texts)) >= 1
+
+
+def test_template_gaps_are_rows_of_one_batch(backend):
+    template = TemplateRequest(segments=("def ", "(x):\n    return ", "\n"), max_new_tokens=(4, 6), seed=0)
+    steps = list(backend.stream_template(template))
+    assert all(len(drafts) == 2 for drafts in steps)
+    assert all(d.final for d in steps[-1])
+
+
+def test_cancel_stops_between_passes(backend):
+    cancel = CancelFlag()
+    stream = backend.stream([InfillRequest(prefix="x", suffix="", max_new_tokens=30, seed=9)], cancel)
+    next(stream)
+    cancel.set()
+    with pytest.raises(Cancelled):
+        next(stream)
