@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QToolButton
 
 from app.codeeditor import CodeEditor
@@ -25,6 +25,9 @@ from app.worker_adapter import WorkerAdapter, load_from_spec, model_label
 from model.loading import SERVER_URL
 from model.remote.credentials import origin
 from model.project_context import Chunk, file_chunks
+
+
+REST_MS = 400  # the cursor is still this long: Ctrl+K may come there
 
 
 class AiController(QObject):
@@ -68,6 +71,8 @@ class AiController(QObject):
         self.cancel_load.setAutoRaise(True)
         self.cancel_load.clicked.connect(self.worker.cancel_loading)
         self.cancel_load.hide()
+        self._rest = QTimer(self, singleShot=True, interval=REST_MS)  # the cursor rests: warm the prompt
+        self._rest.timeout.connect(self._warm_at_cursor)
 
     def apply_settings(self) -> None:
         s = self.settings
@@ -93,6 +98,18 @@ class AiController(QObject):
                 for chunk in file_chunks(document.name, document_text(document.editor.document()))]
         self.folder_context.refresh()
         return tabs + self.folder_context.chunks({document.path for document in documents if document.path})
+
+    def cursor_moved(self) -> None:
+        """The current editor's cursor or text changed: warm the prompt once it rests."""
+        self._rest.start()
+
+    def _warm_at_cursor(self) -> None:
+        editor = self.tabs.current_editor()
+        if editor is None or editor.session is not None or self.worker.info is None:
+            return
+        request = self.starter.cursor_request(editor)
+        if request is not None:
+            self.worker.warm(request)
 
     # --- the model ----------------------------------------------------------------------------
 

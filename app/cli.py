@@ -39,7 +39,8 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     infill = ArgumentParser(prog="sfumato infill", description="Infill requests given as JSON Lines.")
     infill.add_argument("--jsonl", action="store_true", required=True, help="read JSON Lines (the only format)")
     infill.add_argument("input", nargs="?", default="-", help="requests file (default: standard input)")
-    infill.add_argument("--batch-size", type=int, default=8, help="requests denoised together")
+    infill.add_argument("--batch-size", type=int, default=1,
+                        help="requests denoised together (above 1, 'seconds' is the batch's time)")
     _model_options(infill)
 
     fill = ArgumentParser(prog="sfumato fill", description="Fill every [MASK] / [MASK:n] gap of a template.")
@@ -113,9 +114,10 @@ def parse_request_line(line: str, steps: int | None, seed: int | None) -> tuple[
     if not isinstance(data, dict):
         raise ValueError("a request must be a JSON object")
     request_id = data.get("id")
-    fields = {"prefix": str, "suffix": str, "max_new_tokens": int, "init_text": str, "strength": (int, float)}
+    fields = {"prefix": str, "suffix": str, "max_new_tokens": int, "init_text": str, "strength": (int, float),
+              "one_line": bool}
     for key, kind in fields.items():
-        if key in data and data[key] is not None and (not isinstance(data[key], kind) or isinstance(data[key], bool)):
+        if key in data and data[key] is not None and (not isinstance(data[key], kind) or (kind is not bool and isinstance(data[key], bool))):
             raise _WithId(request_id, f"field {key!r} has the wrong type")
     if (data.get("max_new_tokens") or 0) > MAX_NEW_TOKENS:
         raise _WithId(request_id, f"max_new_tokens must be at most {MAX_NEW_TOKENS}")
@@ -126,6 +128,7 @@ def parse_request_line(line: str, steps: int | None, seed: int | None) -> tuple[
             max_new_tokens=data.get("max_new_tokens", 64),
             init_text=data.get("init_text"),
             strength=float(data.get("strength", 1.0)),
+            one_line=bool(data.get("one_line", False)),
             steps=steps,
             seed=seed,
         )

@@ -150,6 +150,7 @@ class MainWindow(QMainWindow):
     def _document_added(self, document: Document) -> None:
         self._configure(document)
         document.editor.cursorPositionChanged.connect(self._update_position)
+        document.editor.cursorPositionChanged.connect(self.ai.cursor_moved)
 
     def show_welcome(self, document: Document) -> None:
         self.welcome = Welcome(document.editor)

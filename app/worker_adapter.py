@@ -103,6 +103,11 @@ class WorkerAdapter(QObject):
             self._generation += 1  # the stopped worker's own news of the cancel is dropped
             self._on_load_error(self._generation, Cancelled("loading was cancelled"))
 
+    def warm(self, request: InfillRequest) -> None:
+        """Let a loaded local model read ``request``'s prompt ahead of time (model/worker.py)."""
+        if self._worker is not None and self.info is not None:
+            self._worker.warm(request)
+
     def stop(self) -> None:
         if self._load_cancel is not None:
             self._load_cancel.set()

@@ -32,6 +32,7 @@ ACCEPT_PROBABILITY = 0.9
 CONFIDENT_PROBABILITY = 0.5  # a result whose tokens average less than this is marked not confident
 PREFIX_TOKENS, SUFFIX_TOKENS = 224, 96  # what training shows it (model.training.adapt)
 MAX_CANVAS = 32
+PREFILL_CHUNK = 128  # prompt tokens read between two cancel checks
 ALTERNATIVE_TEMPERATURE = 0.8
 
 
@@ -150,32 +151,51 @@ class LmDenoiserBackend:
                 last_logits = self._commit(rows, cache, last_logits)
             yield passes
 
+    def warm(self, request: InfillRequest, cancel: CancelFlag | None = None) -> None:
+        """Read ``request``'s prompt into the prompt cache ahead of time (the cursor rested there),
+        so Ctrl+K starts at its first pass. A cancel keeps what was read so far."""
+        with torch.inference_mode():
+            self._read_prompt(self._row(request, 0).prompt, cancel)
+
+    def _read_prompt(self, prompt: list[int], cancel: CancelFlag | None = None):
+        """(logits after the prompt [1, V], cache of it, batch of one), reading only what the
+        prompt cache does not hold, in chunks with a cancel check between them."""
+        cache, held = self.prompt_cache.lookup(prompt, 1)
+        if cache is not None and held == len(prompt):
+            if self._prompt_logits[0] == tuple(prompt):
+                return self._prompt_logits[1], cache
+            cache, held = None, 0  # held whole but without its logits: read it again
+        logits = None
+        while held < len(prompt):
+            if cancel is not None and cancel.is_set():
+                if cache is not None:
+                    self.prompt_cache.store(prompt[:held], cache)
+                cancel.raise_if_set()
+            new = prompt[held : held + PREFILL_CHUNK]
+            mask = torch.ones(1, 1, len(new), held + len(new), dtype=torch.bool, device=self.device)
+            mask[:, :, :, held:] = torch.tril(mask[0, 0, :, held:])
+            out = self.model(input_ids=torch.tensor([new], device=self.device), attention_mask=mask,
+                             position_ids=torch.arange(held, held + len(new), device=self.device)[None],
+                             cache=cache, use_cache=True)
+            cache, held, logits = out.past_key_values, held + len(new), out.logits[:, -1].float()
+        self.prompt_cache.store(prompt, cache)
+        self._prompt_logits = (tuple(prompt), logits)
+        return logits, cache
+
     def _prefill(self, rows: list[_Row]):
         """Read every row's prompt (left-padded to one length) into one cache; (last logits [R, V], cache).
 
-        Rows with one prompt (a request's alternatives) reuse the cache of the last prompt that
-        started the same way; an identical prompt costs no pass at all."""
+        Rows with one prompt (a request's alternatives) go through the prompt cache: an identical
+        prompt costs no pass at all, one that starts the same way reads only its new tokens."""
         prompts = [row.prompt for row in rows]
         width = max(len(p) for p in prompts)
         pads = [width - len(p) for p in prompts]
         self._valid = torch.tensor([[i >= pad for i in range(width)] for pad in pads], device=self.device)
         if all(p == prompts[0] for p in prompts):
-            prompt = prompts[0]
-            cache, held = self.prompt_cache.lookup(prompt, len(rows))
-            if cache is not None and held == len(prompt) and self._prompt_logits[0] == tuple(prompt):
-                return self._prompt_logits[1].expand(len(rows), -1), cache
-            if cache is None or held == len(prompt):
-                cache, held = None, 0
-            new = prompt[held:]
-            ids = torch.tensor([new] * len(rows), device=self.device)
-            positions = torch.arange(held, held + len(new), device=self.device).expand(len(rows), -1)
-            mask = torch.ones(len(rows), 1, len(new), held + len(new), dtype=torch.bool, device=self.device)
-            mask[:, :, :, held:] = torch.tril(mask[0, 0, :, held:])
-            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
-                             cache=cache, use_cache=True)
-            self.prompt_cache.store(prompt, out.past_key_values)
-            self._prompt_logits = (tuple(prompt), out.logits[:1, -1].float())
-            return out.logits[:, -1].float(), out.past_key_values
+            logits, cache = self._read_prompt(prompts[0])
+            if len(rows) > 1:
+                cache.batch_repeat_interleave(len(rows))
+            return logits.expand(len(rows), -1), cache
         ids = torch.tensor([[self.special.end] * pad + p for pad, p in zip(pads, prompts)], device=self.device)
         causal = torch.tril(torch.ones(width, width, dtype=torch.bool, device=self.device))
         eye = torch.eye(width, dtype=torch.bool, device=self.device)

@@ -31,6 +31,7 @@ class Job:
     on_cancelled: Callable[[], None] | None = None
     owner: object = None
     cancel_flag: CancelFlag = field(default_factory=CancelFlag)
+    warm_only: bool = False  # read the prompt into the backend's cache; no drafts, no callbacks
 
     def cancel(self) -> None:
         self.cancel_flag.set()
@@ -54,6 +55,7 @@ class InferenceWorker:
         self._on_load_error = on_load_error
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._latest: dict[int, Job] = {}
+        self._warming: Job | None = None
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="sfumato-inference", daemon=True)
         self.backend: Backend | None = None
@@ -75,6 +77,8 @@ class InferenceWorker:
         work = work if isinstance(work, TemplateRequest) else tuple(work)
         job = Job(work, on_draft, on_done, on_error, on_cancelled, owner)
         with self._lock:
+            if self._warming is not None:  # a real request never waits for a guess at one
+                self._warming.cancel()
             if owner is not None:
                 previous = self._latest.get(id(owner))
                 if previous is not None:
@@ -83,9 +87,22 @@ class InferenceWorker:
         self._jobs.put(job)
         return job
 
+    def warm(self, request: InfillRequest) -> None:
+        """Let the backend read ``request``'s prompt ahead of time (the cursor rests where Ctrl+K
+        may come), when it can (``backend.warm``). The next job, or the next warm, cancels it."""
+        if self.backend is None or not hasattr(self.backend, "warm"):
+            return
+        ignore = lambda *_: None  # noqa: E731
+        job = Job((request,), ignore, ignore, ignore, warm_only=True)
+        with self._lock:
+            if self._warming is not None:
+                self._warming.cancel()
+            self._warming = job
+        self._jobs.put(job)
+
     def stop(self, timeout: float | None = 5.0) -> None:
         with self._lock:
-            for job in self._latest.values():
+            for job in [*self._latest.values(), *([self._warming] if self._warming else [])]:
                 job.cancel()
         self._jobs.put(None)
         if self._thread.is_alive():
@@ -109,6 +126,9 @@ class InferenceWorker:
                 self._serve(job)
 
     def _serve(self, job: Job) -> None:
+        if job.warm_only:
+            self._warm(job)
+            return
         if job.cancelled:
             self._report_cancelled(job)
             return
@@ -139,6 +159,17 @@ class InferenceWorker:
             job.on_error(RuntimeError("the model produced no result"))
         else:
             job.on_done(last)
+
+    def _warm(self, job: Job) -> None:
+        try:
+            if not job.cancelled:
+                self.backend.warm(job.work[0], job.cancel_flag)
+        except Exception:  # noqa: BLE001 - a guess that failed costs nothing; the real request will say
+            pass
+        finally:
+            with self._lock:
+                if self._warming is job:
+                    self._warming = None
 
     @staticmethod
     def _report_cancelled(job: Job) -> None:

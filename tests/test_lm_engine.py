@@ -155,3 +155,45 @@ def test_cancel_stops_between_passes(backend):
     cancel.set()
     with pytest.raises(Cancelled):
         next(stream)
+
+
+def count_prompt_reads(backend, action) -> list[int]:
+    """The lengths of the token runs ``action`` feeds the model."""
+    calls = []
+    hook = backend.model.register_forward_pre_hook(lambda m, args, kwargs: calls.append(kwargs["input_ids"].shape[1]),
+                                                   with_kwargs=True)
+    try:
+        action()
+    finally:
+        hook.remove()
+    return calls
+
+
+def test_a_warmed_prompt_is_not_read_again(backend):
+    request = InfillRequest(prefix="def area(r):\n    return 3.14 * r * r\n" * 8, suffix="\n", max_new_tokens=4, seed=10)
+    backend.prompt_cache.clear()
+    _, cold = run(backend, request)
+    backend.prompt_cache.clear()
+    assert count_prompt_reads(backend, lambda: backend.warm(request))  # the prompt was read
+    reads = count_prompt_reads(backend, lambda: run(backend, request))
+    assert reads and max(reads) <= 5  # canvases only
+    _, warm = run(backend, request)
+    assert warm.text == cold.text
+
+
+def test_a_cancelled_warm_keeps_what_it_read(backend):
+    from model.lm_engine import PREFILL_CHUNK
+
+    request = InfillRequest(prefix="x = 1\n" * 200, suffix="", max_new_tokens=3, seed=11)
+    backend.prompt_cache.clear()
+    cancel = CancelFlag()
+    hook = backend.model.register_forward_hook(lambda *_: cancel.set())  # cancel after the first chunk
+    try:
+        with pytest.raises(Cancelled):
+            backend.warm(request, cancel)
+    finally:
+        hook.remove()
+    prompt = backend._row(request, 0).prompt
+    assert len(prompt) > PREFILL_CHUNK
+    reads = count_prompt_reads(backend, lambda: run(backend, request))
+    assert reads[0] == len(prompt) - PREFILL_CHUNK  # only what the warm had not read

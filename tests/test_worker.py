@@ -112,3 +112,43 @@ def test_template_jobs_go_to_stream_template(tiny_backend):
     assert recorder.finished.wait(60)
     worker.stop()
     assert len(recorder.done[0]) == 2  # one draft per gap
+
+
+def test_a_warm_yields_to_the_next_request_and_is_skipped_by_backends_without_warm():
+    import threading
+
+    from model.api import CancelFlag, InfillRequest
+    from model.worker import InferenceWorker
+
+    started, release, seen = threading.Event(), threading.Event(), []
+
+    class Warmable:
+        def warm(self, request, cancel: CancelFlag):
+            started.set()
+            release.wait(5)
+            seen.append(("warm", cancel.is_set()))
+
+        def stream(self, requests, cancel=None):
+            seen.append(("stream", None))
+            from model.api import Candidate, Draft
+
+            yield (Draft(1, (Candidate("x", ()),), final=True),)
+
+    worker = InferenceWorker(lambda: Warmable())
+    worker.start()
+    worker.loaded.wait(5)
+    worker.warm(InfillRequest(prefix="a"))
+    assert started.wait(5)
+    done = threading.Event()
+    worker.submit([InfillRequest(prefix="a")], lambda d: None, lambda d: done.set(), lambda e: done.set())
+    release.set()
+    assert done.wait(5)
+    worker.stop()
+    assert seen == [("warm", True), ("stream", None)]  # the real request cancelled the warm
+
+    plain = InferenceWorker(lambda: object())
+    plain.start()
+    plain.loaded.wait(5)
+    plain.warm(InfillRequest(prefix="a"))  # no warm method: nothing is queued, nothing fails
+    assert plain._jobs.empty()
+    plain.stop()

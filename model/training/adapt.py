@@ -2,6 +2,7 @@
 
     python -m model.training.adapt --out runs/adapt            # resumes from runs/adapt/last
     python -m model.training.adapt --out runs/adapt --threads 2 --minutes 60
+    python -m model.training.adapt --export runs/adapt/last resources/models/sfumato-lm   # ship a checkpoint (fp16)
 
 Each example is one infill as the engine lays it out (``model.lm_layout``): a suffix and a prefix
 cut from a training document, and a canvas of C tokens holding the middle (closed by
@@ -55,7 +56,21 @@ def parse_args(argv=None):
     p.add_argument("--accumulate", type=int, default=8)
     p.add_argument("--save-every", type=int, default=25, help="optimizer steps between checkpoints")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--export", nargs=2, type=Path, metavar=("CHECKPOINT", "FOLDER"),
+                   help="write CHECKPOINT's adapter to FOLDER in float16 (what git holds) and stop")
     return p.parse_args(argv)
+
+
+def export(checkpoint: Path, folder: Path) -> None:
+    """The adapter's config and its weights in float16: no optimiser state, half the bytes."""
+    from safetensors.torch import load_file, save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    weights = load_file(checkpoint / "adapter_model.safetensors")
+    save_file({name: tensor.half().contiguous() for name, tensor in weights.items()}, folder / "adapter_model.safetensors")
+    shutil.copy(checkpoint / "adapter_config.json", folder / "adapter_config.json")
+    state = json.loads((checkpoint / "state.json").read_text())
+    (folder / "training.json").write_text(json.dumps({k: state[k] for k in ("step", "examples", "tokens")}, indent=1))
 
 
 def make_example(tokens: list[int], rng: random.Random, special: SpecialIds, newline_ids: frozenset[int]):
@@ -135,6 +150,9 @@ def save_checkpoint(model, optimizer, state: dict, out: Path) -> None:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    if args.export:
+        export(*args.export)
+        return
     torch.set_num_threads(args.threads)
     from peft import LoraConfig, PeftModel, get_peft_model
 
