@@ -92,7 +92,7 @@ def load_backend(
 
         return connect(spec, RemoteOptions(model=remote_model))
     if spec == "embedded":
-        return load_embedded(progress, cancel)
+        return load_embedded(progress, cancel, device)
     folder, hub_id = resolve_spec(spec)
     if folder is not None:
         check_config(folder)
@@ -139,9 +139,14 @@ def load_backend(
     return MaskedDiffusionBackend(model, tokenizer, _model_info(source, folder, "masked-diffusion", plan, model, False))
 
 
-def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = None) -> Backend:
-    """The embedded default: the registry package's base with this project's adapter merged in."""
+def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = None, device: str | None = None) -> Backend:
+    """The embedded default: the registry package's base with this project's adapter merged in,
+    in float32 on the CPU, or in bfloat16 with ``--device cuda``."""
+    if device not in (None, "auto", "cpu") and not device.startswith("cuda"):
+        raise EngineError(f"--device {device}: the embedded model runs on cpu or cuda")
     silence_import_noise()
+    import torch
+
     from transformers.utils import logging as transformers_logging
 
     from model.lm_base import BaseMissing, load_adapted, shipped_adapter
@@ -157,13 +162,18 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
         raise EngineError(f"embedded model: {error}") from None
     except Exception as error:
         raise EngineError(f"embedded model: cannot load it ({_first_line(error)})") from None
+    target = device if device and device.startswith("cuda") else "cpu"  # auto: 135M parameters run well on a CPU
+    if target == "cuda":
+        if not torch.cuda.is_available():
+            raise EngineError("--device cuda: no CUDA GPU is available")
+        model = model.to(target, torch.bfloat16)
     adapter = shipped_adapter()
     info = ModelInfo(
-        name="sfumato-lm" if adapter else "SmolLM2-135M (no adapter)", backend="lm-denoiser", device="cpu",
+        name="sfumato-lm" if adapter else "SmolLM2-135M (no adapter)", backend="lm-denoiser", device=target,
         parameters=sum(p.numel() for p in model.parameters()), instruction_tuned=False, license="Apache-2.0",
-        precision="float32", memory_bytes=measured_bytes(model),
+        precision="bfloat16" if target == "cuda" else "float32", memory_bytes=measured_bytes(model),
     )
-    return LmDenoiserBackend(model, tokenizer, info)
+    return LmDenoiserBackend(model, tokenizer, info, target)
 
 
 def _builder(model_class, source: str, local_only: bool, trust_remote_code: bool):

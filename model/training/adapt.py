@@ -172,7 +172,8 @@ def main(argv=None) -> None:
         config = LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules=LORA_TARGETS, lora_dropout=0.0)
         model = get_peft_model(base, config)
         print("starting from the base")
-    model.train()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model.to(device).train()
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
     state = {"step": 0, "examples": 0, "tokens": 0, "seed": args.seed, "log": []}
@@ -191,7 +192,7 @@ def main(argv=None) -> None:
             example = make_example(sampler.next_tokens(), rng, special, newline_ids)
             if example is None:
                 continue
-            loss = example_loss(model, example, "cpu") / args.accumulate
+            loss = example_loss(model, example, device) / args.accumulate
             loss.backward()
             total += loss.item()
             n += 1
