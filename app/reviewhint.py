@@ -35,6 +35,13 @@ class ReviewHint(QLabel):
         self.place()
         self.show()
 
+    def remove(self) -> None:
+        """Go for good: from now on a scroll (the reject's cursor move) no longer places it."""
+        self._editor.verticalScrollBar().valueChanged.disconnect(self.place)
+        self._editor.horizontalScrollBar().valueChanged.disconnect(self.place)
+        self.hide()
+        self.deleteLater()
+
     def relabel(self, name: str, label: str) -> None:
         """Give the link ``name`` a new word (the key and the action stay)."""
         _, key, run = self._actions[name]

@@ -489,7 +489,7 @@ class InfillSession(QObject):
         self.editor.session = None
         self.editor.set_layer("infill", [])
         if self._hint is not None:
-            self._hint.deleteLater()
+            self._hint.remove()
             self._hint = None
         for region in self._regions:
             region.detach()

@@ -421,3 +421,24 @@ def test_a_result_retrieval_found_says_where_it_was_found_not_a_speed(qtbot):
         assert lines[-1].startswith(expected)
         session.reject()
     assert "0.0 tokens/pass" not in " ".join(lines) and document_text(editor.document()) == TEXT
+
+
+def test_esc_after_cycling_a_multi_line_rewrite_scrolled_away_warns_nothing(qtbot, setup, monkeypatch, qtlog):
+    """Esc selects the original, which scrolls the view back to it; the ended review's hint must
+    not place itself on the regions' detached anchors (QTextCursor::setPosition(-1))."""
+    monkeypatch.setattr(FakeBackend, "result", staticmethod(
+        lambda index, alternative=0: "\n".join(f"line {alternative}.{i}" for i in range(3 + 5 * alternative))))
+    text = "".join(f"row {i:02}\n" for i in range(60))
+    editor, starter, _, _ = setup(text, alternatives=3)
+    editor.resize(300, 200)
+    editor.show()
+    select(editor, 7 * 30, 7 * 33 - 1)
+    session = starter.rewrite(editor)
+    wait_ready(qtbot, session)
+    for _ in range(3):
+        qtbot.keyClick(editor, Qt.Key.Key_BracketRight, Qt.KeyboardModifier.AltModifier)
+    editor.verticalScrollBar().setValue(0)
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert document_text(editor.document()) == text
+    assert editor.verticalScrollBar().value() > 0, "the original was scrolled back into view"
+    assert [record.message for record in qtlog.records] == []
