@@ -39,7 +39,8 @@ class Settings:
     indent_with_spaces: bool = True
     indent_width: int = 4
     auto_close: bool = True  # brackets and quotes get their closer as they are typed
-    word_wrap: bool = False  # wrap long lines at the window's edge (View > Word Wrap)
+    word_wrap: bool = False  # wrap long lines of code at the window's edge (View > Word Wrap)
+    wrap_prose: bool = True  # the same for Markdown and plain-text files (View > Word Wrap in one)
     show_whitespace: bool = False  # spaces and tabs drawn as faint dots and arrows
     theme: str = "system"  # "system" (the desktop's colour scheme), "light" or "dark"
     light_style: str = "default"  # pygments style of the text when the theme is light

@@ -172,7 +172,7 @@ class SettingsDialog(QDialog):
         self.font_family = QFontComboBox()
         self.font_family.setFontFilters(QFontComboBox.FontFilter.MonospacedFonts)
         self.font_family.setCurrentFont(editor_font(s.font_family, 0))
-        self.font_size = _spin(0, 96, s.font_size, "its own size")
+        self.font_size = _spin(0, 96, s.font_size, f"default ({round(editor_font(s.font_family, 0).pointSizeF())} pt)")
         self.font_size.setSuffix(" pt")
         row = QHBoxLayout()
         row.addWidget(self.font_family, 1)
