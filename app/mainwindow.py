@@ -108,6 +108,8 @@ class MainWindow(QMainWindow):
         actions.previous_alternative.setShortcut(QKeySequence(s.keys["previous_alternative"]))
         actions.accept.setText(f"&Accept\t{s.keys['accept']}")
         actions.reject.setText(f"Re&ject\t{s.keys['reject']}")
+        actions.review_diff.setText(f"Review as &Diff\t{s.keys['toggle_diff']}")
+        actions.review_diff.setChecked(s.review_diff)
         actions.underline.setChecked(s.underline_low_confidence)
         actions.slow_motion.setChecked(s.slow_motion_ms > 0)
         actions.wrap.setChecked(getattr(s, self.wrap_setting()))
@@ -128,6 +130,7 @@ class MainWindow(QMainWindow):
         editor.set_word_wrap(s.wrap_prose if document.is_prose else s.word_wrap)
         editor.set_show_whitespace(s.show_whitespace)
         editor.auto_close = s.auto_close
+        editor.prose = document.is_prose
         editor.command_keys = command_keys_of(s.keys, self.findChildren(QAction))
         editor.set_text_font(editor_font(s.font_family, s.font_size))
         self._colour(document)

@@ -32,6 +32,7 @@ class MenuActions:
     themes: dict[str, QAction]  # settings' theme name: its View > Theme entry
     whitespace: QAction
     underline: QAction
+    review_diff: QAction
     slow_motion: QAction
 
 
@@ -123,6 +124,8 @@ def build_menus(window: MainWindow) -> MenuActions:
     next_alternative = _action(window, ai_menu, "&Next Alternative", ai.next_alternative)
     previous_alternative = _action(window, ai_menu, "&Previous Alternative", lambda: ai.on_session(lambda s: s.cycle(-1)))
     try_again = _action(window, ai_menu, "&Try Again", ai.try_again)
+    review_diff = _action(window, ai_menu, "Review as &Diff", lambda: window.toggle("review_diff", review_diff.isChecked()), checkable=True)
+    ai.review_diff_changed.connect(review_diff.setChecked)
     ai_menu.addSeparator()
     _action(window, ai_menu, "Reload &Model", ai.start_engine)
 
@@ -130,4 +133,4 @@ def build_menus(window: MainWindow) -> MenuActions:
     _action(window, help_menu, "&Keyboard Shortcuts", window.show_shortcuts, "F1")
     _action(window, help_menu, "&About Sfumato", window.show_about)
     return MenuActions(recent, rewrite, fill, accept, reject, try_again, next_alternative, previous_alternative,
-                       wrap, themes, whitespace, underline, slow)
+                       wrap, themes, whitespace, underline, review_diff, slow)

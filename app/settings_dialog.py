@@ -40,6 +40,7 @@ KEY_LABELS = {
     "next_alternative": "Next alternative",
     "previous_alternative": "Previous alternative",
     "try_again": "Try again (the same request, a new draw)",
+    "toggle_diff": "Review the result as a diff, or clean",
 }
 QUANTIZE_LABELS = {  # --quantize's values, as the Precision box shows them
     "none": "Full (bfloat16 on a GPU, float32 on the CPU)",
