@@ -466,6 +466,16 @@ class CodeEditor(QPlainTextEdit):
             return
         super().wheelEvent(event)
 
+    def show_start_of(self, position: int) -> None:
+        """Scroll sideways, if need be, so that ``position`` is in view (the cursor may go out of it:
+        after a long line's rewrite its start is what to read, not where the cursor ended)."""
+        cursor = QTextCursor(self.document())
+        cursor.setPosition(position)
+        left, margin = self.cursorRect(cursor).left(), self.document().documentMargin()
+        if not 0 <= left < self.viewport().width():
+            bar = self.horizontalScrollBar()
+            bar.setValue(bar.value() + left - round(margin))
+
     def go_to_line(self, line: int) -> None:
         block = self.document().findBlockByNumber(max(0, min(line - 1, self.blockCount() - 1)))
         cursor = QTextCursor(block)

@@ -7,10 +7,12 @@ an insert there, its end does not), and ``changed`` tells when an edit reached t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from PySide6.QtGui import QTextCursor, QTextDocument
 
-from app.textpositions import utf16_length
+from app.textpositions import as_stored, utf16_length
+from model.api import Candidate, TokenState
 
 
 class Region:
@@ -38,6 +40,13 @@ class Region:
         cursor = QTextCursor(self.start)
         cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
         return cursor.selectedText().replace("\u2029", "\n") != self.original
+
+    def ending_as_original(self, candidate: Candidate) -> Candidate:
+        """``candidate``, with a line break at its end where the original has one: lines selected
+        down to the start of the next line are replaced by lines, never run into the next one."""
+        if not self.original.endswith("\n") or not candidate.text or as_stored(candidate.text).endswith("\n"):
+            return candidate
+        return replace(candidate, text=candidate.text + "\n", tokens=(*candidate.tokens, TokenState("\n", 1.0, True)))
 
     def detach(self) -> None:
         """Stop tracking: a document updates every cursor on it at every edit."""

@@ -188,6 +188,7 @@ class InfillSession(QObject):
         self.state = "ready"
         self._show(drafts)
         if self.state == "ready":
+            self.editor.show_start_of(self.spans()[0][0])  # a long line's result is read from its start
             self._hint = ReviewHint(self.editor, lambda: (self.spans()[0][0], self.spans()[-1][1]), {
                 "accept": ("Accept guess" if self.is_guess else "Accept", self.keys.accept, self.accept),
                 "reject": ("Reject", self.keys.reject, self.dismiss),
@@ -219,6 +220,7 @@ class InfillSession(QObject):
         cursor = self.editor.textCursor()
         cursor.setPosition(end)
         self.editor.setTextCursor(cursor)
+        self.editor.show_start_of(self.spans()[0][0])
         self.editor.selection_after_undo = (self.document.availableUndoSteps(), *original_spans(self._regions)[0])
         self._end("accepted", "Accepted. Ctrl+Z brings back the original.")
 
@@ -230,6 +232,7 @@ class InfillSession(QObject):
         (the first region's, of several)."""
         self.reject()
         self._move_cursor(*self._ended_at[1][0])
+        self.editor.show_start_of(self._ended_at[1][0][0])
 
     @property
     def showing_original(self) -> bool:
@@ -361,7 +364,8 @@ class InfillSession(QObject):
     def _candidates(self) -> list[Candidate]:
         if self.showing_original:
             return [Candidate(region.original, (TokenState(region.original, 1.0, True),)) for region in self._regions]
-        return [draft.candidates[min(self._alternative, len(draft.candidates) - 1)] for draft in self._drafts]
+        return [region.ending_as_original(draft.candidates[min(self._alternative, len(draft.candidates) - 1)])
+                for region, draft in zip(self._regions, self._drafts)]
 
     def texts(self) -> list[str]:
         """The chosen candidates as they land in the document (its line breaks are all \\n)."""
