@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QToolButton
 
 from app.codeeditor import CodeEditor
@@ -34,7 +34,10 @@ class AiController(QObject):
     """Owns the worker adapter and the starter; ``model_label``, ``load_progress`` and
     ``cancel_load`` are its status-bar widgets; ``folder_context`` is the open folder's part of the
     project context. ``model_override`` is ``sfumato --model SPEC`` and
-    ``hardware_override`` its ``--device`` and ``--quantize``: this run only, never saved."""
+    ``hardware_override`` its ``--device`` and ``--quantize``: this run only, never saved.
+    ``review_diff_changed``: the review's key switched between the diff and the clean result."""
+
+    review_diff_changed = Signal(bool)
 
     def __init__(self, loop: asyncio.AbstractEventLoop, tabs: DocumentTabs, notices: Notices,
                  settings: Settings, save_settings: Callable[[], None], model_override: str | None,
@@ -82,12 +85,14 @@ class AiController(QObject):
             sampler_bound=s.sampler_bound or None,
             alternatives=s.alternatives,
             underline_low_confidence=s.underline_low_confidence,
+            review_diff=s.review_diff,
         )
         self.starter.keys = session_keys(s.keys)
         self.worker.slow_motion_ms = s.slow_motion_ms
         for document in self.tabs.documents():
             if document.editor.session is not None:
                 document.editor.session.set_underline(s.underline_low_confidence)
+                document.editor.session.set_diff(s.review_diff)
 
     def project_chunks(self, editor: CodeEditor) -> list[Chunk]:
         """The project context's chunks for a request from ``editor``: the other open tabs', then
@@ -266,8 +271,15 @@ class AiController(QObject):
         """Show ``session``'s news in the status bar and the tab's title, and handle its end."""
         session.progress.connect(self.notices.say)
         session.again_requested.connect(self.try_again)
+        session.diff_toggled.connect(self._remember_diff)
         session.modification_changed.connect(lambda _modified, e=editor: self.tabs.update_title(e))
         session.ended.connect(lambda outcome, text, s=session: self._session_ended(s, outcome, text))
+
+    def _remember_diff(self, on: bool) -> None:
+        """The next reviews start as this one was switched to (a diff, or clean)."""
+        self.settings.review_diff = self.starter.options.review_diff = on
+        self._save_settings()
+        self.review_diff_changed.emit(on)
 
     async def _start_once_located(self, start: int, editor: CodeEditor, begin: Callable[[], InfillSession | None]) -> None:
         await self.consent.locate(self._spec, self._loop)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import sys
+from typing import NoReturn
 
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
 
-def run(files: list[str], model_spec: str | None = None, device: str | None = None, quantize: str | None = None) -> int:
-    """Open a window with ``files`` (or an untitled document), run until it closes; the exit code.
+def run(files: list[str], model_spec: str | None = None, device: str | None = None, quantize: str | None = None) -> NoReturn:
+    """Open a window with ``files`` (or an untitled document), run until it closes, then end the process.
 
     ``model_spec``, ``device`` and ``quantize`` (None: Settings') hold for this run only."""
     import qasync
@@ -33,4 +36,13 @@ def run(files: list[str], model_spec: str | None = None, device: str | None = No
     attach(window)  # hot exit: copies of unsaved documents, offered back after a crash
     with loop:
         loop.run_until_complete(closed.wait())
-    return 0
+    _exit_at_once(0)
+
+
+def _exit_at_once(code: int) -> NoReturn:
+    """End the process now: the window is closed, settings and recovery copies are written. The
+    interpreter's teardown of torch, transformers and Qt would keep it alive for seconds more."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

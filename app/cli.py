@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(1, "interrupted")
     from app.application import run
 
-    return run(args.files, args.model, args.device, args.quantize)
+    run(args.files, args.model, args.device, args.quantize)  # ends the process when the window closes
 
 
 def _fail(code: int, message: str) -> int:

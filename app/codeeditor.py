@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import (
+    QColor,
     QFont,
     QFontDatabase,
     QKeyEvent,
@@ -20,6 +21,7 @@ from PySide6.QtGui import (
     QPainter,
     QPalette,
     QTextCursor,
+    QTextDocument,
     QTextFormat,
     QTextOption,
 )
@@ -29,6 +31,7 @@ from app import linecommands
 from app.brackets import AUTO_CLOSED, ROOM_FOR_A_PAIR, matching_bracket
 from app.commandkeys import default_command_keys, is_command_key
 from app.comments import Marker
+from app.ghostlines import GhostLayout, Pieces, lay_out, paint_ghosts
 from app.gutter import LineNumberArea
 from app.multicursor import ExtraCursors
 from app.textpositions import document_text, index_of, position_of, utf16_length
@@ -63,7 +66,11 @@ class CodeEditor(QPlainTextEdit):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
+        document = QTextDocument(self)
+        document.setDocumentLayout(GhostLayout(document))  # room for ghost lines under a line
+        self.setDocument(document)
         self.session: InfillSession | None = None
+        self.prose = False  # the text is prose (Markdown, plain text), not code: a review compares words
         self.indent_with_spaces = True
         self.indent_width = 4
         self.auto_close = True  # brackets and quotes typed get their closer (setting)
@@ -75,6 +82,8 @@ class CodeEditor(QPlainTextEdit):
         self.selection_after_undo: tuple[int, int, int] | None = None  # (undo steps, start, end): an accept's
         self._zoom = 0
         self._layers: dict[str, list[QTextEdit.ExtraSelection]] = {}
+        self._ghosts: dict[int, Pieces] = {}  # block number: what is drawn under it (app/ghostlines.py)
+        self._ghost_band = QColor()
         self._numbers = LineNumberArea(self)
         self._base_font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)  # at zoom 0
         self.setFont(self._base_font)
@@ -88,6 +97,8 @@ class CodeEditor(QPlainTextEdit):
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
         self._numbers.place()
+        if self._ghosts and self.lineWrapMode() != QPlainTextEdit.LineWrapMode.NoWrap:
+            self._lay_out_ghosts()
 
     # --- extra selections, in named layers ----------------------------------------------------
 
@@ -95,6 +106,22 @@ class CodeEditor(QPlainTextEdit):
         """Replace one layer of extra selections (current line, find matches, a session's draft)."""
         self._layers[name] = selections
         self.setExtraSelections([item for layer in self._layers.values() for item in layer])
+
+    def set_ghosts(self, ghosts: dict[int, Pieces], band: QColor) -> None:
+        """Draw ``ghosts`` (block number: the pieces drawn under that block) on ``band``, in room
+        the lines below make for them; no text of the document. An empty dict takes them away."""
+        if ghosts or self._ghosts:
+            self._ghosts, self._ghost_band = ghosts, band
+            self._lay_out_ghosts()
+
+    def _lay_out_ghosts(self) -> None:
+        margin = self.document().documentMargin()
+        width = None if self.lineWrapMode() == QPlainTextEdit.LineWrapMode.NoWrap else self.viewport().width() - 2 * margin
+        self.document().documentLayout().ghosts = {
+            number: lay_out(pieces, self.font(), self.tabStopDistance(), margin, width) for number, pieces in self._ghosts.items()
+        }
+        self.viewport().update()
+        self._numbers.update()
 
     def set_line_marks(self, marks: dict[int, str]) -> None:
         if marks != self.line_marks:
@@ -143,6 +170,8 @@ class CodeEditor(QPlainTextEdit):
     def set_word_wrap(self, on: bool) -> None:
         """Wrap long lines at the edge (at a word boundary when there is one) or scroll sideways."""
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth if on else QPlainTextEdit.LineWrapMode.NoWrap)
+        if self._ghosts:
+            self._lay_out_ghosts()
 
     def set_show_whitespace(self, on: bool) -> None:
         option = self.document().defaultTextOption()
@@ -251,8 +280,9 @@ class CodeEditor(QPlainTextEdit):
 
     def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
         super().paintEvent(event)
-        if self.extra_cursors:
+        if self.extra_cursors or self._ghosts:
             painter = QPainter(self.viewport())
+            paint_ghosts(self, painter, event.rect(), self._ghost_band)
             self.extra_cursors.paint_carets(painter)
             painter.end()
 
@@ -427,12 +457,24 @@ class CodeEditor(QPlainTextEdit):
         self.setFont(zoomed)
         self._apply_tab_stop()
         self._numbers.fit()
+        if self._ghosts:
+            self._lay_out_ghosts()
 
     def wheelEvent(self, event) -> None:  # noqa: N802 - Qt override
         if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
             self.zoom(1 if event.angleDelta().y() > 0 else -1)
             return
         super().wheelEvent(event)
+
+    def show_start_of(self, position: int) -> None:
+        """Scroll sideways, if need be, so that ``position`` is in view (the cursor may go out of it:
+        after a long line's rewrite its start is what to read, not where the cursor ended)."""
+        cursor = QTextCursor(self.document())
+        cursor.setPosition(position)
+        left, margin = self.cursorRect(cursor).left(), self.document().documentMargin()
+        if not 0 <= left < self.viewport().width():
+            bar = self.horizontalScrollBar()
+            bar.setValue(bar.value() + left - round(margin))
 
     def go_to_line(self, line: int) -> None:
         block = self.document().findBlockByNumber(max(0, min(line - 1, self.blockCount() - 1)))

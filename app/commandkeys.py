@@ -27,11 +27,12 @@ class SessionKeys:
     next_alternative: QKeySequence
     previous_alternative: QKeySequence
     try_again: QKeySequence
+    toggle_diff: QKeySequence
 
 
 def session_keys(keys: dict[str, str]) -> SessionKeys:
     """The session's keys from the settings' names for them."""
-    return SessionKeys(*(QKeySequence(keys[name]) for name in ("accept", "reject", "next_alternative", "previous_alternative", "try_again")))
+    return SessionKeys(*(QKeySequence(keys[name]) for name in ("accept", "reject", "next_alternative", "previous_alternative", "try_again", "toggle_diff")))
 
 
 DEFAULT_SESSION_KEYS = session_keys(DEFAULT_KEYS)

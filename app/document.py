@@ -18,6 +18,7 @@ from app.indentation import detect_indentation
 from app.theme import current_style
 
 MARKS_DELAY_MS = 300  # the changed-line marks follow typing after this pause
+PROSE_SUFFIXES = (".md", ".markdown", ".txt", ".text", ".rst", ".adoc")  # files of paragraphs, not code
 
 
 class Document:
@@ -76,6 +77,11 @@ class Document:
         return os.path.basename(self.path) if self.path else f"Untitled {self.untitled_number}"
 
     @property
+    def is_prose(self) -> bool:
+        """Markdown or plain text: its long lines are paragraphs (they wrap by default)."""
+        return self.path is not None and self.path.lower().endswith(PROSE_SUFFIXES)
+
+    @property
     def language(self) -> str:
         return self.highlighter.language if self.highlighter is not None else "Plain text"
 
@@ -93,6 +99,9 @@ class Document:
             self.rehighlight()
 
     def is_modified(self) -> bool:
+        """Unsaved changes; an untitled document typed in and emptied again has nothing to lose."""
+        if self.path is None and self.editor.document().isEmpty():
+            return False
         return self.editor.is_modified()
 
     def disk_state(self) -> str:

@@ -89,6 +89,8 @@ class DocumentTabs(QTabWidget):
         self._untitled += 1
         document = Document(self._new_editor())
         document.untitled_number = self._untitled
+        # emptied again, it has nothing to save: the title's dot follows the text, not just Qt's flag
+        document.editor.document().contentsChanged.connect(lambda e=document.editor: self.update_title(e))
         self._add(document)
         return document
 

@@ -4,6 +4,10 @@ While denoising, a token not yet accepted is tinted by how unsure the model is a
 (the more, the less sure: undecided positions show as faint noise, app/noise.py);
 accepted tokens and the finished result get a light tint (low-confidence ones a wavy underline if
 the user asks); a region with no draft yet, or whose tokens do not add up to its text, one tint.
+
+A result reviewed as a diff (``diff_view``) shows its new words or tokens green on the light tint,
+and under each run of changed lines a ghost of what they were: removed text red and struck
+through, kept text faded, on a faint red band (app/ghostlines.py: drawn, never in the document).
 """
 
 from __future__ import annotations
@@ -13,10 +17,14 @@ from collections.abc import Sequence
 from PySide6.QtGui import QColor, QPalette, QTextCharFormat, QTextCursor, QTextDocument
 from PySide6.QtWidgets import QTextEdit
 
-from app.textpositions import as_stored, utf16_length
+from app.ghostlines import Pieces
+from app.reviewdiff import ReviewDiff
+from app.textpositions import as_stored, position_of, utf16_length
 from model.api import Candidate
 
 LOW_CONFIDENCE = 0.5
+ADDED = QColor("#3fa34d")  # new text of a reviewed diff
+REMOVED = QColor("#d04040")  # the original's text it no longer has (and a low-confidence underline)
 
 
 def faded(color: QColor, alpha: int) -> QColor:
@@ -56,13 +64,41 @@ def draft_selections(
                 fmt = _format(faded(accent, 34))
                 if done and underline_low_confidence and token.confidence < LOW_CONFIDENCE:
                     fmt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.WaveUnderline)
-                    fmt.setUnderlineColor(QColor("#d04040"))
+                    fmt.setUnderlineColor(REMOVED)
             else:
                 sure = max(0.0, min(1.0, token.confidence))  # noise is faint, a likely guess firmer
                 fmt = _format(faded(accent, int(20 + 70 * (1.0 - sure))), foreground=faded(text, int(80 + 120 * sure)))
             selections.append(_selection(document, position, stop, fmt))
             position = stop
     return selections
+
+
+def diff_view(
+    document: QTextDocument,
+    palette: QPalette,
+    spans: Sequence[tuple[int, int]],
+    texts: Sequence[str],
+    diffs: Sequence[ReviewDiff],
+) -> tuple[list[QTextEdit.ExtraSelection], dict[int, Pieces], QColor]:
+    """The selections, the ghosts (by block number) and their band for regions at ``spans``
+    showing ``texts``, which differ from their originals as ``diffs`` say."""
+    accent = palette.color(QPalette.ColorRole.Highlight)
+    kept, removed = QTextCharFormat(), QTextCharFormat()
+    kept.setForeground(faded(palette.color(QPalette.ColorRole.Text), 130))
+    removed.setForeground(REMOVED)
+    removed.setFontStrikeOut(True)
+    selections, ghosts = [], {}
+    for (start, end), text, diff in zip(spans, texts, diffs):
+        selections.append(_selection(document, start, end, _format(faded(accent, 34))))
+        for low, high in diff.added:
+            selections.append(_selection(document, start + position_of(text, low), start + position_of(text, high), _format(faded(ADDED, 90))))
+        first = document.findBlock(start).blockNumber()
+        for ghost in diff.ghosts:
+            pieces = ghosts.setdefault(first + ghost.under, [])
+            if pieces:  # two regions on one line: one ghost line each
+                pieces.append(("\n", kept))
+            pieces.extend((piece, removed if gone else kept) for piece, gone in ghost.pieces)
+    return selections, ghosts, faded(REMOVED, 26)
 
 
 def _format(background: QColor, foreground: QColor | None = None) -> QTextCharFormat:

@@ -27,6 +27,7 @@ class InfillOptions:
     sampler_bound: float | None = None
     alternatives: int = 1
     underline_low_confidence: bool = False
+    review_diff: bool = True
 
 
 def rewrite_length(original: str) -> int:
@@ -133,7 +134,7 @@ class InfillStarter:
         spans = ended.retry_spans()
         if spans is None or ended.guesses is None:
             return None
-        session = InfillSession(ended.editor, spans, None, self.options.underline_low_confidence, self.keys)
+        session = InfillSession(ended.editor, spans, None, self.options.underline_low_confidence, self.keys, self.options.review_diff)
         session.request = ended.request
         return session
 
@@ -141,5 +142,5 @@ class InfillStarter:
         if self.worker.error is not None:
             raise ValueError(f"No model: {self.worker.error}")
         steps = work.steps if isinstance(work, TemplateRequest) else work[0].steps
-        session = InfillSession(editor, spans, steps, self.options.underline_low_confidence, self.keys)
+        session = InfillSession(editor, spans, steps, self.options.underline_low_confidence, self.keys, self.options.review_diff)
         return session if session.run(self.worker, work) else None

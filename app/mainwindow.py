@@ -108,9 +108,13 @@ class MainWindow(QMainWindow):
         actions.previous_alternative.setShortcut(QKeySequence(s.keys["previous_alternative"]))
         actions.accept.setText(f"&Accept\t{s.keys['accept']}")
         actions.reject.setText(f"Re&ject\t{s.keys['reject']}")
+        actions.review_diff.setText(f"Review as &Diff\t{s.keys['toggle_diff']}")
+        actions.review_diff.setChecked(s.review_diff)
         actions.underline.setChecked(s.underline_low_confidence)
         actions.slow_motion.setChecked(s.slow_motion_ms > 0)
-        actions.wrap.setChecked(s.word_wrap)
+        actions.wrap.setChecked(getattr(s, self.wrap_setting()))
+        if s.theme in actions.themes:
+            actions.themes[s.theme].setChecked(True)
         actions.whitespace.setChecked(s.show_whitespace)
         apply_theme(s.theme, s.light_style, s.dark_style)
         for document in self.tabs.documents():
@@ -123,9 +127,10 @@ class MainWindow(QMainWindow):
         s, editor = self.settings, document.editor
         spaces, width = document.indentation or (s.indent_with_spaces, None)
         editor.set_indentation(spaces, width or s.indent_width)
-        editor.set_word_wrap(s.word_wrap)
+        editor.set_word_wrap(s.wrap_prose if document.is_prose else s.word_wrap)
         editor.set_show_whitespace(s.show_whitespace)
         editor.auto_close = s.auto_close
+        editor.prose = document.is_prose
         editor.command_keys = command_keys_of(s.keys, self.findChildren(QAction))
         editor.set_text_font(editor_font(s.font_family, s.font_size))
         self._colour(document)
@@ -168,6 +173,11 @@ class MainWindow(QMainWindow):
         else:
             model = f"{spec} (loading…)"
         self.welcome.show(welcome_text(self.settings.keys, model))
+
+    def wrap_setting(self) -> str:
+        """The setting View > Word Wrap shows and sets: the one for the current document's kind."""
+        document = self.tabs.current_document()
+        return "wrap_prose" if document is not None and document.is_prose else "word_wrap"
 
     def _remember_recent(self, path: str) -> None:
         self.settings.add_recent(path)
@@ -217,6 +227,7 @@ class MainWindow(QMainWindow):
         self._update_position()
         self.format_label.setText(document.format.label)
         self.language_label.setText(document.language)
+        self.menu_actions.wrap.setChecked(getattr(self.settings, self.wrap_setting()))
         self._show_indentation()
 
     # --- the open folder ----------------------------------------------------------------------

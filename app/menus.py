@@ -7,11 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMenu
 
 from app.codeeditor import CodeEditor
 from app.session import InfillSession
+from app.theme import THEMES
 
 if TYPE_CHECKING:
     from app.mainwindow import MainWindow
@@ -28,8 +29,10 @@ class MenuActions:
     next_alternative: QAction
     previous_alternative: QAction
     wrap: QAction
+    themes: dict[str, QAction]  # settings' theme name: its View > Theme entry
     whitespace: QAction
     underline: QAction
+    review_diff: QAction
     slow_motion: QAction
 
 
@@ -101,11 +104,16 @@ def build_menus(window: MainWindow) -> MenuActions:
     _action(window, view, "Pre&vious Tab", lambda: window.step_tab(-1)).setShortcuts([QKeySequence("Ctrl+PgUp"), QKeySequence("Ctrl+Shift+Tab")])
     _action(window, view, "Reopen C&losed Tab", tabs.reopen_closed_tab, "Ctrl+Shift+T")
     view.addSeparator()
-    wrap = _action(window, view, "&Word Wrap", lambda: window.toggle("word_wrap", wrap.isChecked()), "Alt+Z", checkable=True)
+    wrap = _action(window, view, "&Word Wrap", lambda: window.toggle(window.wrap_setting(), wrap.isChecked()), "Alt+Z", checkable=True)
     whitespace = _action(window, view, "Show W&hitespace", lambda: window.toggle("show_whitespace", whitespace.isChecked()), checkable=True)
     underline = _action(window, view, "&Underline Low-Confidence Tokens",
                         lambda: window.toggle("underline_low_confidence", underline.isChecked()), checkable=True)
     slow = _action(window, view, "&Slow Motion", lambda: window.toggle("slow_motion_ms", 250 if slow.isChecked() else 0), checkable=True)
+    theme_menu = view.addMenu("Th&eme")
+    themes, group = {}, QActionGroup(window)
+    for name, label in THEMES.items():
+        themes[name] = _action(window, theme_menu, label, lambda n=name: window.toggle("theme", n), checkable=True)
+        group.addAction(themes[name])
 
     ai_menu = menus.addMenu("&AI")
     rewrite = _action(window, ai_menu, "&Rewrite Selection / Infill at Cursor", ai.rewrite)
@@ -116,6 +124,8 @@ def build_menus(window: MainWindow) -> MenuActions:
     next_alternative = _action(window, ai_menu, "&Next Alternative", ai.next_alternative)
     previous_alternative = _action(window, ai_menu, "&Previous Alternative", lambda: ai.on_session(lambda s: s.cycle(-1)))
     try_again = _action(window, ai_menu, "&Try Again", ai.try_again)
+    review_diff = _action(window, ai_menu, "Review as &Diff", lambda: window.toggle("review_diff", review_diff.isChecked()), checkable=True)
+    ai.review_diff_changed.connect(review_diff.setChecked)
     ai_menu.addSeparator()
     _action(window, ai_menu, "Reload &Model", ai.start_engine)
 
@@ -123,4 +133,4 @@ def build_menus(window: MainWindow) -> MenuActions:
     _action(window, help_menu, "&Keyboard Shortcuts", window.show_shortcuts, "F1")
     _action(window, help_menu, "&About Sfumato", window.show_about)
     return MenuActions(recent, rewrite, fill, accept, reject, try_again, next_alternative, previous_alternative,
-                       wrap, whitespace, underline, slow)
+                       wrap, themes, whitespace, underline, review_diff, slow)

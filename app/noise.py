@@ -7,11 +7,13 @@ the pass, the region and the alternative: the same pass always looks the same, t
 differs. The app cannot see the model's vocabulary (the engine API carries text only), so the
 glyphs are the letters, digits and punctuation code is made of.
 
-A passing draft may also have fewer lines than the text it replaces (a model stops its draft at
-the first place it guesses the end, and line breaks settle late), so the lines below would jump
-up and down from pass to pass. A region keeps at least its original number of lines: the
-missing ones are noise lines shaped like the original's last lines (their indentation, then as
-many glyphs as they had characters). Results (``final`` drafts) are never changed.
+A passing draft may also have fewer or more lines than the text it replaces (a model stops its
+draft at the first place it guesses the end, line breaks settle late, and noise has line breaks
+of its own), so the lines below would jump up and down from pass to pass. A rewritten region keeps
+its original number of lines: the missing ones are noise lines shaped like the original's last
+lines (their indentation, then as many glyphs as they had characters), and line breaks beyond the
+original's are shown as spaces. An infill (no original) grows as its draft does. Results
+(``final`` drafts) are never changed.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def _noisy(candidate: Candidate, rng: random.Random, original: str) -> Candidate
         token if token.text or token.accepted else TokenState(glyphs(rng.randint(1, 3)), token.confidence, False)
         for token in candidate.tokens
     ]
+    if original:
+        tokens = _at_most_lines(tokens, original.count("\n"))
     text = "".join(token.text for token in tokens)
     missing = original.count("\n") - text.count("\n")
     if missing > 0:
@@ -57,3 +61,16 @@ def _noisy(candidate: Candidate, rng: random.Random, original: str) -> Candidate
     if tokens == list(candidate.tokens):
         return candidate
     return Candidate("".join(token.text for token in tokens), tuple(tokens))
+
+
+def _at_most_lines(tokens: list[TokenState], breaks: int) -> list[TokenState]:
+    """``tokens`` with every line break after the first ``breaks`` shown as a space."""
+    shown = []
+    for token in tokens:
+        if "\n" in token.text and token.text.count("\n") > breaks:
+            head, *rest = token.text.split("\n")
+            kept, folded = rest[:breaks], rest[breaks:]
+            token = TokenState("\n".join([head, *kept]) + " " + " ".join(folded), token.confidence, token.accepted)
+        breaks -= min(breaks, token.text.count("\n"))
+        shown.append(token)
+    return shown

@@ -35,6 +35,13 @@ class ReviewHint(QLabel):
         self.place()
         self.show()
 
+    def remove(self) -> None:
+        """Go for good: from now on a scroll (the reject's cursor move) no longer places it."""
+        self._editor.verticalScrollBar().valueChanged.disconnect(self.place)
+        self._editor.horizontalScrollBar().valueChanged.disconnect(self.place)
+        self.hide()
+        self.deleteLater()
+
     def relabel(self, name: str, label: str) -> None:
         """Give the link ``name`` a new word (the key and the action stay)."""
         _, key, run = self._actions[name]
@@ -50,8 +57,8 @@ class ReviewHint(QLabel):
         ))
 
     def place(self) -> None:
-        """After the end of the result's last line, so it covers no text; below that line if it does
-        not fit there; kept inside the viewport."""
+        """After the end of the result's last line, so it covers no text; below that line (and the
+        ghost of what it was, app/ghostlines.py) if it does not fit there; kept inside the viewport."""
         last = self._editor.document().characterCount() - 1
         start, end = (self._cursor_at(min(p, last)) for p in self._span())
         end.movePosition(QTextCursor.MoveOperation.EndOfBlock)
@@ -62,7 +69,7 @@ class ReviewHint(QLabel):
             self.move(line_end.right() + gap, line_end.center().y() - self.height() // 2)
             return
         x = max(0, min(self._editor.cursorRect(start).left(), viewport.width() - self.width()))
-        y = line_end.bottom() + 2
+        y = round(self._editor.blockBoundingGeometry(end.block()).translated(self._editor.contentOffset()).bottom()) + 2
         if y + self.height() > viewport.height():
             y = max(0, self._editor.cursorRect(start).top() - self.height() - 2)
         self.move(x, y)

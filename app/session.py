@@ -25,13 +25,15 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtGui import QKeyEvent, QKeySequence, QTextCursor, QTextDocument
+from PySide6.QtGui import QColor, QKeyEvent, QKeySequence, QTextCursor, QTextDocument
 
 from app.commandkeys import DEFAULT_SESSION_KEYS, SessionKeys, key_matches
-from app.draftpaint import draft_selections
+from app.draftpaint import diff_view, draft_selections
 from app.guesses import unconfident_line, usable_guesses
 from app.noise import with_noise
 from app.pacing import DraftPacer
+from app.reviewdiff import review_diff
+from app.regions import Region, original_spans
 from app.reviewhint import ReviewHint
 from app.run_status import passing_line, result_line
 from app.textpositions import as_stored, document_text, index_of, utf16_length
@@ -45,35 +47,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class _Region:
-    """A tracked span: ``start`` moves when text is typed at it, ``end`` does not."""
-
-    def __init__(self, document: QTextDocument, start: int, end: int, original: str):
-        self.original = original
-        self.start = QTextCursor(document)
-        self.end = QTextCursor(document)
-        self.place(start, end)
-
-    def place(self, start: int, end: int) -> None:
-        self.start.setPosition(start)
-        self.end.setPosition(end)
-        self.end.setKeepPositionOnInsert(end > start)
-
-    def span(self) -> tuple[int, int]:
-        return self.start.position(), self.end.position()
-
-    def detach(self) -> None:
-        """Stop tracking: a document updates every cursor on it at every edit."""
-        self.start = QTextCursor()
-        self.end = QTextCursor()
-
-
 class InfillSession(QObject):
     """Shows the drafts of one model run in ``editor`` and applies or discards the result.
 
     States: ``running`` (drafts arriving and animated, app/pacing.py), ``ready`` (the result is
     shown: accept, reject or cycle alternatives; accepting a result that is in but not shown yet
-    shows it first) and ``ended``, emitted once with an outcome ("accepted", "rejected",
+    shows it first; ``review_diff``: as a diff against the original, else clean) and ``ended``, emitted once with an outcome ("accepted", "rejected",
     "cancelled", "failed", "empty": the model wrote nothing, "unconfident": it trusted nothing it
     wrote) and a status-bar message.
     """
@@ -82,6 +61,7 @@ class InfillSession(QObject):
     progress = Signal(str)
     again_requested = Signal()  # the review hint's "Again" link; the window runs Try Again
     modification_changed = Signal(bool)  # the user's text, draft aside, differs from the saved one (or no longer)
+    diff_toggled = Signal(bool)  # the user's key switched the review to a diff (True) or the clean result
 
     def __init__(
         self,
@@ -90,6 +70,7 @@ class InfillSession(QObject):
         total_steps: int | None = None,
         underline_low_confidence: bool = False,
         keys: SessionKeys = DEFAULT_SESSION_KEYS,
+        review_diff: bool = True,
     ):
         super().__init__(editor)
         editor.end_session()
@@ -103,9 +84,10 @@ class InfillSession(QObject):
         self.is_guess = False  # shows such guesses: ``show_guesses``
         self.keys = keys
         self.underline_low_confidence = underline_low_confidence
+        self.review_diff = review_diff
         self._total_steps = total_steps
         text = document_text(self.document)
-        self._regions = [_Region(self.document, s, e, text[index_of(text, s) : index_of(text, e)]) for s, e in sorted(spans)]
+        self._regions = [Region(self.document, s, e, text[index_of(text, s) : index_of(text, e)]) for s, e in sorted(spans)]
         self._drafts: tuple[Draft, ...] | None = None  # what is shown (or will be)
         self._alternative = 0
         self._draft_undo_steps: int | None = None  # None: no draft in the document
@@ -136,20 +118,11 @@ class InfillSession(QObject):
         """Where the originals are once the draft is taken out, for Try Again (app/infill.py);
         None when the session has ended (an empty result) and the text has changed since."""
         if self.state != "ended":
-            return self._original_spans()
+            return original_spans(self._regions)
         revision, spans = self._ended_at
         return spans if revision == self.document.revision() else None
 
     # --- what the rest of the editor asks -----------------------------------------------------
-
-    def _original_spans(self) -> list[tuple[int, int]]:
-        """Each region's place once every region holds its original again."""
-        spans, shift = [], 0
-        for (start, end), original in zip(self.spans(), self.originals):
-            length = utf16_length(original)
-            spans.append((start - shift, start - shift + length))
-            shift += (end - start) - length
-        return spans
 
     @property
     def originals(self) -> list[str]:
@@ -215,10 +188,12 @@ class InfillSession(QObject):
         self.state = "ready"
         self._show(drafts)
         if self.state == "ready":
+            self.editor.show_start_of(self.spans()[0][0])  # a long line's result is read from its start
             self._hint = ReviewHint(self.editor, lambda: (self.spans()[0][0], self.spans()[-1][1]), {
                 "accept": ("Accept guess" if self.is_guess else "Accept", self.keys.accept, self.accept),
                 "reject": ("Reject", self.keys.reject, self.dismiss),
                 "next": (self._next_label(), self.keys.next_alternative, lambda: self.cycle(1)),
+                "diff": (self._diff_label(), self.keys.toggle_diff, self.toggle_diff),
                 "again": ("Again", self.keys.try_again, self.again_requested.emit),
             })
         self.progress.emit(result_line(drafts, seconds, self._choices(), self.is_guess))
@@ -245,7 +220,8 @@ class InfillSession(QObject):
         cursor = self.editor.textCursor()
         cursor.setPosition(end)
         self.editor.setTextCursor(cursor)
-        self.editor.selection_after_undo = (self.document.availableUndoSteps(), *self._original_spans()[0])
+        self.editor.show_start_of(self.spans()[0][0])
+        self.editor.selection_after_undo = (self.document.availableUndoSteps(), *original_spans(self._regions)[0])
         self._end("accepted", "Accepted. Ctrl+Z brings back the original.")
 
     def reject(self) -> None:
@@ -256,6 +232,7 @@ class InfillSession(QObject):
         (the first region's, of several)."""
         self.reject()
         self._move_cursor(*self._ended_at[1][0])
+        self.editor.show_start_of(self._ended_at[1][0][0])
 
     @property
     def showing_original(self) -> bool:
@@ -296,6 +273,26 @@ class InfillSession(QObject):
         self.underline_low_confidence = on
         self._paint()
 
+    @property
+    def showing_diff(self) -> bool:
+        """The result is shown as a diff against the original (the document holds the result only)."""
+        return self.review_diff and self.state == "ready" and self.has_draft and not self.showing_original
+
+    def set_diff(self, on: bool) -> None:
+        """Review the result as a diff (``on``) or clean."""
+        self.review_diff = on
+        if self._hint is not None:
+            self._hint.relabel("diff", self._diff_label())
+        self._paint()
+
+    def toggle_diff(self) -> None:
+        """The user's key: a diff becomes the clean result, and back."""
+        self.set_diff(not self.review_diff)
+        self.diff_toggled.emit(self.review_diff)
+
+    def _diff_label(self) -> str:
+        return "Clean" if self.review_diff else "Diff"
+
     def handle_key(self, event: QKeyEvent) -> bool:
         """Session keys; True when the key was used. Undo/redo end the session first."""
         if key_matches(event, self.keys.reject):
@@ -309,6 +306,8 @@ class InfillSession(QObject):
             self.cycle(1)
         elif key_matches(event, self.keys.previous_alternative):
             self.cycle(-1)
+        elif key_matches(event, self.keys.toggle_diff):
+            self.toggle_diff()
         elif event.matches(QKeySequence.StandardKey.Undo) or event.matches(QKeySequence.StandardKey.Redo):
             self.reject()
         else:
@@ -330,7 +329,7 @@ class InfillSession(QObject):
             return
         with self.draft_taken_out():
             yield
-            if self._touched():
+            if any(region.changed() for region in self._regions):
                 self._end("cancelled", "Typing inside the region cancelled the rewrite.")
 
     @contextmanager
@@ -365,7 +364,8 @@ class InfillSession(QObject):
     def _candidates(self) -> list[Candidate]:
         if self.showing_original:
             return [Candidate(region.original, (TokenState(region.original, 1.0, True),)) for region in self._regions]
-        return [draft.candidates[min(self._alternative, len(draft.candidates) - 1)] for draft in self._drafts]
+        return [region.ending_as_original(draft.candidates[min(self._alternative, len(draft.candidates) - 1)])
+                for region, draft in zip(self._regions, self._drafts)]
 
     def texts(self) -> list[str]:
         """The chosen candidates as they land in the document (its line breaks are all \\n)."""
@@ -383,10 +383,18 @@ class InfillSession(QObject):
         self._paint()
 
     def _paint(self) -> None:
-        candidates = self._candidates() if self.has_draft else [None] * len(self._regions)
-        self.editor.set_layer("infill", draft_selections(
-            self.document, self.editor.palette(), self.spans(), candidates, done=self.state == "ready",
-            showing_original=self.showing_original, underline_low_confidence=self.underline_low_confidence))
+        if self.showing_diff:
+            texts = self.texts()
+            diffs = [review_diff(region.original, text, self.editor.prose) for region, text in zip(self._regions, texts)]
+            selections, ghosts, band = diff_view(self.document, self.editor.palette(), self.spans(), texts, diffs)
+            self.editor.set_layer("infill", selections)
+            self.editor.set_ghosts(ghosts, band)
+        else:
+            candidates = self._candidates() if self.has_draft else [None] * len(self._regions)
+            self.editor.set_layer("infill", draft_selections(
+                self.document, self.editor.palette(), self.spans(), candidates, done=self.state == "ready",
+                showing_original=self.showing_original, underline_low_confidence=self.underline_low_confidence))
+            self.editor.set_ghosts({}, QColor())
         if self._hint is not None:
             self._hint.place()
 
@@ -465,18 +473,6 @@ class InfillSession(QObject):
         cursor.setPosition(position, QTextCursor.MoveMode.KeepAnchor)
         self.editor.setTextCursor(cursor)
 
-    def _touched(self) -> bool:
-        """Whether an edit changed a region's original text (only the regions are read)."""
-        cursor = QTextCursor(self.document)
-        for region, (start, end) in zip(self._regions, self.spans()):
-            if start > end or end - start != utf16_length(region.original):
-                return True
-            cursor.setPosition(start)
-            cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
-            if cursor.selectedText().replace("\u2029", "\n") != region.original:
-                return True
-        return False
-
     def _end(self, outcome: str, message: str) -> None:
         if self.state == "ended":
             return
@@ -488,8 +484,9 @@ class InfillSession(QObject):
             self.job.cancel()
         self.editor.session = None
         self.editor.set_layer("infill", [])
+        self.editor.set_ghosts({}, QColor())
         if self._hint is not None:
-            self._hint.deleteLater()
+            self._hint.remove()
             self._hint = None
         for region in self._regions:
             region.detach()

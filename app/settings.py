@@ -14,6 +14,7 @@ DEFAULT_KEYS = {
     "next_alternative": "Alt+]",
     "previous_alternative": "Alt+[",
     "try_again": "Alt+R",
+    "toggle_diff": "Alt+D",
 }
 MAX_RECENT = 10
 # What a server the user allowed receives: 1, the text around the region and snippets of the other
@@ -36,10 +37,12 @@ class Settings:
     rewrite_strength: float = 0.6
     slow_motion_ms: int = 0  # pause after every pass, to watch the denoising
     underline_low_confidence: bool = False
+    review_diff: bool = True  # a result is reviewed as a diff against the original (AI > Review as Diff)
     indent_with_spaces: bool = True
     indent_width: int = 4
     auto_close: bool = True  # brackets and quotes get their closer as they are typed
-    word_wrap: bool = False  # wrap long lines at the window's edge (View > Word Wrap)
+    word_wrap: bool = False  # wrap long lines of code at the window's edge (View > Word Wrap)
+    wrap_prose: bool = True  # the same for Markdown and plain-text files (View > Word Wrap in one)
     show_whitespace: bool = False  # spaces and tabs drawn as faint dots and arrows
     theme: str = "system"  # "system" (the desktop's colour scheme), "light" or "dark"
     light_style: str = "default"  # pygments style of the text when the theme is light

@@ -40,6 +40,7 @@ KEY_LABELS = {
     "next_alternative": "Next alternative",
     "previous_alternative": "Previous alternative",
     "try_again": "Try again (the same request, a new draw)",
+    "toggle_diff": "Review the result as a diff, or clean",
 }
 QUANTIZE_LABELS = {  # --quantize's values, as the Precision box shows them
     "none": "Full (bfloat16 on a GPU, float32 on the CPU)",
@@ -172,7 +173,7 @@ class SettingsDialog(QDialog):
         self.font_family = QFontComboBox()
         self.font_family.setFontFilters(QFontComboBox.FontFilter.MonospacedFonts)
         self.font_family.setCurrentFont(editor_font(s.font_family, 0))
-        self.font_size = _spin(0, 96, s.font_size, "its own size")
+        self.font_size = _spin(0, 96, s.font_size, f"default ({round(editor_font(s.font_family, 0).pointSizeF())} pt)")
         self.font_size.setSuffix(" pt")
         row = QHBoxLayout()
         row.addWidget(self.font_family, 1)

@@ -45,8 +45,10 @@ class Welcome:
         editor.document().contentsChange.connect(self._edited)
 
     def show(self, text: str) -> None:
+        """Show ``text``, drawn at once: Qt repaints a placeholder only when it appears or goes."""
         if self.shown:
             self.editor.setPlaceholderText(text)
+            self.editor.viewport().update()
 
     def _edited(self, _position: int, removed: int, added: int) -> None:
         if self.shown and (removed or added):

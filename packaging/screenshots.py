@@ -4,7 +4,8 @@
 
 Runs under a virtual X server (``Xvfb``, started here when there is no DISPLAY; install with
 ``apt-get install -y xvfb libxcb-icccm4 libxcb-keysyms1``). Writes ``rewrite-start.png`` (the Ctrl+K box),
-``rewrite-mid.png``, ``rewrite-end.png``, ``rewrite.gif`` (one frame per pass) and ``gap-fill-end.png``, and prints the time from launch
+``rewrite-mid.png``, ``rewrite-end.png`` (the result reviewed as a diff), ``rewrite-clean.png`` (the same
+result, Alt+D: clean), ``rewrite.gif`` (one frame per pass) and ``gap-fill-end.png``, and prints the time from launch
 to the window on screen and the longest the event loop was blocked while denoising.
 """
 
@@ -161,6 +162,8 @@ def shoot(args) -> int:
         grab("rewrite-end.png")
         frames.append(editor.viewport().grab())
         save_animation(frames, out / "rewrite.gif")
+        session.set_diff(False)  # what Alt+D shows: the clean result
+        grab("rewrite-clean.png")
         if stalls:
             print(f"largest UI stall while denoising: {max(stalls) * 1000:.0f} ms "
                   f"(event-loop gap, 5 ms timer, {len(stalls)} ticks)", flush=True)

@@ -103,3 +103,12 @@ def test_a_passing_draft_keeps_the_lines_of_the_text_it_replaces():
     assert lines[0] == "ab" and len(lines) == 3
     assert lines[1].startswith("    ") and len(lines[1]) == len("    two") and set(lines[1].strip()) <= set(GLYPHS)
     assert lines[2].startswith("\t") and len(lines[2]) == len("\tthree")
+
+
+def test_a_passing_draft_of_a_rewrite_never_has_more_lines_than_its_original():
+    text = "one\ntwo\n\nthree\nfour"
+    draft = Draft(3, (Candidate(text, (TokenState("one\ntwo\n", 0.9, True), TokenState("\nthree\nfour", 0.2, False))),))
+    shown = with_noise((draft,), ["a single long line of prose"])[0]
+    assert shown.text == "one two  three four" and "".join(token.text for token in shown.tokens) == shown.text
+    assert with_noise((draft,), ["first\nsecond"])[0].text == "one\ntwo  three four"
+    assert with_noise((draft,), [""]) == (draft,), "an infill grows as its draft does"

@@ -421,3 +421,68 @@ def test_a_result_retrieval_found_says_where_it_was_found_not_a_speed(qtbot):
         assert lines[-1].startswith(expected)
         session.reject()
     assert "0.0 tokens/pass" not in " ".join(lines) and document_text(editor.document()) == TEXT
+
+
+def test_esc_after_cycling_a_multi_line_rewrite_scrolled_away_warns_nothing(qtbot, setup, monkeypatch, qtlog):
+    """Esc selects the original, which scrolls the view back to it; the ended review's hint must
+    not place itself on the regions' detached anchors (QTextCursor::setPosition(-1))."""
+    monkeypatch.setattr(FakeBackend, "result", staticmethod(
+        lambda index, alternative=0: "\n".join(f"line {alternative}.{i}" for i in range(3 + 5 * alternative))))
+    text = "".join(f"row {i:02}\n" for i in range(60))
+    editor, starter, _, _ = setup(text, alternatives=3)
+    editor.resize(300, 200)
+    editor.show()
+    select(editor, 7 * 30, 7 * 33 - 1)
+    session = starter.rewrite(editor)
+    wait_ready(qtbot, session)
+    for _ in range(3):
+        qtbot.keyClick(editor, Qt.Key.Key_BracketRight, Qt.KeyboardModifier.AltModifier)
+    editor.verticalScrollBar().setValue(0)
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert document_text(editor.document()) == text
+    assert editor.verticalScrollBar().value() > 0, "the original was scrolled back into view"
+    assert [record.message for record in qtlog.records] == []
+
+
+def test_a_rewrite_of_one_long_line_stays_one_line_while_it_settles(qtbot, setup, monkeypatch):
+    monkeypatch.setattr(FakeBackend, "result", staticmethod(lambda index, alternative=0: "short\nlines\nof\nnoise\n" * 3))
+    line = "A long line of prose. " * 10
+    text = f"# Title\n{line}\nnext line\n"
+    editor, starter, backend, _ = setup(text)
+    backend.hold.set()
+    select(editor, 8, 8 + len(line))
+    session = starter.rewrite(editor)
+    for _ in range(backend.passes - 1):
+        qtbot.waitUntil(lambda: session.has_draft, timeout=10000)
+        assert editor.blockCount() == text.count("\n") + 1, "the region grew and pushed the text below down"
+        backend.advance()
+    wait_ready(qtbot, session)
+    assert session.texts() == [FakeBackend.result(0)], "the result itself is never changed"
+
+
+def test_lines_selected_down_to_the_start_of_the_next_line_keep_it_apart(qtbot, setup, monkeypatch):
+    monkeypatch.setattr(FakeBackend, "result", staticmethod(lambda index, alternative=0: "new one\nnew two"))
+    editor, starter, backend, _ = setup("one\ntwo\nthree\n")
+    select(editor, 0, 8)
+    session = starter.rewrite(editor)
+    wait_ready(qtbot, session)
+    assert document_text(editor.document()) == "new one\nnew two\nthree\n"
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert document_text(editor.document()) == "new one\nnew two\nthree\n"
+
+
+@pytest.mark.parametrize("key", [Qt.Key.Key_Tab, Qt.Key.Key_Escape], ids=["accept", "reject"])
+def test_the_start_of_a_long_rewritten_line_is_in_view_during_and_after_the_review(qtbot, setup, monkeypatch, key):
+    line = "A long line of Markdown prose that runs far past the right edge of a narrow window. " * 3
+    monkeypatch.setattr(FakeBackend, "result", staticmethod(lambda index, alternative=0: line.upper()))
+    editor, starter, _, _ = setup(f"# Title\n{line}\nnext\n")
+    editor.resize(300, 200)
+    editor.show()
+    select(editor, 8, 8 + len(line))  # the cursor at the end: the view scrolled sideways to it
+    bar = editor.horizontalScrollBar()
+    assert bar.value() > 0
+    session = starter.rewrite(editor)
+    wait_ready(qtbot, session)
+    assert bar.value() == 0
+    qtbot.keyClick(editor, key)
+    assert session.state == "ended" and bar.value() == 0

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt
 
-from test_app_support import qasync_loop  # noqa: F401 - fixture
+from test_app_support import FakeBackend, qasync_loop  # noqa: F401 - fixture
 
 from app.mainwindow import MainWindow, open_files
 
@@ -62,3 +62,30 @@ def test_the_welcome_says_which_model_is_in_use(started):
     worker.error = "no such folder"
     worker.status.emit("No model")
     assert "did not load: no such folder" in started.tabs.current_editor().placeholderText()
+
+
+class PaintWatcher(QObject):
+    """Keeps the widest area painted in the widget it filters (a caret's blink paints a sliver)."""
+
+    def __init__(self):
+        super().__init__()
+        self.widest = 0
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.Paint:
+            self.widest = max(self.widest, event.rect().width())
+        return False
+
+
+def test_the_welcome_is_redrawn_when_the_model_has_loaded(started, qtbot):
+    """Qt redraws a placeholder only when it appears or goes, so "loading…" stayed on screen."""
+    started.show()
+    qtbot.waitExposed(started)
+    viewport = started.tabs.current_editor().viewport()
+    qtbot.wait(50)
+    watcher = PaintWatcher()
+    viewport.installEventFilter(watcher)
+    started.ai.worker.info = FakeBackend.info
+    started.ai.worker.status.emit("Model fake on cpu")
+    assert "Model: fake on cpu." in started.tabs.current_editor().placeholderText()
+    qtbot.waitUntil(lambda: watcher.widest > viewport.width() // 2, timeout=2000)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,35 @@ def test_importing_the_window_does_not_import_torch():
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+CLOSING_EDITOR = """
+import atexit, time
+from PySide6.QtCore import QTimer
+from app import application, mainwindow
+
+atexit.register(time.sleep, 120)  # stands for the teardown of torch and the rest at interpreter exit
+shown = mainwindow.first_show
+
+def first_show(window):
+    shown(window)
+    QTimer.singleShot(300, window.close)
+
+mainwindow.first_show = first_show
+application.run([], "no-such-model")
+"""
+
+
+def test_the_process_ends_once_its_window_has_closed_and_saved_its_settings(tmp_path):
+    environment = dict(os.environ, QT_QPA_PLATFORM="offscreen", HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "config"),
+                       XDG_DATA_HOME=str(tmp_path / "data"), SFUMATO_RECOVERY_DIR=str(tmp_path / "recovery"))
+    child = subprocess.Popen([sys.executable, "-c", CLOSING_EDITOR], cwd=REPO, env=environment,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.wait(timeout=60) == 0, child.stderr.read()
+    finally:
+        child.kill()
+    assert list((tmp_path / "config").rglob("Sfumato.conf")), "the settings were written before the end"
 
 
 def test_opening_a_binary_file_shows_a_message_and_opens_nothing(window, tmp_path):
@@ -646,3 +676,63 @@ def test_the_review_hints_again_link_runs_the_request_again(window, qtbot):
     assert len(backend.requests) == 2  # the worker has taken the second request by now
     second.reject()
     assert editor.toPlainText() == "alpha beta gamma\n"
+
+
+def test_the_command_palette_finds_the_theme_and_switches_it(window, qtbot):
+    from app import theme
+
+    window.show_palette()
+    qtbot.keyClicks(window.picker.query, "theme")
+    labels = [window.picker.results.item(i).text() for i in range(window.picker.results.count())]
+    assert labels[:3] == ["View: Theme: Follow the desktop", "View: Theme: Light", "View: Theme: Dark"]
+    window.picker.results.setCurrentRow(2)
+    qtbot.keyClick(window.picker.query, Qt.Key.Key_Return)
+    try:
+        qtbot.waitUntil(lambda: window.settings.theme == "dark")
+        assert theme.palette_is_dark() and window.menu_actions.themes["dark"].isChecked()
+    finally:
+        window.toggle("theme", "light")  # the palette is the application's: leave it light for the next tests
+    assert window.menu_actions.themes["light"].isChecked() and not window.menu_actions.themes["dark"].isChecked()
+
+
+def test_the_font_size_box_names_the_default_size_in_points(window, qtbot):
+    from PySide6.QtGui import QFontDatabase
+
+    from app.settings_dialog import SettingsDialog
+
+    dialog = SettingsDialog(window.settings, window)
+    qtbot.addWidget(dialog)
+    size = round(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont).pointSizeF())
+    assert dialog.font_size.value() == 0 and dialog.font_size.text() == f"default ({size} pt)"
+
+
+def test_an_untitled_tab_typed_in_and_emptied_again_has_nothing_to_save(window, qtbot, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question", lambda *args, **kwargs: asked.append(args) or QMessageBox.StandardButton.Cancel)
+    editor = window.tabs.new_document().editor
+    qtbot.keyClicks(editor, "draft")
+    assert window.tabs.documents()[-1].is_modified() and window.tabs.tabText(window.tabs.indexOf(editor)).endswith("•")
+    for _ in "draft":
+        qtbot.keyClick(editor, Qt.Key.Key_Backspace)
+    assert not window.tabs.documents()[-1].is_modified()
+    assert not window.tabs.tabText(window.tabs.indexOf(editor)).endswith("•") and "•" not in window.windowTitle()
+    assert window.tabs.close_tab(editor) and asked == []
+
+
+def test_markdown_files_wrap_and_view_word_wrap_sets_wrapping_for_their_kind(window, qtbot, tmp_path):
+    from PySide6.QtWidgets import QPlainTextEdit
+
+    wrapped = QPlainTextEdit.LineWrapMode.WidgetWidth
+    (tmp_path / "notes.md").write_text("word " * 200 + "\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    notes = window.tabs.open_path(str(tmp_path / "notes.md")).editor
+    assert notes.lineWrapMode() == wrapped and window.menu_actions.wrap.isChecked()
+    code = window.tabs.open_path(str(tmp_path / "code.py")).editor
+    assert code.lineWrapMode() != wrapped and not window.menu_actions.wrap.isChecked()
+    window.tabs.setCurrentWidget(notes)
+    assert window.menu_actions.wrap.isChecked()
+    window.menu_actions.wrap.trigger()  # off for prose, code as it was
+    assert notes.lineWrapMode() != wrapped and code.lineWrapMode() != wrapped
+    assert (window.settings.wrap_prose, window.settings.word_wrap) == (False, False)

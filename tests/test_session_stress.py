@@ -294,7 +294,9 @@ class SessionMachine(RuleBasedStateMachine):
             if self.alternative == self.alternatives:  # after the last alternative the cycle shows the original
                 region.shown = region.original
             else:
-                region.shown = as_qt_stores_it(alternatives[min(self.alternative, len(alternatives) - 1)])
+                shown = as_qt_stores_it(alternatives[min(self.alternative, len(alternatives) - 1)])
+                ends_a_line = region.original.endswith("\n") and shown and not shown.endswith("\n")
+                region.shown = shown + "\n" if ends_a_line else shown  # whole lines stay whole lines
         self.redo = []
         self.before_accept = None
 
