@@ -13,7 +13,6 @@ from app.codeeditor import CodeEditor
 from app.commandkeys import session_keys
 from app.documenttabs import DocumentTabs
 from app.folder_context import FolderContext
-from app.guesses import GuessOffer
 from app.infill import InfillOptions, InfillStarter
 from app.inlinebox import InlineBox
 from app.notices import Notices
@@ -60,7 +59,6 @@ class AiController(QObject):
         self.folder_context = folder_context
         self.starter.project_chunks = self.project_chunks
         self._unwritten: InfillSession | None = None  # the last session that ended with nothing written
-        self._guesses: GuessOffer | None = None  # the last session's, when it trusted nothing but has guesses
         self._starts = 0  # counts ``start`` calls: one waiting for a server's address yields to a later one
         self.model_label = QLabel("No model")
         self.load_progress = QProgressBar()
@@ -220,19 +218,7 @@ class AiController(QObject):
             self.start(editor, lambda: self.starter.again(session))
 
     def next_alternative(self) -> None:
-        """The session's next alternative; right after "No confident suggestion", its guesses."""
-        editor = self.tabs.current_editor()
-        offer = self._guesses
-        if offer is None or not offer.open or offer.editor is not editor or editor.session is not None:
-            self.on_session(lambda session: session.cycle(1))
-            return
-        offer.forget()
-        self._guesses = None
-        session = self.starter.guesses(offer.session)
-        if session is not None:
-            editor.setFocus()  # the review's keys reach the session from the editor
-            self._watch(editor, session)
-            session.show_guesses(offer.session.guesses)
+        self.on_session(lambda session: session.cycle(1))
 
     def on_session(self, action: Callable[[InfillSession], object]) -> None:
         """Accept, reject, the alternatives: ``action`` on the current editor's session, if any."""
@@ -292,14 +278,8 @@ class AiController(QObject):
 
     def _session_ended(self, session: InfillSession, outcome: str, text: str) -> None:
         editor = session.editor
-        self._unwritten = session if outcome in ("empty", "unconfident") else None
-        if self._guesses is not None:
-            self._guesses.forget()
-        self._guesses = None
-        if session.guesses is not None:  # offered until the user edits or moves away: said as long
-            self._guesses = GuessOffer(session, lambda: self.notices.withdraw(text))
-            self.notices.say(text)
-        elif outcome == "accepted":  # "Ctrl+Z brings back the original" holds until the next change
+        self._unwritten = session if outcome == "empty" else None
+        if outcome == "accepted":  # "Ctrl+Z brings back the original" holds until the next change
             self.notices.say_until_edited(text, editor.document(), 6000)
         else:
             self.notices.say(text, 6000)

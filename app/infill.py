@@ -127,17 +127,6 @@ class InfillStarter:
                     for request, (start, end) in zip(session.request, spans)]
         return self._run(editor, spans, requests)
 
-    def guesses(self, ended: InfillSession) -> InfillSession | None:
-        """A session over the regions of ``ended`` (a run that trusted nothing) to review its
-        guesses in, its request kept for Try Again; the caller shows them (``show_guesses``).
-        None when the text has changed since."""
-        spans = ended.retry_spans()
-        if spans is None or ended.guesses is None:
-            return None
-        session = InfillSession(ended.editor, spans, None, self.options.underline_low_confidence, self.keys, self.options.review_diff)
-        session.request = ended.request
-        return session
-
     def _run(self, editor: CodeEditor, spans, work: Sequence[InfillRequest] | TemplateRequest) -> InfillSession | None:
         if self.worker.error is not None:
             raise ValueError(f"No model: {self.worker.error}")

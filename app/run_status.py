@@ -43,9 +43,8 @@ def passing_line(drafts: tuple[Draft, ...], seconds: float, total_steps: int | N
     return f"{progress} · {speed(drafts, seconds)}"
 
 
-def result_line(drafts: tuple[Draft, ...], seconds: float, choices: str, guess: bool = False) -> str:
-    """The result is shown: where it came from (or how fast it was written), or that it is a guess
-    the user asked for (app/guesses.py), and the user's choices."""
-    if guess:
-        return f"Guess (not confident) · {choices}"
-    return f"{found_where(drafts) or speed(drafts, seconds)} · {choices}"
+def result_line(drafts: tuple[Draft, ...], seconds: float, choices: str, low_confidence: bool = False) -> str:
+    """The result is shown: where it came from (or how fast it was written), whether the model
+    was not confident of it (review it before Tab), and the user's choices."""
+    where = found_where(drafts) or speed(drafts, seconds)
+    return f"{where} · Low confidence: check it · {choices}" if low_confidence else f"{where} · {choices}"

@@ -29,7 +29,6 @@ from PySide6.QtGui import QColor, QKeyEvent, QKeySequence, QTextCursor, QTextDoc
 
 from app.commandkeys import DEFAULT_SESSION_KEYS, SessionKeys, key_matches
 from app.draftpaint import diff_view, draft_selections
-from app.guesses import unconfident_line, usable_guesses
 from app.noise import with_noise
 from app.pacing import DraftPacer
 from app.reviewdiff import review_diff
@@ -53,8 +52,9 @@ class InfillSession(QObject):
     States: ``running`` (drafts arriving and animated, app/pacing.py), ``ready`` (the result is
     shown: accept, reject or cycle alternatives; accepting a result that is in but not shown yet
     shows it first; ``review_diff``: as a diff against the original, else clean) and ``ended``, emitted once with an outcome ("accepted", "rejected",
-    "cancelled", "failed", "empty": the model wrote nothing, "unconfident": it trusted nothing it
-    wrote) and a status-bar message.
+    "cancelled", "failed", "empty": the model wrote nothing) and a status-bar message. A result
+    the model is not confident of is shown all the same, marked so (``low_confidence``); its
+    tokens' confidence is drawn on them.
     """
 
     ended = Signal(str, str)
@@ -80,8 +80,7 @@ class InfillSession(QObject):
         self.request: Sequence[InfillRequest] | TemplateRequest | None = None  # what ``run`` submitted
         self.job: Job | None = None  # the worker's, cancelled when the session ends early
         self._hint: ReviewHint | None = None  # under the result while it waits for the user
-        self.guesses: tuple[Draft, ...] | None = None  # an unconfident result's alternatives (app/guesses.py)
-        self.is_guess = False  # shows such guesses: ``show_guesses``
+        self.low_confidence = False  # the result shown is one the model was not confident of
         self.keys = keys
         self.underline_low_confidence = underline_low_confidence
         self.review_diff = review_diff
@@ -164,19 +163,12 @@ class InfillSession(QObject):
     def finish(self, drafts: tuple[Draft, ...]) -> None:
         if self.state != "running":
             return
-        if not isinstance(self.request, TemplateRequest) and not any(draft.confident for draft in drafts):
-            self.guesses = usable_guesses(drafts, self.originals)
-            return self._end("unconfident", unconfident_line(self.guesses, self.keys.next_alternative))
         if all(not candidate.text.strip() for draft in drafts for candidate in draft.candidates):
             again = self.keys.try_again.toString(QKeySequence.SequenceFormat.NativeText)
             return self._end("empty", f"The model wrote nothing here; {again} tries again.")
         self._finished = time.monotonic()  # the model's speed, without the animation after it
+        self.low_confidence = not isinstance(self.request, TemplateRequest) and not any(d.confident for d in drafts)
         self._pacer.add(drafts, final=True)
-
-    def show_guesses(self, guesses: tuple[Draft, ...]) -> None:
-        """Review an unconfident run's ``guesses`` (the user asked for them) as this session's result."""
-        self.is_guess = True
-        self._pacer.add(guesses, final=True)
 
     def _draw(self, drafts: tuple[Draft, ...], final: bool) -> None:
         """Show a pass the pacer chose (its undecided positions as noise), or the result."""
@@ -190,13 +182,13 @@ class InfillSession(QObject):
         if self.state == "ready":
             self.editor.show_start_of(self.spans()[0][0])  # a long line's result is read from its start
             self._hint = ReviewHint(self.editor, lambda: (self.spans()[0][0], self.spans()[-1][1]), {
-                "accept": ("Accept guess" if self.is_guess else "Accept", self.keys.accept, self.accept),
+                "accept": ("Accept", self.keys.accept, self.accept),
                 "reject": ("Reject", self.keys.reject, self.dismiss),
                 "next": (self._next_label(), self.keys.next_alternative, lambda: self.cycle(1)),
                 "diff": (self._diff_label(), self.keys.toggle_diff, self.toggle_diff),
                 "again": ("Again", self.keys.try_again, self.again_requested.emit),
             })
-        self.progress.emit(result_line(drafts, seconds, self._choices(), self.is_guess))
+        self.progress.emit(result_line(drafts, seconds, self._choices(), self.low_confidence))
 
     def fail(self, error: BaseException) -> None:
         self._end("failed", f"The model failed: {error}. Your text is unchanged.")
@@ -251,8 +243,7 @@ class InfillSession(QObject):
         if self.showing_original:
             self.progress.emit(f"The original text, to compare: {self._choices()}")
         else:
-            kind = "Guess" if self.is_guess else "Alternative"
-            self.progress.emit(f"{kind} {self._alternative + 1} of {self.alternatives}: {self._choices()}")
+            self.progress.emit(f"Alternative {self._alternative + 1} of {self.alternatives}: {self._choices()}")
 
     def _next_label(self) -> str:
         """What the next-alternative key shows next: the original after the last alternative."""

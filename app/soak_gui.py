@@ -48,7 +48,7 @@ class Soak:
     def __init__(self, window, rng: random.Random):
         self.window = window
         self.rng = rng
-        self.counts = {"accepted": 0, "rejected": 0, "interrupted": 0, "failed": 0, "empty": 0, "unconfident": 0, "typed_before": 0, "gap_fills": 0}
+        self.counts = {"accepted": 0, "rejected": 0, "interrupted": 0, "failed": 0, "empty": 0, "typed_before": 0, "gap_fills": 0}
         self.breaches: list[str] = []
 
     @property
@@ -122,7 +122,7 @@ class Soak:
             return
         self.same(editor.saved_text(), before, "saving would see a draft", index)
         if session.state == "ended":
-            self.counts[outcomes[0] if outcomes in (["empty"], ["unconfident"]) else "failed"] += 1
+            self.counts[outcomes[0] if outcomes == ["empty"] else "failed"] += 1
             self.same(self.text(), before, f"a {outcomes} session changed the text", index)
             return
         if self.rng.random() < 0.5:

@@ -1,4 +1,4 @@
-"""The editor with a suggestion engine that trusts nothing: it says so and writes nothing."""
+"""The editor with an engine that trusts nothing it wrote: the result is shown, marked, and Esc undoes it."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def window(qapp, qasync_loop, tiny_model_dir, tmp_path_factory):  # noqa: F811
         yield window
 
 
-def test_no_confident_suggestion_leaves_the_text_and_says_so(qtbot, window):
+def test_a_low_confidence_result_is_shown_marked_and_esc_leaves_the_text(qtbot, window):
     window.ai.worker.slow_motion_ms = 0
     other = window.tabs.new_document()
     other.editor.setPlainText(OTHER)
@@ -36,7 +36,10 @@ def test_no_confident_suggestion_leaves_the_text_and_says_so(qtbot, window):
     qtbot.keyClick(editor, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
     session = editor.session
     assert any("def volume" in snippet for snippet in session.request[0].context)  # the other open file
-    qtbot.waitUntil(lambda: session.state == "ended", timeout=60000)
+    qtbot.waitUntil(lambda: session.state != "running", timeout=60000)
+    assert session.state == "ready" and session.low_confidence  # there to review, marked
+    assert "Low confidence" in window.statusBar().currentMessage()
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert session.state == "ended"
     assert document_text(editor.document()) == TEXT
     assert not editor.document().isUndoAvailable() and not editor.document().isModified()
-    assert "No confident suggestion" in window.statusBar().currentMessage()
