@@ -136,8 +136,10 @@ def run_engine(backend, requests) -> list[dict]:
         for drafts in backend.stream([request]):
             first = first or time.perf_counter() - t0
         draft = drafts[0]
+        settled = [t.confidence for t in draft.tokens if t.accepted] or [0.0]
         results.append({"text": draft.text, "passes": draft.forward_passes, "tokens": draft.generated_tokens,
-                        "confident": draft.confident, "first_s": first, "seconds": time.perf_counter() - t0})
+                        "confident": draft.confident, "mean_probability": sum(settled) / len(settled),
+                        "first_s": first, "seconds": time.perf_counter() - t0})
     return results
 
 
@@ -155,6 +157,15 @@ def base_greedy(model, tokenizer, task: EditTask, kind: str) -> str:
     if kind == "prose":
         return " ".join(text.split()[: len(task.middle.split())])
     return text
+
+
+def calibration(results, tasks) -> dict:
+    """For each bar on the mean token probability: the share of results above it, and their exact match."""
+    table = {}
+    for bar in (0.5, 0.7, 0.8, 0.9):
+        above = [exact(r["text"], t.middle) for r, t in zip(results, tasks) if r["mean_probability"] >= bar]
+        table[str(bar)] = {"share": round(len(above) / len(tasks), 3), "exact": round(statistics.mean(above), 3) if above else None}
+    return table
 
 
 def score(kind: str, tasks, texts) -> dict:
@@ -214,6 +225,7 @@ def main(argv=None) -> None:
                 confident = [(r, t) for r, t in zip(results, tasks) if r["confident"]]
                 entry["confident_share"] = round(len(confident) / len(tasks), 3)
                 entry["exact_when_confident"] = round(statistics.mean(exact(r["text"], t.middle) for r, t in confident), 4) if confident else None
+                entry["exact_by_mean_probability"] = calibration(results, tasks)
                 if kind == "repair":
                     entry["unchanged"] = round(statistics.mean(r["text"] == b for r, (_, b) in zip(results, items)), 4)
                 report[kind][system] = entry
