@@ -86,10 +86,12 @@ class AiController(QObject):
 
     def project_chunks(self, editor: CodeEditor) -> list[Chunk]:
         """The project context's chunks for a request from ``editor``: the other open tabs', then
-        the open folder's files that no tab holds (a tab's unsaved text wins over the file). The
-        folder's are what its cache holds now; a refresh starts for the next request."""
+        the open folder's files that no tab holds (a tab's unsaved text wins over the file); a tab
+        of a hidden, secret or git-ignored file is left out. The folder's are what its cache holds
+        now; a refresh starts for the next request."""
         documents = self.tabs.documents()
-        tabs = [chunk for document in documents if document.editor is not editor
+        tabs = [chunk for document in documents
+                if document.editor is not editor and (not document.path or self.folder_context.admits(document.path))
                 for chunk in file_chunks(document.name, document_text(document.editor.document()))]
         self.folder_context.refresh()
         return tabs + self.folder_context.chunks({document.path for document in documents if document.path})
