@@ -52,6 +52,18 @@ def test_the_api_key_goes_in_the_authorization_header(replay_server, monkeypatch
     assert {headers.get("Authorization") for _, _, _, headers in replay_server.requests} == {"Bearer sk-test-123"}
 
 
+def test_the_api_key_never_goes_over_plain_http_to_another_machine(replay_server, monkeypatch):
+    import model.remote.connection as connection
+
+    monkeypatch.setenv("SFUMATO_API_KEY", "sk-test-123")
+    monkeypatch.setattr(connection, "peer_kind", lambda address: "private")  # as if 127.0.0.1 were a LAN box
+    with pytest.raises(EngineError, match=r"never sent over plain http to 127\.0\.0\.1:\d+ \(127\.0\.0\.1 is not this machine\)"):
+        connect(replay_server.url)
+    assert replay_server.requests == []  # not one byte of a request: refused once connected
+    monkeypatch.delenv("SFUMATO_API_KEY")
+    assert connect(replay_server.url).profile.model == "replay-model"  # without a key it may go
+
+
 def test_fim_tokens_found_through_tokenize_give_a_fim_prompt_on_completions(replay_server):
     replay_server.replies[("POST", "/tokenize")] = lambda h: h.send_json(200, {"tokens": [4, 5, 6], "count": 3})
     replay_server.replies[("POST", "/v1/completions")] = stream_reply([completion_chunk("w * h"), completion_chunk("", "stop")], done=False)

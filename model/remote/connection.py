@@ -4,8 +4,10 @@ Built on httpx: certificates are verified, connect and read have timeouts, redir
 followed (a redirect would resend the document elsewhere). Answers are capped in size. A stream
 can be cancelled from another thread: the cancel flag's callback shuts the socket down, which
 ends a read blocked on a stalled server at once; the server sees the disconnect and stops.
-Every streamed request opens its own connection so that the socket to shut down is known from
-the moment it is connected (httpx's trace hook), before any byte of the answer has arrived.
+Every request opens its own connection so that the socket to shut down is known from the moment
+it is connected (httpx's trace hook), before any byte of the answer has arrived. The same hook
+sees the address actually connected to: the API key never goes over plain http to an address that
+is not this machine's (a name may resolve anywhere, and again on every connection).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 import httpx
 
 from model.api import CancelFlag, Cancelled, EngineError
+from model.remote.addresses import LOOPBACK, peer_kind
 from model.remote.sse import SseDecoder
 
 MAX_RESPONSE_BYTES = 8 << 20  # a whole answer; a completion of 4096 tokens is far below this
@@ -49,6 +52,7 @@ class Connection:
         self.label = f"{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
         self.encrypted = url.scheme == "https"
         self.max_response_bytes = max_response_bytes
+        self.sends_key = bool(api_key)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
             timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect),
@@ -78,8 +82,9 @@ class Connection:
 
     def _json(self, method: str, url: str, body: dict | None) -> object:
         for attempt in (1, 2):  # a connection dropped under the request is retried once
+            extensions = {"trace": _SocketHolder(self).trace}
             try:
-                with self._transport_errors(), self._client.stream(method, url, json=body) as response:
+                with self._transport_errors(), self._client.stream(method, url, json=body, extensions=extensions) as response:
                     self._check(response)
                     data = self._read(response, self.max_response_bytes)
                 return self._decode_json(data, response)
@@ -109,7 +114,7 @@ class Connection:
                     raise EngineError(f"the connection to {self.label} broke before the answer was complete") from None
 
     def _stream_once(self, path: str, body: dict, cancel: CancelFlag) -> Iterator[object]:
-        sockets = _SocketHolder()
+        sockets = _SocketHolder(self)
         cancel.on_set(sockets.shut_down)
         extensions = {"trace": sockets.trace}
         got_bytes = False
@@ -232,9 +237,11 @@ class _TransportErrors:
 
 
 class _SocketHolder:
-    """Remembers the request's socket (httpx trace hook) so another thread can shut it down."""
+    """Remembers the request's socket (httpx trace hook) so another thread can shut it down, and
+    refuses to send the API key unencrypted once the socket is connected to another machine."""
 
-    def __init__(self):
+    def __init__(self, connection: Connection):
+        self.connection = connection
         self._lock = threading.Lock()
         self._socket: socket.socket | None = None
         self._shut = False
@@ -243,11 +250,22 @@ class _SocketHolder:
         if name in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
             stream = info.get("return_value")
             sock = stream.get_extra_info("socket") if stream is not None else None
+            if name == "connection.connect_tcp.complete" and sock is not None:
+                self._check_peer(stream, sock.getpeername()[0])
             with self._lock:
                 self._socket = sock
                 shut = self._shut
             if shut:
                 self.shut_down()
+
+    def _check_peer(self, stream, address: str) -> None:
+        connection = self.connection
+        if connection.sends_key and not connection.encrypted and peer_kind(address) != LOOPBACK:
+            stream.close()  # before a byte of the request is written
+            raise EngineError(
+                f"the API key is never sent over plain http to {connection.label} ({address} is not this machine): "
+                "use https://, or remove the key (Settings > Server, SFUMATO_API_KEY)"
+            )
 
     def shut_down(self) -> None:
         with self._lock:
