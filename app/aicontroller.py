@@ -23,7 +23,7 @@ from app.settings import Settings
 from app.textpositions import document_text
 from app.worker_adapter import WorkerAdapter, load_from_spec, model_label
 from model.loading import SERVER_URL
-from model.remote.credentials import origin
+from model.remote.credentials import origin, shown_url
 from model.project_context import Chunk, file_chunks
 
 
@@ -124,7 +124,7 @@ class AiController(QObject):
         self.cancel_load.show()
         remote_model = (s.server_model or None) if self._spec == s.server_url else None  # the Server page's model name
         loader = load_from_spec(self._spec, device, quantize, s.allow_downloads, s.trust_remote_code, remote_model)
-        self.worker.start_loading(loader, self._spec)
+        self.worker.start_loading(loader, shown_url(self._spec))
 
     def _show_load_progress(self, done: int, total: int) -> None:
         self.load_progress.setRange(0, total)

@@ -16,7 +16,7 @@ from app.settings import Settings
 from model.loading import SERVER_URL
 from model.region_prompt import character_budgets
 from model.remote.backend import RemoteOptions
-from model.remote.credentials import ENV_VARIABLE
+from model.remote.credentials import ENV_VARIABLE, shown_url
 
 
 def sent_description(context_tokens: int = RemoteOptions().context_tokens) -> str:
@@ -69,6 +69,8 @@ class ServerPage(QWidget):
         url = self.url.text().strip()
         if (self.use_server.isChecked() or url) and not SERVER_URL.match(url):
             return "The server URL must start with http:// or https:// and end in /v1 (e.g. http://gpu-box:8000/v1)."
+        if shown_url(url) != url:
+            return "Leave the user name and password out of the server URL (the settings file would keep them); put a key in the API key field."
         return None
 
     def new_api_key(self) -> str | None:

@@ -64,6 +64,44 @@ def test_the_api_key_never_goes_over_plain_http_to_another_machine(replay_server
     assert connect(replay_server.url).profile.model == "replay-model"  # without a key it may go
 
 
+def test_a_key_with_whitespace_around_it_is_sent_stripped(replay_server, monkeypatch):
+    monkeypatch.setenv("SFUMATO_API_KEY", " sk-test-123 \r\n")
+    replay_server.replies[CHAT] = stream_reply([chat_chunk("x", "stop")])
+    final_text(connect(replay_server.url))
+    assert {headers.get("Authorization") for _, _, _, headers in replay_server.requests} == {"Bearer sk-test-123"}
+
+
+@pytest.mark.parametrize("key", ["sk-test\n123", "sk-test 123", "sk-test\x7f123", "sk-tëst-123"])
+def test_a_key_a_header_cannot_carry_is_refused_without_being_shown(replay_server, monkeypatch, key):
+    monkeypatch.setenv("SFUMATO_API_KEY", key)
+    with pytest.raises(EngineError) as caught:
+        connect(replay_server.url)
+    assert "sk-t" not in str(caught.value) and "API key" in str(caught.value)
+    assert replay_server.requests == []
+
+
+def test_no_message_quotes_the_key_a_header_value_or_the_urls_password(replay_server):
+    from model.remote.connection import Connection
+
+    with pytest.raises(EngineError) as caught:  # a key that escaped cleaning: httpx's text quotes the header
+        Connection(replay_server.url, "sk-secret\nInjected: 1").get_json("models")
+    assert "sk-secret" not in str(caught.value) and "header value is not valid" in str(caught.value)
+
+    def echo(handler):  # servers echo what they refuse
+        handler.send_json(401, {"error": {"message": f"Incorrect key: {handler.headers.get('Authorization')}"}})
+
+    replay_server.replies[("GET", "/v1/models")] = echo
+    with pytest.raises(EngineError) as caught:
+        connect(replay_server.url, RemoteOptions(api_key="sk-secret-456"))
+    assert "sk-secret-456" not in str(caught.value) and "Incorrect key: Bearer ***" in str(caught.value)
+    password_url = replay_server.url.replace("http://", "http://bob:pa55word@")
+    replay_server.replies[("GET", "/v1/models")] = lambda h: h.send_json(500, {"detail": f"bad {password_url}"})
+    for attempt in (lambda: connect(password_url), lambda: load_backend(password_url + "/x")):
+        with pytest.raises(EngineError) as caught:
+            attempt()
+        assert "pa55word" not in str(caught.value)
+
+
 def test_fim_tokens_found_through_tokenize_give_a_fim_prompt_on_completions(replay_server):
     replay_server.replies[("POST", "/tokenize")] = lambda h: h.send_json(200, {"tokens": [4, 5, 6], "count": 3})
     replay_server.replies[("POST", "/v1/completions")] = stream_reply([completion_chunk("w * h"), completion_chunk("", "stop")], done=False)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from model.api import Candidate, CancelFlag, Draft, EngineError, InfillRequest, ModelInfo, TemplateRequest
 from model.gap_fill import fill_gaps_separately
 from model.remote.connection import DONE, MAX_RESPONSE_BYTES, Connection, HttpStatusError, Timeouts
-from model.remote.credentials import api_key_for
+from model.remote.credentials import api_key_for, clean_api_key
 from model.remote.pieces import draft_candidate, settled_candidate, split_pieces
 from model.remote.prompts import diffusion_extras, request_body
 from model.remote.server import ServerProfile, discover, seed_canvas
@@ -59,7 +59,7 @@ class RoundTrip:
 
 def connect(url: str, options: RemoteOptions = RemoteOptions()) -> RemoteBackend:
     """Open ``url`` (``http(s)://host:port/v1``), learn its model and abilities; EngineError if unreachable."""
-    api_key = options.api_key or api_key_for(url)
+    api_key = clean_api_key(options.api_key) or api_key_for(url)
     connection = Connection(url, api_key, options.timeouts, options.max_response_bytes, options.verify)
     try:
         profile = discover(connection, options.model, options.draft_stream)

@@ -52,7 +52,8 @@ class Connection:
         self.label = f"{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
         self.encrypted = url.scheme == "https"
         self.max_response_bytes = max_response_bytes
-        self.sends_key = bool(api_key)
+        self.sends_key = bool(api_key or url.password)
+        self._secrets = [secret for secret in (api_key, url.password) if secret]  # never in a message
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
             timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect),
@@ -66,6 +67,12 @@ class Connection:
 
     def close(self) -> None:
         self._client.close()
+
+    def scrub(self, message: str) -> str:
+        """``message`` with the API key and the URL's password blanked out (a server may echo them)."""
+        for secret in self._secrets:
+            message = message.replace(secret, "***")
+        return message
 
     def url(self, path: str, at_root: bool = False) -> str:
         """``path`` under the ``/v1`` base, or under the server's root (vLLM's ``/tokenize``)."""
@@ -161,7 +168,7 @@ class Connection:
         if not isinstance(event, dict):
             raise EngineError(f"{self.label} sent a malformed stream (an event that is not a JSON object)")
         if "error" in event and "choices" not in event:
-            raise EngineError(f"{self.label} failed while answering: {_error_detail(event)}")
+            raise EngineError(self.scrub(f"{self.label} failed while answering: {_error_detail(event)}"))
         return event
 
     # ---- answers and errors ------------------------------------------------------------------
@@ -187,7 +194,7 @@ class Connection:
             return
         data = self._read_quietly(response)
         message = describe_status(self.label, response.status_code, response.headers, data, response)
-        raise HttpStatusError(message, response.status_code, _error_detail(_json_or_text(data)))
+        raise HttpStatusError(self.scrub(message), response.status_code, self.scrub(_error_detail(_json_or_text(data))))
 
     def _read_quietly(self, response: httpx.Response) -> bytes:
         data = bytearray()
@@ -233,7 +240,7 @@ class _TransportErrors:
             return False
         if isinstance(error, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
             raise _Dropped() from None
-        raise EngineError(describe_transport_error(self.connection, error)) from None
+        raise EngineError(self.connection.scrub(describe_transport_error(self.connection, error))) from None
 
 
 class _SocketHolder:
@@ -298,6 +305,8 @@ def describe_transport_error(connection: Connection, error: httpx.HTTPError) -> 
         return f"cannot connect to {label}: connection refused (is the server running?)"
     if isinstance(error, httpx.UnsupportedProtocol):
         return f"{label}: the URL must start with http:// or https://"
+    if isinstance(error, httpx.LocalProtocolError):  # its text quotes the header value: never shown
+        return f"cannot send a request to {label}: a header value is not valid (the API key?)"
     return f"cannot talk to {label} ({_clip(text, 80) or type(error).__name__})"
 
 
