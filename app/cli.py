@@ -5,7 +5,9 @@
     sfumato fill TEMPLATE [-o OUT]         fill every [MASK] / [MASK:n] gap of a template
     sfumato bench [--json]                 performance figures
 
-Exit codes: 0 success, 1 runtime error, 2 usage error; errors are one line on stderr.
+Exit codes: 0 success, 1 runtime error, 2 usage error; errors are one line on stderr. Standard
+output is always UTF-8; no control, bidi or zero-width character reaches a terminal unescaped
+(``model.untrusted_text``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from app.arguments import ArgumentParser, UsageError, hardware_options
 from model.api import EngineError, InfillRequest, TemplateRequest
+from model.untrusted_text import invisible_report, terminal_safe
 
 VERSION = metadata.version("sfumato")  # pyproject.toml's, as installed
 COMMANDS = ("infill", "fill", "bench")
@@ -84,8 +87,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _fail(code: int, message: str) -> int:
-    print(f"sfumato: {message}", file=sys.stderr)
+    _say(message)
     return code
+
+
+def _say(message: str) -> None:
+    """One line on stderr, its controls and invisible characters escaped."""
+    print(f"sfumato: {terminal_safe(message)}", file=sys.stderr)
+
+
+def _write_out(text: str) -> None:
+    """``text`` on standard output as UTF-8, whatever the locale says."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.buffer.flush()
 
 
 def _load(args):
@@ -147,10 +162,8 @@ def run_infill(args) -> int:
     with source:
         lines = [line for line in _read_lines(source) if line.strip()]
     backend = _load(args) if lines else None
-    out = sys.stdout
     for record in _infill_records(backend, lines, args):
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        out.flush()
+        _write_out(terminal_safe(json.dumps(record, ensure_ascii=False)) + "\n")
     return 0
 
 
@@ -175,21 +188,18 @@ def _infill_records(backend, lines: list[str], args) -> Iterator[dict]:
     for start in range(0, len(parsed), args.batch_size):
         chunk = parsed[start : start + args.batch_size]
         requests = [request for _, request, _ in chunk if request is not None]
-        results, seconds, failure = iter(()), 0.0, None
-        if requests:
-            began = time.perf_counter()
-            try:
-                results = iter(_run_to_end(backend.stream(requests)))
-            except Exception as error:  # a model failure fails this batch's lines, not the run
-                failure = str(error).splitlines()[0] if str(error) else type(error).__name__
-            seconds = time.perf_counter() - began
+        began = time.perf_counter()
+        results = _batch_results(backend, requests) if requests else []
+        seconds = time.perf_counter() - began
+        answers = iter(results)
         for request_id, request, error in chunk:
             if request is None:
                 yield {"id": request_id, "error": error}
-            elif failure is not None:
-                yield {"id": request_id, "error": failure}
+                continue
+            draft = next(answers)
+            if isinstance(draft, str):
+                yield {"id": request_id, "error": draft}
             else:
-                draft = next(results)
                 yield {
                     "id": request_id,
                     "text": draft.text,
@@ -198,6 +208,17 @@ def _infill_records(backend, lines: list[str], args) -> Iterator[dict]:
                     "seconds": round(seconds, 4),
                     "confident": draft.confident,
                 }
+
+
+def _batch_results(backend, requests: list[InfillRequest]) -> list:
+    """Each request's final draft, or its one-line error: a batch that fails runs again one
+    request at a time, so one bad answer costs one error line, not the batch's."""
+    try:
+        return list(_run_to_end(backend.stream(requests)))
+    except Exception as error:  # a model failure fails a request's line, not the run
+        if len(requests) == 1:
+            return [str(error).splitlines()[0] if str(error) else type(error).__name__]
+    return [result for request in requests for result in _batch_results(backend, [request])]
 
 
 def _run_to_end(stream: Iterable) -> tuple:
@@ -232,15 +253,17 @@ def run_fill(args) -> int:
         raise EngineError(f"{args.template} is not UTF-8 text ({error.reason} at byte {error.start})") from None
     gaps = find_gaps(text, default_tokens=args.gap_tokens)
     if not gaps:
-        print("sfumato: the template has no [MASK] gaps; nothing to fill", file=sys.stderr)
+        _say("the template has no [MASK] gaps; nothing to fill")
         filled = text
     else:
         template = TemplateRequest(segments_of(text, gaps), tuple(g.max_new_tokens for g in gaps), args.steps, args.seed)
-        drafts = _run_to_end(_load(args).stream_template(template))
-        filled = apply_fills(text, gaps, [draft.text for draft in drafts])
+        fills = [draft.text for draft in _run_to_end(_load(args).stream_template(template))]
+        filled = apply_fills(text, gaps, fills)
+        report = invisible_report("".join(fills))
+        if report:
+            _say(f"the model wrote {report}; they are in the output")
     if output is None:
-        sys.stdout.write(filled)
-        sys.stdout.flush()
+        _write_out(terminal_safe(filled, keep_lines=True) if sys.stdout.isatty() else filled)
     else:
         from app.fileio import write_atomic
 

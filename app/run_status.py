@@ -5,6 +5,7 @@ where it was found (a found text took no denoising passes of its own: a speed wo
 from __future__ import annotations
 
 from model.api import Draft
+from model.untrusted_text import invisible_report
 
 FOUND_IN = {  # Candidate.source -> what the user reads
     "document": "Found in this document",
@@ -45,7 +46,10 @@ def passing_line(drafts: tuple[Draft, ...], seconds: float, total_steps: int | N
 
 def result_line(drafts: tuple[Draft, ...], seconds: float, choices: str, guess: bool = False) -> str:
     """The result is shown: where it came from (or how fast it was written), or that it is a guess
-    the user asked for (app/guesses.py), and the user's choices."""
+    the user asked for (app/guesses.py), and the user's choices; first a warning when the result
+    holds invisible characters (bidi controls, zero-width)."""
+    invisible = invisible_report("".join(draft.text for draft in drafts))
+    careful = f"Careful: the result holds {invisible} · " if invisible else ""
     if guess:
-        return f"Guess (not confident) · {choices}"
-    return f"{found_where(drafts) or speed(drafts, seconds)} · {choices}"
+        return f"{careful}Guess (not confident) · {choices}"
+    return f"{careful}{found_where(drafts) or speed(drafts, seconds)} · {choices}"

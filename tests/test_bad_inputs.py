@@ -245,6 +245,36 @@ def test_a_100000_character_selection_rewrites_and_rejects_exactly(window, qtbot
     assert document_text(document.editor.document()) == text
 
 
+class HostileBackend(FakeBackend):
+    """Writes ESC/CSI/OSC sequences, C1 controls, NUL, a lone surrogate and a bidi override."""
+
+    @staticmethod
+    def result(index: int, alternative: int = 0) -> str:
+        return "ok\x1b]0;title\x07\x1b[2J\x00\x9b\ud800 \u202eevil"
+
+
+def test_a_model_text_with_controls_and_nul_never_reaches_the_document_or_the_file(window, qtbot, tmp_path):
+    window.ai.worker.start(HostileBackend, "hostile")
+    qtbot.waitUntil(lambda: window.ai.worker.info is not None, timeout=10000)
+    path = tmp_path / "doc.txt"
+    path.write_text("before\n")
+    document = window.tabs.open_path(str(path))
+    cursor = document.editor.textCursor()
+    cursor.setPosition(0)
+    cursor.setPosition(6, QTextCursor.MoveMode.KeepAnchor)
+    document.editor.setTextCursor(cursor)
+    window.ai.start(document.editor, lambda: window.ai.starter.rewrite(document.editor, 0.7))
+    session = document.editor.session
+    qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
+    assert window.statusBar().currentMessage().startswith(
+        "Careful: the result holds 1 invisible character (U+202E RIGHT-TO-LEFT OVERRIDE) · ")
+    session.accept()
+    assert window.tabs.save(document)
+    assert path.read_text() == "ok]0;title[2J\ufffd \u202eevil\n"
+    window.tabs.close_tab(document.editor)
+    assert window.tabs.open_path(str(path)) is not None  # it still opens (a NUL would have made it "binary")
+
+
 # --- model folders ----------------------------------------------------------------------------
 
 def load_error(folder: Path) -> str:

@@ -291,6 +291,48 @@ def test_infill_jsonl_gives_an_error_line_per_request_when_the_server_fails(repl
     assert [record["id"] for record in records] == [1, 2] and "HTTP 503: overloaded" in records[0]["error"]
 
 
+HOSTILE = {2: "\ud800", 4: "ok\udc80", 5: "\x1b]0;pwned\x07\x1b[31mred\x00\x9b", 6: "abc\u202eevil\u200b"}
+CLEANED = {2: "\ufffd", 4: "ok\ufffd", 5: "]0;pwned[31mred", 6: "abc\u202eevil\u200b"}
+
+
+def test_one_bad_answer_is_one_error_line_and_stdout_is_clean_utf8(replay_server):
+    def answer(handler):  # request n gets HOSTILE[n]; request 7's stream is malformed
+        prompt = json.dumps(replay_server.requests[-1][2])
+        n = next(n for n in range(10) if f"text {n}" in prompt)
+        if n == 7:
+            return stream_reply(["{not json"])(handler)
+        stream_reply([chat_chunk(HOSTILE.get(n, f"answer {n}"), "stop")])(handler)
+
+    replay_server.replies[CHAT] = answer
+    lines = [json.dumps({"id": n, "prefix": f"text {n}"}) for n in range(10)]
+    run = subprocess.run([sys.executable, "-m", "app.cli", "infill", "--jsonl", "--model", replay_server.url],
+                         input="\n".join(lines).encode(), capture_output=True, cwd=REPO_ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr
+    out = run.stdout.decode("utf-8")  # strict: valid UTF-8
+    assert not any(char in out for char in "\x1b\x07\x00\x9b\u202e\u200b")  # escaped, never raw
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [record["id"] for record in records] == list(range(10))
+    errors = [record["id"] for record in records if "error" in record]
+    assert errors == [7] and "malformed stream" in records[7]["error"]  # the others of its batch still answered
+    assert {n: records[n]["text"] for n in CLEANED} == CLEANED
+
+
+def test_fill_writes_no_control_to_its_file_warns_of_invisible_characters_and_escapes_stderr(replay_server, tmp_path):
+    replay_server.replies[CHAT] = stream_reply([chat_chunk("x\x1b[2J\x00\u202ey", "stop")])
+    template, out = tmp_path / "t.txt", tmp_path / "out.txt"
+    template.write_text("a = [MASK]\n")
+    run = subprocess.run([sys.executable, "-m", "app.cli", "fill", str(template), "-o", str(out), "--model", replay_server.url],
+                         capture_output=True, cwd=REPO_ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert out.read_text() == "a = x[2J\u202ey\n"
+    assert run.stderr.decode() == ("sfumato: the model wrote 1 invisible character (U+202E RIGHT-TO-LEFT OVERRIDE); "
+                                   "they are in the output\n")
+    replay_server.replies[CHAT] = lambda h: h.send_json(500, {"detail": "\x1b]0;pwned\x07 \u202egnp"})
+    run = subprocess.run([sys.executable, "-m", "app.cli", "fill", str(template), "--model", replay_server.url],
+                         capture_output=True, cwd=REPO_ROOT, timeout=120)
+    assert run.returncode == 1 and b"\x1b" not in run.stderr and "\\u202e" in run.stderr.decode()
+
+
 def test_a_model_list_request_dropped_twice_fails_with_one_line(replay_server):
     calls = []
 
