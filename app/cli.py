@@ -17,6 +17,7 @@ import json
 import sys
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
@@ -27,6 +28,8 @@ from model.untrusted_text import invisible_report, terminal_safe
 VERSION = metadata.version("sfumato")  # pyproject.toml's, as installed
 COMMANDS = ("infill", "fill", "bench")
 MAX_NEW_TOKENS = 4096  # per JSONL request; a larger number would keep the model busy for hours
+MAX_LINE_BYTES = 16 << 20  # one JSONL request (its line end included)
+MAX_INPUT_BYTES = 64 << 20  # all of them: the editor's own file limit (app.fileio.MAX_FILE_BYTES)
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
@@ -158,20 +161,47 @@ class _WithId(ValueError):
 def run_infill(args) -> int:
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
-    source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8", errors="strict")
+    from app.fileio import open_regular
+
+    with _named(args.input):
+        source = sys.stdin.buffer if args.input == "-" else open_regular(args.input)
     with source:
-        lines = [line for line in _read_lines(source) if line.strip()]
+        lines = _input_lines(source)
     backend = _load(args) if lines else None
     for record in _infill_records(backend, lines, args):
         _write_out(terminal_safe(json.dumps(record, ensure_ascii=False)) + "\n")
     return 0
 
 
-def _read_lines(source) -> Iterator[str]:
+@contextmanager
+def _named(path: str) -> Iterator[None]:
+    """A file the editor would refuse (``NotTextError``) is refused here too, with its name."""
+    from app.fileio import NotTextError
+
     try:
-        yield from source
-    except UnicodeDecodeError as error:
-        raise EngineError(f"the input is not valid UTF-8 ({error.reason} at byte {error.start})") from None
+        yield
+    except NotTextError as error:
+        raise EngineError(f"{path}: {error}") from None
+
+
+def _input_lines(source) -> list[str]:
+    """The non-blank lines of ``source`` (bytes), UTF-8; EngineError for a line over
+    ``MAX_LINE_BYTES`` or an input over ``MAX_INPUT_BYTES``, checked as it is read (``/dev/zero``
+    or an endless pipe is refused, never read into memory)."""
+    lines, total = [], 0
+    while line := source.readline(MAX_LINE_BYTES + 1):
+        if len(line) > MAX_LINE_BYTES:
+            raise EngineError(f"a line of the input is longer than {MAX_LINE_BYTES >> 20} MB; stopped reading")
+        total += len(line)
+        if total > MAX_INPUT_BYTES:
+            raise EngineError(f"the input is larger than {MAX_INPUT_BYTES >> 20} MB; stopped reading")
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise EngineError(f"the input is not valid UTF-8 ({error.reason} at byte {total - len(line) + error.start})") from None
+        if text.strip():
+            lines.append(text)
+    return lines
 
 
 def _infill_records(backend, lines: list[str], args) -> Iterator[dict]:
@@ -246,7 +276,10 @@ def run_fill(args) -> int:
         output = template_path
     elif output is not None and output.exists() and output.resolve() == template_path.resolve():
         raise UsageError("-o names the template itself; add --in-place to overwrite it")
-    data = template_path.read_bytes()
+    from app.fileio import read_bounded
+
+    with _named(args.template):
+        data = read_bounded(args.template)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
