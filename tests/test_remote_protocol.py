@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -200,6 +201,55 @@ def test_a_connection_dropped_before_the_first_byte_is_retried_once(replay_serve
     replay_server.replies[CHAT] = flaky
     assert final_text(connect(replay_server.url)) == "ok"
     assert len(attempts) == 2
+
+
+def test_a_drop_after_part_of_the_answer_never_sends_the_document_again(replay_server):
+    attempts = []
+
+    def partial_headers(handler):
+        attempts.append(1)
+        handler.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Ty")
+        handler.wfile.flush()
+        handler.connection.shutdown(socket.SHUT_RDWR)
+
+    replay_server.replies[CHAT] = partial_headers
+    with pytest.raises(EngineError, match="broke before the answer was complete"):
+        final_text(connect(replay_server.url))
+    assert len(attempts) == 1
+
+
+def test_a_server_dripping_bytes_is_stopped_by_the_total_deadline(replay_server):
+    from model.remote.connection import Timeouts
+
+    def drip(handler):
+        handler.start_events()
+        for _ in range(40):
+            handler.wfile.write(b":")  # a comment byte: never an event, never a read timeout
+            handler.wfile.flush()
+            time.sleep(0.25)
+
+    replay_server.replies[CHAT] = drip
+    backend = connect(replay_server.url, RemoteOptions(timeouts=Timeouts(read=5, total=1.5)))
+    began = time.monotonic()
+    with pytest.raises(EngineError, match=r"took more than 1\.5 s for one answer; gave up"):
+        final_text(backend)
+    assert time.monotonic() - began < 5
+
+
+def test_a_compressed_answer_is_refused_unread_and_identity_is_asked_for(replay_server):
+    import gzip
+
+    bomb = gzip.compress(gzip.compress(b"\0" * (200 << 20)))  # 200 MB of zeros in a few hundred bytes
+    replay_server.replies[CHAT] = lambda h: h.send_raw(200, "application/json", bomb, {"Content-Encoding": "gzip, gzip"})
+    with pytest.raises(EngineError, match=r"compressed its answer \(gzip, gzip\) although asked not to"):
+        final_text(connect(replay_server.url))
+    assert {headers.get("Accept-Encoding") for _, _, _, headers in replay_server.requests} == {"identity"}
+
+
+def test_text_far_longer_than_the_tokens_asked_for_is_refused_even_in_one_long_word(replay_server):
+    replay_server.replies[CHAT] = stream_reply([chat_chunk("x" * (512 << 10)), chat_chunk(None, "stop")])
+    with pytest.raises(EngineError, match="far more text than the 16 tokens asked for"):
+        final_text(connect(replay_server.url))
 
 
 @pytest.mark.parametrize("headers_first", [True, False])
