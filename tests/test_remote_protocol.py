@@ -383,6 +383,27 @@ def test_fill_writes_no_control_to_its_file_warns_of_invisible_characters_and_es
     assert run.returncode == 1 and b"\x1b" not in run.stderr and "\\u202e" in run.stderr.decode()
 
 
+@pytest.mark.parametrize("raw, expected", [
+    ('{"choices": [{"delta": {"content": "x"}, "n": 1' + "0" * 5000 + "}]}", "with a number too large to read as JSON"),
+    ("[" * 100_000 + "]" * 100_000, "nested too deep to read as JSON"),
+])
+def test_huge_numbers_and_deep_nesting_are_one_line_naming_the_server(replay_server, raw, expected):
+    replay_server.replies[CHAT] = stream_reply([raw])
+    with pytest.raises(EngineError) as caught:
+        final_text(connect(replay_server.url))
+    message = str(caught.value)
+    assert message.startswith(f"127.0.0.1:{replay_server.port} sent a malformed stream (an event {expected}")
+    assert "Exceeds the limit" not in message and "recursion" not in message
+
+
+def test_a_negative_token_count_is_no_count(replay_server):
+    usage = {"prompt_tokens": 5, "completion_tokens": -7, "total_tokens": -2}
+    replay_server.replies[CHAT] = stream_reply([chat_chunk("w * h"), {**chat_chunk(None, "stop"), "usage": usage}])
+    backend = connect(replay_server.url)
+    assert final_text(backend) == "w * h"
+    assert backend.round_trip.tokens == 5 and not backend.round_trip.tokens_exact  # "w", " ", "*", " ", "h"
+
+
 def test_a_model_list_request_dropped_twice_fails_with_one_line(replay_server):
     calls = []
 

@@ -211,7 +211,10 @@ class RemoteBackend:
 
 
 def _usage_tokens(event: dict, known: int | None) -> int | None:
+    """The server's count of completion tokens; a count that is not a whole number of at least 0
+    is no count (the pieces of text are counted instead)."""
     usage = event.get("usage")
-    if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-        return usage["completion_tokens"]
+    count = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+        return count
     return known

@@ -182,8 +182,8 @@ class Connection:
             return DONE
         try:
             event = json.loads(data)
-        except json.JSONDecodeError:
-            raise EngineError(f"{self.label} sent a malformed stream (an event that is not JSON: {_clip(data, 60)!r})") from None
+        except (ValueError, RecursionError) as error:
+            raise EngineError(f"{self.label} sent a malformed stream (an event {_unreadable(error)}: {_clip(data, 60)!r})") from None
         if not isinstance(event, dict):
             raise EngineError(f"{self.label} sent a malformed stream (an event that is not a JSON object)")
         if "error" in event and "choices" not in event:
@@ -213,8 +213,8 @@ class Connection:
             raise EngineError(f"{self.label} answered with an HTML page, not the OpenAI API (the URL should end in /v1)")
         try:
             return json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise EngineError(f"{self.label} answered with something that is not JSON: {_clip(data.decode('utf-8', 'replace'), 60)!r}") from None
+        except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, a huge number, deep nesting
+            raise EngineError(f"{self.label} answered with something {_unreadable(error)}: {_clip(data.decode('utf-8', 'replace'), 60)!r}") from None
 
     def _check(self, response: httpx.Response) -> None:
         if response.status_code < 300:
@@ -387,8 +387,17 @@ def _json_or_text(data: bytes) -> object:
     text = data.decode("utf-8", "replace")
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return text
+
+
+def _unreadable(error: Exception) -> str:
+    """Why JSON could not be read, in words (never Python's own exception text)."""
+    if isinstance(error, RecursionError):
+        return "nested too deep to read as JSON"
+    if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+        return "that is not JSON"
+    return "with a number too large to read as JSON"
 
 
 def _error_detail(answer: object) -> str:
