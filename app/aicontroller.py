@@ -22,7 +22,7 @@ from app.settings import Settings
 from app.textpositions import document_text
 from app.worker_adapter import WorkerAdapter, load_from_spec, model_label
 from model.loading import SERVER_URL
-from model.remote.credentials import origin
+from model.remote.credentials import origin, shown_url
 from model.project_context import Chunk, file_chunks
 
 
@@ -55,6 +55,7 @@ class AiController(QObject):
         self.worker.served.connect(self._show_server_status)
         self.consent = ServerConsent(settings, self._ask, remembered=save_settings)
         self._spec = ""  # what the worker loaded (a server's URL for a served model)
+        self._held = False  # ``_spec`` is a server not connected yet: it waits for the user's consent
         self.starter = InfillStarter(self.worker, InfillOptions(), session_keys(settings.keys))
         self.folder_context = folder_context
         self.starter.project_chunks = self.project_chunks
@@ -94,10 +95,12 @@ class AiController(QObject):
 
     def project_chunks(self, editor: CodeEditor) -> list[Chunk]:
         """The project context's chunks for a request from ``editor``: the other open tabs', then
-        the open folder's files that no tab holds (a tab's unsaved text wins over the file). The
-        folder's are what its cache holds now; a refresh starts for the next request."""
+        the open folder's files that no tab holds (a tab's unsaved text wins over the file); a tab
+        of a hidden, secret or git-ignored file is left out. The folder's are what its cache holds
+        now; a refresh starts for the next request."""
         documents = self.tabs.documents()
-        tabs = [chunk for document in documents if document.editor is not editor
+        tabs = [chunk for document in documents
+                if document.editor is not editor and (not document.path or self.folder_context.admits(document.path))
                 for chunk in file_chunks(document.name, document_text(document.editor.document()))]
         self.folder_context.refresh()
         return tabs + self.folder_context.chunks({document.path for document in documents if document.path})
@@ -117,19 +120,31 @@ class AiController(QObject):
     # --- the model ----------------------------------------------------------------------------
 
     def start_engine(self) -> None:
-        """(Re)load the model in the background; sessions running on the old one are rejected."""
+        """(Re)load the model in the background; sessions running on the old one are rejected. A
+        server not yet allowed is not contacted at all (not even to list its models) until then."""
         s = self.settings
         for document in self.tabs.documents():
             document.editor.end_session()
+        spec = self._spec = self.model_override or s.active_model_spec
+        if SERVER_URL.match(spec) and not self.consent.settled(spec):
+            self.load_progress.hide()
+            self.cancel_load.hide()
+            self._held = True  # connected by ``start`` once the user allows the server
+            self.worker.hold(f"Server {origin(spec)}: not connected until you allow it (the first AI edit asks)")
+            return
+        self._load()
+
+    def _load(self) -> None:
+        s = self.settings
+        self._held = False
         device = self.hardware_override.get("device") or s.device
         quantize = self.hardware_override.get("quantize") or s.quantize
         self.load_progress.setRange(0, 0)  # busy until the first tensor is read
         self.load_progress.show()
         self.cancel_load.show()
-        spec = self._spec = self.model_override or s.active_model_spec
-        remote_model = (s.server_model or None) if spec == s.server_url else None  # the Server page's model name
-        loader = load_from_spec(spec, device, quantize, s.allow_downloads, s.trust_remote_code, remote_model)
-        self.worker.start_loading(loader, spec)
+        remote_model = (s.server_model or None) if self._spec == s.server_url else None  # the Server page's model name
+        loader = load_from_spec(self._spec, device, quantize, s.allow_downloads, s.trust_remote_code, remote_model)
+        self.worker.start_loading(loader, shown_url(self._spec))
 
     def _show_load_progress(self, done: int, total: int) -> None:
         self.load_progress.setRange(0, total)
@@ -143,6 +158,8 @@ class AiController(QObject):
             self.model_label.setText(model_label(worker.info))
         elif worker.error is not None:
             self.model_label.setText("No model")
+        elif self._held:
+            self.model_label.setText("Server not connected")
         else:
             self.model_label.setText("Loading model…")
         self.model_label.setToolTip(text)
@@ -238,6 +255,8 @@ class AiController(QObject):
             return
         if not self._may_send():
             return
+        if self._held:
+            self._load()
         try:
             session = begin()
         except ValueError as error:

@@ -5,7 +5,9 @@
     sfumato fill TEMPLATE [-o OUT]         fill every [MASK] / [MASK:n] gap of a template
     sfumato bench [--json]                 performance figures
 
-Exit codes: 0 success, 1 runtime error, 2 usage error; errors are one line on stderr.
+Exit codes: 0 success, 1 runtime error, 2 usage error; errors are one line on stderr. Standard
+output is always UTF-8; no control, bidi or zero-width character reaches a terminal unescaped
+(``model.untrusted_text``).
 """
 
 from __future__ import annotations
@@ -15,15 +17,19 @@ import json
 import sys
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
 from app.arguments import ArgumentParser, UsageError, hardware_options
 from model.api import EngineError, InfillRequest, TemplateRequest
+from model.untrusted_text import invisible_report, terminal_safe
 
 VERSION = metadata.version("sfumato")  # pyproject.toml's, as installed
 COMMANDS = ("infill", "fill", "bench")
 MAX_NEW_TOKENS = 4096  # per JSONL request; a larger number would keep the model busy for hours
+MAX_LINE_BYTES = 16 << 20  # one JSONL request (its line end included)
+MAX_INPUT_BYTES = 64 << 20  # all of them: the editor's own file limit (app.fileio.MAX_FILE_BYTES)
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
@@ -85,8 +91,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _fail(code: int, message: str) -> int:
-    print(f"sfumato: {message}", file=sys.stderr)
+    _say(message)
     return code
+
+
+def _say(message: str) -> None:
+    """One line on stderr, its controls and invisible characters escaped."""
+    print(f"sfumato: {terminal_safe(message)}", file=sys.stderr)
+
+
+def _write_out(text: str) -> None:
+    """``text`` on standard output as UTF-8, whatever the locale says."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.buffer.flush()
 
 
 def _load(args):
@@ -146,22 +164,47 @@ class _WithId(ValueError):
 def run_infill(args) -> int:
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
-    source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8", errors="strict")
+    from app.fileio import open_regular
+
+    with _named(args.input):
+        source = sys.stdin.buffer if args.input == "-" else open_regular(args.input)
     with source:
-        lines = [line for line in _read_lines(source) if line.strip()]
+        lines = _input_lines(source)
     backend = _load(args) if lines else None
-    out = sys.stdout
     for record in _infill_records(backend, lines, args):
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        out.flush()
+        _write_out(terminal_safe(json.dumps(record, ensure_ascii=False)) + "\n")
     return 0
 
 
-def _read_lines(source) -> Iterator[str]:
+@contextmanager
+def _named(path: str) -> Iterator[None]:
+    """A file the editor would refuse (``NotTextError``) is refused here too, with its name."""
+    from app.fileio import NotTextError
+
     try:
-        yield from source
-    except UnicodeDecodeError as error:
-        raise EngineError(f"the input is not valid UTF-8 ({error.reason} at byte {error.start})") from None
+        yield
+    except NotTextError as error:
+        raise EngineError(f"{path}: {error}") from None
+
+
+def _input_lines(source) -> list[str]:
+    """The non-blank lines of ``source`` (bytes), UTF-8; EngineError for a line over
+    ``MAX_LINE_BYTES`` or an input over ``MAX_INPUT_BYTES``, checked as it is read (``/dev/zero``
+    or an endless pipe is refused, never read into memory)."""
+    lines, total = [], 0
+    while line := source.readline(MAX_LINE_BYTES + 1):
+        if len(line) > MAX_LINE_BYTES:
+            raise EngineError(f"a line of the input is longer than {MAX_LINE_BYTES >> 20} MB; stopped reading")
+        total += len(line)
+        if total > MAX_INPUT_BYTES:
+            raise EngineError(f"the input is larger than {MAX_INPUT_BYTES >> 20} MB; stopped reading")
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise EngineError(f"the input is not valid UTF-8 ({error.reason} at byte {total - len(line) + error.start})") from None
+        if text.strip():
+            lines.append(text)
+    return lines
 
 
 def _infill_records(backend, lines: list[str], args) -> Iterator[dict]:
@@ -178,21 +221,18 @@ def _infill_records(backend, lines: list[str], args) -> Iterator[dict]:
     for start in range(0, len(parsed), args.batch_size):
         chunk = parsed[start : start + args.batch_size]
         requests = [request for _, request, _ in chunk if request is not None]
-        results, seconds, failure = iter(()), 0.0, None
-        if requests:
-            began = time.perf_counter()
-            try:
-                results = iter(_run_to_end(backend.stream(requests)))
-            except Exception as error:  # a model failure fails this batch's lines, not the run
-                failure = str(error).splitlines()[0] if str(error) else type(error).__name__
-            seconds = time.perf_counter() - began
+        began = time.perf_counter()
+        results = _batch_results(backend, requests) if requests else []
+        seconds = time.perf_counter() - began
+        answers = iter(results)
         for request_id, request, error in chunk:
             if request is None:
                 yield {"id": request_id, "error": error}
-            elif failure is not None:
-                yield {"id": request_id, "error": failure}
+                continue
+            draft = next(answers)
+            if isinstance(draft, str):
+                yield {"id": request_id, "error": draft}
             else:
-                draft = next(results)
                 yield {
                     "id": request_id,
                     "text": draft.text,
@@ -201,6 +241,17 @@ def _infill_records(backend, lines: list[str], args) -> Iterator[dict]:
                     "seconds": round(seconds, 4),
                     "confident": draft.confident,
                 }
+
+
+def _batch_results(backend, requests: list[InfillRequest]) -> list:
+    """Each request's final draft, or its one-line error: a batch that fails runs again one
+    request at a time, so one bad answer costs one error line, not the batch's."""
+    try:
+        return list(_run_to_end(backend.stream(requests)))
+    except Exception as error:  # a model failure fails a request's line, not the run
+        if len(requests) == 1:
+            return [str(error).splitlines()[0] if str(error) else type(error).__name__]
+    return [result for request in requests for result in _batch_results(backend, [request])]
 
 
 def _run_to_end(stream: Iterable) -> tuple:
@@ -228,22 +279,27 @@ def run_fill(args) -> int:
         output = template_path
     elif output is not None and output.exists() and output.resolve() == template_path.resolve():
         raise UsageError("-o names the template itself; add --in-place to overwrite it")
-    data = template_path.read_bytes()
+    from app.fileio import read_bounded
+
+    with _named(args.template):
+        data = read_bounded(args.template)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise EngineError(f"{args.template} is not UTF-8 text ({error.reason} at byte {error.start})") from None
     gaps = find_gaps(text, default_tokens=args.gap_tokens)
     if not gaps:
-        print("sfumato: the template has no [MASK] gaps; nothing to fill", file=sys.stderr)
+        _say("the template has no [MASK] gaps; nothing to fill")
         filled = text
     else:
         template = TemplateRequest(segments_of(text, gaps), tuple(g.max_new_tokens for g in gaps), args.steps, args.seed)
-        drafts = _run_to_end(_load(args).stream_template(template))
-        filled = apply_fills(text, gaps, [draft.text for draft in drafts])
+        fills = [draft.text for draft in _run_to_end(_load(args).stream_template(template))]
+        filled = apply_fills(text, gaps, fills)
+        report = invisible_report("".join(fills))
+        if report:
+            _say(f"the model wrote {report}; they are in the output")
     if output is None:
-        sys.stdout.write(filled)
-        sys.stdout.flush()
+        _write_out(terminal_safe(filled, keep_lines=True) if sys.stdout.isatty() else filled)
     else:
         from app.fileio import write_atomic
 

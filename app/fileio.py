@@ -119,20 +119,35 @@ def encode(text: str, fmt: TextFormat) -> bytes:
     return data
 
 
-def read_text(path: str) -> tuple[str, TextFormat]:
-    """The text of the file at ``path``; NotTextError for binary, too large or special files, OSError as raised."""
+def open_regular(path: str):
+    """``path`` opened for binary reading if it is a regular file of at most ``MAX_FILE_BYTES``;
+    NotTextError for a device, a pipe or a socket (opened without blocking, so a FIFO cannot
+    hang the open, and checked on the opened file, so it cannot be swapped in between) or a
+    larger file, OSError as raised."""
     if os.path.isdir(path):
         raise IsADirectoryError(f"{path} is a folder")
-    info = os.stat(path)
-    if not stat.S_ISREG(info.st_mode):
-        raise NotTextError("it is not a regular file (a device, a pipe or a socket)")
-    if info.st_size > MAX_FILE_BYTES:
+    handle = os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)), "rb")
+    info = os.fstat(handle.fileno())
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+        handle.close()
+        if not stat.S_ISREG(info.st_mode):
+            raise NotTextError("it is not a regular file (a device, a pipe or a socket)")
         raise NotTextError(f"the file is {info.st_size / 2**20:.0f} MB; Sfumato opens files up to {MAX_FILE_BYTES >> 20} MB")
-    with open(path, "rb") as handle:
+    return handle
+
+
+def read_bounded(path: str) -> bytes:
+    """The bytes of the regular file at ``path`` (``open_regular``), at most ``MAX_FILE_BYTES``."""
+    with open_regular(path) as handle:
         data = handle.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise NotTextError(f"the file grew past {MAX_FILE_BYTES >> 20} MB while it was read")
-    text, fmt = decode(data)
+    return data
+
+
+def read_text(path: str) -> tuple[str, TextFormat]:
+    """The text of the file at ``path``; NotTextError for binary, too large or special files, OSError as raised."""
+    text, fmt = decode(read_bounded(path))
     longest = max(len(line) for line in text.split("\n"))
     if longest > MAX_LINE_CHARS:
         raise NotTextError(

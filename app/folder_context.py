@@ -1,7 +1,7 @@
 """The open folder's text files as project context: read off the UI thread, bounded, cached.
 
-``read_folder`` is plain Python (it runs on a worker thread): it walks the folder as the sidebar
-does, reads the text files within ``model.project_context``'s bounds (file count, bytes per file,
+``read_folder`` is plain Python (it runs on a worker thread): it walks the folder's files that
+may be sent (``app.context_files``: no hidden, secret or git-ignored file), reads the text files within ``model.project_context``'s bounds (file count, bytes per file,
 total bytes; binary and non-UTF-8 files are skipped) and cuts them into scored-ready chunks. A file
 whose modification time and size are unchanged is not read again. ``FolderContext`` holds the
 result for the window: a request takes whatever it holds at that moment and never waits for a
@@ -11,10 +11,12 @@ read; opening the folder, saving a file and every request start a refresh in the
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 from dataclasses import dataclass
 
-from app.folder import folder_files
+from app.context_files import ContextRules, is_hidden_or_secret
+from app.folder import MAX_FILES
 from model.project_context import (
     MAX_FOLDER_BYTES,
     MAX_FOLDER_FILE_BYTES,
@@ -39,7 +41,7 @@ def read_folder(root: str, previous: dict[str, FolderFile]) -> dict[str, FolderF
     since ``previous`` keep their chunks unread."""
     found: dict[str, FolderFile] = {}
     total = kept = 0
-    for relative in folder_files(root):
+    for relative in itertools.islice(ContextRules(root).files(), MAX_FILES):
         if kept >= MAX_FOLDER_FILES or total >= MAX_FOLDER_BYTES:
             break
         path = os.path.join(root, relative)
@@ -69,6 +71,7 @@ class FolderContext:
         self._loop = loop
         self.root = ""
         self.files: dict[str, FolderFile] = {}
+        self._rules = ContextRules("")
         self._refreshing: asyncio.Task | None = None
         self._again = False  # something changed while a refresh ran: run one more
 
@@ -81,6 +84,7 @@ class FolderContext:
         """Re-read what changed in the background (a running refresh runs once more after)."""
         if not self.root:
             return None
+        self._rules = ContextRules(self.root)  # .gitignore files are read again
         if self._refreshing is not None and not self._refreshing.done():
             self._again = True
             return self._refreshing
@@ -95,6 +99,16 @@ class FolderContext:
             files = await self._loop.run_in_executor(None, read_folder, root, self.files)
             if root == self.root:  # another folder opened meanwhile: its own refresh fills it
                 self.files = files
+
+    def admits(self, path: str) -> bool:
+        """An open tab's file at ``path`` may go as context: not hidden or secret, nor git-ignored
+        when it lies in the open folder."""
+        inside = bool(self.root) and os.path.commonpath([self.root, path]) == self.root
+        return self._rules.admits(os.path.relpath(path, self.root)) if inside else not is_hidden_or_secret(os.path.basename(path))
+
+    def sent_files(self) -> list[str]:
+        """The open folder's files whose text goes as context now, relative to it."""
+        return sorted(os.path.relpath(path, self.root) for path, file in self.files.items() if file.chunks)
 
     def chunks(self, left_out: set[str]) -> list[Chunk]:
         """The cached chunks of every file but those at the absolute paths ``left_out`` (the open

@@ -190,7 +190,7 @@ class MainWindow(QMainWindow):
         self.apply_settings()
 
     def open_settings(self) -> None:
-        dialog = SettingsDialog(self.settings, self)
+        dialog = SettingsDialog(self.settings, self, self.folder.context.sent_files())
         dialog.look_changed.connect(self.apply_look)
         if dialog.exec() != SettingsDialog.DialogCode.Accepted:
             self.apply_settings()  # the look as it was before the dialog's preview

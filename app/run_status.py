@@ -5,6 +5,7 @@ where it was found (a found text took no denoising passes of its own: a speed wo
 from __future__ import annotations
 
 from model.api import Draft
+from model.untrusted_text import invisible_report
 
 FOUND_IN = {  # Candidate.source -> what the user reads
     "document": "Found in this document",
@@ -45,6 +46,9 @@ def passing_line(drafts: tuple[Draft, ...], seconds: float, total_steps: int | N
 
 def result_line(drafts: tuple[Draft, ...], seconds: float, choices: str, low_confidence: bool = False) -> str:
     """The result is shown: where it came from (or how fast it was written), whether the model
-    was not confident of it (review it before Tab), and the user's choices."""
+    was not confident of it (review it before Tab), and the user's choices; first a warning when
+    the result holds invisible characters (bidi controls, zero-width)."""
+    invisible = invisible_report("".join(draft.text for draft in drafts))
+    careful = f"Careful: the result holds {invisible} · " if invisible else ""
     where = found_where(drafts) or speed(drafts, seconds)
-    return f"{where} · Low confidence: check it · {choices}" if low_confidence else f"{where} · {choices}"
+    return f"{careful}{where} · Low confidence: check it · {choices}" if low_confidence else f"{careful}{where} · {choices}"

@@ -3,7 +3,8 @@
 Loopback servers need no question. Any other server is asked about once (its origin is kept in
 ``Settings.servers_allowed``); plain http to a public address is asked about once more
 (``Settings.plain_http_allowed``). Questions are asked on the UI thread, before a request is
-submitted; a "no" means the request is not sent at all. Telling where a server given by a host
+submitted; a "no" means the request is not sent at all. Until a server is ``settled`` (no question
+left to ask), nothing goes to it, not even model discovery: the editor connects once it is. Telling where a server given by a host
 name is takes a DNS lookup, which may hang: ``locate`` does it on the event loop's thread pool first.
 """
 
@@ -13,7 +14,7 @@ import asyncio
 from collections.abc import Callable
 
 from app.settings import Settings
-from model.remote.addresses import LOOPBACK, PUBLIC, address_kind, is_encrypted, literal_kind
+from model.remote.addresses import LOOPBACK, PRIVATE, PUBLIC, address_kind, is_encrypted, literal_kind
 from model.remote.credentials import origin
 
 Ask = Callable[[str, str], bool]  # (title, question) -> yes
@@ -33,6 +34,17 @@ class ServerConsent:
     def located(self, url: str) -> bool:
         """Where ``url``'s server is, is known without a lookup (an address, or located before)."""
         return origin(url) in self._kinds or literal_kind(url) is not None
+
+    def settled(self, url: str) -> bool:
+        """Text may go to ``url`` with no question asked (loopback, or every question answered),
+        as far as is known without a lookup."""
+        server = origin(url)
+        kind = self._kinds.get(server) or literal_kind(url)
+        if kind == LOOPBACK:
+            return True
+        return server in self.settings.servers_allowed and (
+            is_encrypted(url) or kind == PRIVATE or server in self.settings.plain_http_allowed
+        )
 
     async def locate(self, url: str, loop: asyncio.AbstractEventLoop) -> None:
         """Learn where ``url``'s server is, its name resolved on ``loop``'s thread pool, so that a

@@ -7,14 +7,16 @@ never into the settings file; an empty key field leaves a stored key as it is.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
-from PySide6.QtWidgets import QCheckBox, QFormLayout, QLabel, QLineEdit, QPushButton, QWidget
+from PySide6.QtWidgets import QCheckBox, QFormLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QWidget
 
+from app.context_files import SECRET_PATTERNS
 from app.settings import Settings
 from model.loading import SERVER_URL
 from model.region_prompt import character_budgets
 from model.remote.backend import RemoteOptions
-from model.remote.credentials import ENV_VARIABLE
+from model.remote.credentials import ENV_VARIABLE, shown_url
 
 
 def sent_description(context_tokens: int = RemoteOptions().context_tokens) -> str:
@@ -22,12 +24,16 @@ def sent_description(context_tokens: int = RemoteOptions().context_tokens) -> st
     return (
         f"Sent with each request: up to {before:,} characters before the region and {after:,} after it, "
         "the selection when rewriting, your instruction, and a few 16-line snippets of the project's other "
-        "files (other tabs and the open folder) with their names. Nothing else of the document, nor its file name."
+        "files (other tabs and the open folder) with their names. Nothing else of the document, nor its file name. "
+        "Never sent: hidden files (.env, .git), git-ignored files, symbolic links, and secret files "
+        "(keys, certificates, credentials: " + " ".join(SECRET_PATTERNS[:8]) + " …)."
     )
 
 
 class ServerPage(QWidget):
-    def __init__(self, settings: Settings, parent: QWidget | None = None):
+    """``folder_files``: the open folder's files that snippets may come from now (listed)."""
+
+    def __init__(self, settings: Settings, folder_files: Sequence[str] = (), parent: QWidget | None = None):
         super().__init__(parent)
         form = QFormLayout(self)
         self.use_server = QCheckBox("Run AI edits on a server (vLLM, SGLang, transformers serve, Mercury…)")
@@ -48,6 +54,10 @@ class ServerPage(QWidget):
         sent = QLabel(sent_description())
         sent.setWordWrap(True)
         form.addRow("", sent)
+        self.folder_files = QPlainTextEdit("\n".join(folder_files) or "(no folder open, or none of its files is text)")
+        self.folder_files.setReadOnly(True)
+        self.folder_files.setMaximumHeight(120)
+        form.addRow(f"Folder files sent ({len(folder_files)})", self.folder_files)
         self._allowed = list(settings.servers_allowed), list(settings.plain_http_allowed)
         self.forget = QPushButton("Ask again before sending to servers")
         self.forget.setEnabled(bool(settings.servers_allowed or settings.plain_http_allowed))
@@ -59,6 +69,8 @@ class ServerPage(QWidget):
         url = self.url.text().strip()
         if (self.use_server.isChecked() or url) and not SERVER_URL.match(url):
             return "The server URL must start with http:// or https:// and end in /v1 (e.g. http://gpu-box:8000/v1)."
+        if shown_url(url) != url:
+            return "Leave the user name and password out of the server URL (the settings file would keep them); put a key in the API key field."
         return None
 
     def new_api_key(self) -> str | None:

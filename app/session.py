@@ -37,6 +37,7 @@ from app.reviewhint import ReviewHint
 from app.run_status import passing_line, result_line
 from app.textpositions import as_stored, document_text, index_of, utf16_length
 from model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
+from model.untrusted_text import terminal_safe
 
 if TYPE_CHECKING:
     from app.codeeditor import CodeEditor
@@ -191,7 +192,7 @@ class InfillSession(QObject):
         self.progress.emit(result_line(drafts, seconds, self._choices(), self.low_confidence))
 
     def fail(self, error: BaseException) -> None:
-        self._end("failed", f"The model failed: {error}. Your text is unchanged.")
+        self._end("failed", f"The model failed: {terminal_safe(str(error))}. Your text is unchanged.")
 
     def cancelled(self) -> None:
         self._end("cancelled", "The model run was cancelled. Your text is unchanged.")

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field, fields
 
 from PySide6.QtCore import QSettings
 
+from model.remote.credentials import shown_url
+
 DEFAULT_KEYS = {
     "rewrite": "Ctrl+K",
     "fill_gaps": "Ctrl+Shift+K",
@@ -76,6 +78,7 @@ class Settings:
                 setattr(settings, item.name, _coerce(value, default))
             except (TypeError, ValueError):
                 continue  # a damaged value keeps its default
+        settings.server_url = shown_url(settings.server_url)  # a password in the URL is never kept
         if not store.contains("consent_scope"):  # written before the scope was kept
             settings.consent_scope = 1
         if settings.consent_scope < CONSENT_SCOPE:

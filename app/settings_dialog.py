@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QFontDatabase, QKeySequence
@@ -61,17 +62,18 @@ def _spin(low: int, high: int, value: int, special: str | None = None) -> QSpinB
 
 class SettingsDialog(QDialog):
     """``look_changed`` carries the settings as edited whenever the theme, a style or the font
-    changes, so the window can show them at once (and put its own back on Cancel)."""
+    changes, so the window can show them at once (and put its own back on Cancel).
+    ``folder_files``: the open folder's files that go as project context (the Server tab lists them)."""
 
     look_changed = Signal(object)
 
-    def __init__(self, settings: Settings, parent: QWidget | None = None):
+    def __init__(self, settings: Settings, parent: QWidget | None = None, folder_files: Sequence[str] = ()):
         super().__init__(parent)
         self.setWindowTitle("Sfumato settings")
         self._settings = copy.deepcopy(settings)
         tabs = QTabWidget()
         tabs.addTab(self._model_page(), "Model")
-        self.server_page = ServerPage(self._settings)
+        self.server_page = ServerPage(self._settings, folder_files)
         tabs.addTab(self.server_page, "Server")
         tabs.addTab(self._editor_page(), "Editor")
         tabs.addTab(self._keys_page(), "Keys")

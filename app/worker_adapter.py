@@ -96,6 +96,13 @@ class WorkerAdapter(QObject):
         self.start(lambda: loader(progress, cancel), label)
         self._load_cancel = cancel
 
+    def hold(self, line: str) -> None:
+        """No model for now (the previous one is dropped, nothing is loaded); the status says ``line``."""
+        self.stop()
+        self.info, self.error = None, None
+        self._generation += 1
+        self.status.emit(line)
+
     def cancel_loading(self) -> None:
         """Stop a load in progress at its next tensor; editing goes on without a model."""
         if self.loading:

@@ -12,6 +12,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from model.untrusted_text import clean_model_text
+
 
 class EngineError(RuntimeError):
     """A failure the user should read: a bad model folder, an impossible request."""
@@ -100,13 +102,21 @@ class Candidate:
     """One alternative's text in a draft; ``tokens`` spell exactly ``text``. Ranked results carry
     their ``score`` (log-odds of being right) and ``origin`` (how the text was found or made); a
     text retrieval found, not the model, names its ``source``: "document", "context" (the other
-    open files) or "table" (the corpus line table)."""
+    open files) or "table" (the corpus line table). The text is cleaned on the way in
+    (``model.untrusted_text``): no control, NUL or lone surrogate, whatever the backend."""
 
     text: str
     tokens: tuple[TokenState, ...]
     score: float | None = None
     origin: str = ""
     source: str = ""
+
+    def __post_init__(self) -> None:
+        cleaned = clean_model_text(self.text)
+        if cleaned is not self.text:  # rare: the tokens are cleaned the same way, so they still spell it
+            object.__setattr__(self, "text", cleaned)
+            tokens = tuple(TokenState(clean_model_text(t.text), t.confidence, t.accepted) for t in self.tokens)
+            object.__setattr__(self, "tokens", tokens)
 
 
 @dataclass(frozen=True)

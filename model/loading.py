@@ -84,10 +84,12 @@ def load_backend(
     while the weights load; ``cancel`` stops the load there (``Cancelled``).
     """
     if spec.startswith(("http://", "https://")):
+        from model.remote.credentials import shown_url
+
         if not SERVER_URL.match(spec):
-            raise EngineError(f"{spec}: a server URL must end in /v1 (e.g. http://host:8000/v1)")
+            raise EngineError(f"{shown_url(spec)}: a server URL must end in /v1 (e.g. http://host:8000/v1)")
         if quantize not in (None, "none"):
-            raise EngineError(f"--quantize {quantize}: a server chooses its own precision; drop it for {spec}")
+            raise EngineError(f"--quantize {quantize}: a server chooses its own precision; drop it for {shown_url(spec)}")
         from model.remote.backend import RemoteOptions, connect
 
         return connect(spec, RemoteOptions(model=remote_model))

@@ -177,3 +177,24 @@ def test_a_server_url_without_v1_is_refused_by_the_dialog(qtbot, monkeypatch):
     dialog.server_page.url.setText("http://gpu-box:8000")
     dialog.accept()
     assert dialog.result() != dialog.DialogCode.Accepted.value and "end in /v1" in warnings[0]
+
+
+def test_a_password_in_the_server_url_is_refused_and_never_kept(window, tmp_path):  # noqa: F811
+    from app.settings_dialog import SettingsDialog
+
+    store = QSettings(str(tmp_path / "old.ini"), QSettings.Format.IniFormat)
+    store.setValue("server_url", "http://bob:pa55word@gpu-box:8000/v1")  # written before this was refused
+    store.sync()
+    assert Settings.load(store).server_url == "http://gpu-box:8000/v1"
+    dialog = SettingsDialog(Settings(), window)
+    dialog.server_page.url.setText("http://bob:pa55word@gpu-box:8000/v1")
+    assert "password out of the server URL" in dialog.server_page.problem()
+    dialog.deleteLater()
+
+
+def test_a_loading_line_never_shows_the_urls_password(window, qtbot):  # noqa: F811
+    window.ai.model_override = "http://bob:pa55word@127.0.0.1:9/v1"  # nothing listens on port 9
+    window.ai.start_engine()
+    assert "Loading model http://127.0.0.1:9/v1" in window.statusBar().currentMessage()
+    qtbot.waitUntil(lambda: window.ai.worker.error is not None, timeout=30000)
+    assert "pa55word" not in window.ai.worker.error and "pa55word" not in window.ai.model_label.toolTip()

@@ -245,6 +245,36 @@ def test_a_100000_character_selection_rewrites_and_rejects_exactly(window, qtbot
     assert document_text(document.editor.document()) == text
 
 
+class HostileBackend(FakeBackend):
+    """Writes ESC/CSI/OSC sequences, C1 controls, NUL, a lone surrogate and a bidi override."""
+
+    @staticmethod
+    def result(index: int, alternative: int = 0) -> str:
+        return "ok\x1b]0;title\x07\x1b[2J\x00\x9b\ud800 \u202eevil"
+
+
+def test_a_model_text_with_controls_and_nul_never_reaches_the_document_or_the_file(window, qtbot, tmp_path):
+    window.ai.worker.start(HostileBackend, "hostile")
+    qtbot.waitUntil(lambda: window.ai.worker.info is not None, timeout=10000)
+    path = tmp_path / "doc.txt"
+    path.write_text("before\n")
+    document = window.tabs.open_path(str(path))
+    cursor = document.editor.textCursor()
+    cursor.setPosition(0)
+    cursor.setPosition(6, QTextCursor.MoveMode.KeepAnchor)
+    document.editor.setTextCursor(cursor)
+    window.ai.start(document.editor, lambda: window.ai.starter.rewrite(document.editor, 0.7))
+    session = document.editor.session
+    qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
+    assert window.statusBar().currentMessage().startswith(
+        "Careful: the result holds 1 invisible character (U+202E RIGHT-TO-LEFT OVERRIDE) · ")
+    session.accept()
+    assert window.tabs.save(document)
+    assert path.read_text() == "ok]0;title[2J\ufffd \u202eevil\n"
+    window.tabs.close_tab(document.editor)
+    assert window.tabs.open_path(str(path)) is not None  # it still opens (a NUL would have made it "binary")
+
+
 # --- model folders ----------------------------------------------------------------------------
 
 def load_error(folder: Path) -> str:
@@ -283,7 +313,7 @@ def test_a_huge_jsonl_line_is_answered(monkeypatch, capsys, tiny_model_dir):
     import io
 
     line = json.dumps({"id": "big", "prefix": "word " * 200_000, "suffix": "", "max_new_tokens": 2})
-    monkeypatch.setattr(sys, "stdin", io.StringIO(line + "\n" + json.dumps({"id": "next", "max_new_tokens": 2}) + "\n"))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((line + "\n" + json.dumps({"id": "next", "max_new_tokens": 2}) + "\n").encode())))
     assert main(["infill", "--jsonl", "--model", str(tiny_model_dir), "--steps", "2", "--seed", "1"]) == 0
     records = [json.loads(out) for out in capsys.readouterr().out.splitlines()]
     assert [record["id"] for record in records] == ["big", "next"] and all("text" in record for record in records)
@@ -293,7 +323,7 @@ def test_a_jsonl_request_for_a_billion_tokens_gets_an_error_line_and_the_rest_ru
     import io
 
     lines = [json.dumps({"id": "greedy", "max_new_tokens": 10**9}), json.dumps({"id": "fine", "max_new_tokens": 2})]
-    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(lines) + "\n"))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(("\n".join(lines) + "\n").encode())))
     assert main(["infill", "--jsonl", "--model", str(tiny_model_dir), "--steps", "2", "--seed", "1"]) == 0
     greedy, fine = [json.loads(out) for out in capsys.readouterr().out.splitlines()]
     assert greedy == {"id": "greedy", "error": "max_new_tokens must be at most 4096"}
@@ -311,6 +341,39 @@ def test_jsonl_input_that_is_not_utf8_is_one_error_line(tmp_path):
     assert result.stderr.count("\n") == 1 and "not valid UTF-8" in result.stderr
 
 
+
+
+def sfumato(tmp_path, *args, stdin=None) -> subprocess.CompletedProcess:
+    """A headless command on a model that is never loaded (its input is refused first)."""
+    return subprocess.run([sys.executable, "-m", "app.cli", *args, "--model", str(tmp_path / "never-loaded")],
+                          cwd=REPO, stdin=stdin, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("command", ["fill", "infill"])
+def test_a_device_a_fifo_and_a_huge_file_are_refused_by_the_headless_commands(tmp_path, command):
+    fifo, huge = tmp_path / "fifo", tmp_path / "huge.txt"
+    os.mkfifo(fifo)  # nobody writes to it: opening it for reading would wait forever
+    with open(huge, "wb") as file:
+        file.truncate(100 << 20)
+    special = "it is not a regular file (a device, a pipe or a socket)"
+    for path, expected in (("/dev/zero", special), (fifo, special), (huge, "the file is 100 MB; Sfumato opens files up to 64 MB")):
+        args = ["fill", str(path)] if command == "fill" else ["infill", "--jsonl", str(path)]
+        result = sfumato(tmp_path, *args)
+        assert result.returncode == 1 and result.stdout == "" and result.stderr == f"sfumato: {path}: {expected}\n"
+
+
+def test_endless_standard_input_is_refused_by_its_line_and_total_bounds(tmp_path):
+    with open("/dev/zero", "rb") as zeros:
+        result = sfumato(tmp_path, "infill", "--jsonl", stdin=zeros)
+    assert result.returncode == 1 and result.stderr == "sfumato: a line of the input is longer than 16 MB; stopped reading\n"
+    endless = subprocess.Popen(["yes", '{"id": 1}'], stdout=subprocess.PIPE)
+    try:
+        result = sfumato(tmp_path, "infill", "--jsonl", stdin=endless.stdout)
+    finally:
+        endless.kill()
+        endless.wait()
+        endless.stdout.close()
+    assert result.returncode == 1 and result.stderr == "sfumato: the input is larger than 64 MB; stopped reading\n"
 
 @pytest.mark.parametrize("answer", ["Save", "Cancel"])
 def test_saving_over_a_file_another_program_changed_asks_first(window, qtbot, tmp_path, monkeypatch, answer):

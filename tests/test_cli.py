@@ -10,7 +10,7 @@ from app.cli import main
 
 
 def infill(monkeypatch, capsys, model_dir, lines, *extra):
-    monkeypatch.setattr(sys, "stdin", io.StringIO("".join(line + "\n" for line in lines)))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(("".join(line + "\n" for line in lines)).encode())))
     code = main(["infill", "--jsonl", "--model", str(model_dir), "--seed", "1", *extra])
     out, err = capsys.readouterr()
     return code, [json.loads(line) for line in out.splitlines()], err

@@ -39,6 +39,46 @@ def test_reading_a_folder_skips_binary_invalid_and_huge_files(tmp_path, monkeypa
     assert str(tmp_path / "big.py") not in files  # too big: not even read
 
 
+def test_hidden_secret_git_ignored_and_linked_files_never_become_context(tmp_path):
+    secrets = [".env", ".env.local", "prod.env", "id_rsa", "id_ed25519.pub", "server.pem", "api.key", ".netrc",
+               "aws_credentials.py", "client_secret.json", ".config/tokens.py", "build/generated.py",
+               "debug.log", "sub/local_settings.py", "sub/deep/trace.log"]
+    for name in secrets + ["app.py", "sub/keep.log", "sub/deep/kept.py"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(f"load_settings = {name!r}\n")
+    (tmp_path / ".gitignore").write_text("build/\n*.log\n")
+    (tmp_path / "sub" / ".gitignore").write_text("local_settings.py\n!keep.log\n")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    outside.write_text("load_settings = 'outside'\n")
+    (tmp_path / "linked.py").symlink_to(outside)
+
+    sent = sorted(os.path.relpath(path, tmp_path) for path, file in read_folder(str(tmp_path), {}).items() if file.chunks)
+
+    assert sent == ["app.py", "sub/deep/kept.py", "sub/keep.log"]
+
+
+def test_a_tab_of_a_secret_or_ignored_file_is_not_sent_and_settings_list_what_is(window, qtbot, tmp_path):  # noqa: F811
+    from app.settings_dialog import SettingsDialog
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".gitignore").write_text("local.py\n")
+    for name in (".env", "local.py", "helpers.py"):
+        (project / name).write_text(f"load_settings = {name!r}\n")
+    elsewhere = tmp_path / "server.key"
+    elsewhere.write_text("load_settings = 'key'\n")
+    window.open_folder(str(project))
+    qtbot.waitUntil(lambda: window.folder.context.sent_files() == ["helpers.py"])
+    for path in (project / ".env", project / "local.py", elsewhere):
+        window.tabs.open_path(str(path))
+    editor = window.tabs.new_document().editor
+
+    assert [chunk.snippet for chunk in window.ai.project_chunks(editor)] == ["# helpers.py\nload_settings = 'helpers.py'\n\n"]
+    dialog = SettingsDialog(window.settings, window, window.folder.context.sent_files())
+    assert dialog.server_page.folder_files.toPlainText() == "helpers.py"
+    dialog.deleteLater()
+
+
 def test_a_folder_is_read_within_its_file_and_byte_bounds(tmp_path, monkeypatch):
     for index in range(5):
         (tmp_path / f"module{index}.py").write_text(f"value_{index} = compute_value({index})\n")

@@ -97,7 +97,7 @@ def test_infill_jsonl_runs_in_int8(tiny_model_dir, monkeypatch, capsys):
 
     from app.cli import main
 
-    monkeypatch.setattr(sys, "stdin", io.StringIO('{"id": "a", "prefix": "x = ", "suffix": "\\n", "max_new_tokens": 8}\n'))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(('{"id": "a", "prefix": "x = ", "suffix": "\\n", "max_new_tokens": 8}\n').encode())))
     options = ["--model", str(tiny_model_dir), "--quantize", "int8", "--device", "cpu", "--seed", "0", "--steps", "2"]
     assert main(["infill", "--jsonl", *options]) == 0
     (line,) = capsys.readouterr().out.splitlines()

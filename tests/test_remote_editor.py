@@ -176,6 +176,36 @@ def test_nothing_is_sent_until_the_user_allows_a_non_loopback_server(qtbot, repl
         window.settings.servers_allowed.clear()
 
 
+def test_a_server_not_yet_allowed_is_not_contacted_at_all_until_the_user_says_yes(qtbot, qapp, qasync_loop, tmp_path):  # noqa: F811
+    from PySide6.QtCore import QSettings
+
+    from app.mainwindow import MainWindow
+
+    server = ReplayServer()
+    server.replies[CHAT] = stream_reply([chat_chunk("w * h", "stop")])
+    window = MainWindow(qasync_loop, QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat), model_spec=server.url)
+    try:
+        window.ai.consent._kinds = {origin(server.url): PRIVATE}  # as if the server were on the LAN
+        window.show()
+        window.ai.start_engine()
+        assert not window.ai.worker.loading and "not connected until you allow it" in window.statusBar().currentMessage()
+        window.ai.consent.ask = Asker(False)
+        with fresh_editor(window) as editor:
+            assert ctrl_k(qtbot, editor) is None
+            assert_untouched(editor)
+        assert server.requests == []  # not even GET /v1/models
+        window.ai.consent.ask = Asker(True)
+        with fresh_editor(window) as editor:
+            session = ctrl_k(qtbot, editor)
+            qtbot.waitUntil(lambda: session.state in ("ready", "ended"), timeout=60000)
+            assert session.texts() == ["w * h"]
+        sent = [(method, path) for method, path, _, _ in server.requests]
+        assert sent[0] == ("GET", "/v1/models") and sent[-1] == CHAT  # discovery, then the request
+    finally:
+        close_window(window)
+        server.stop()
+
+
 def test_the_status_bar_says_waiting_then_shows_the_servers_round_trip(qtbot, replay_window):
     window, server = replay_window
     release = threading.Event()

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -50,6 +51,56 @@ def test_the_api_key_goes_in_the_authorization_header(replay_server, monkeypatch
     replay_server.replies[CHAT] = stream_reply([chat_chunk("x", "stop")])
     final_text(connect(replay_server.url))
     assert {headers.get("Authorization") for _, _, _, headers in replay_server.requests} == {"Bearer sk-test-123"}
+
+
+def test_the_api_key_never_goes_over_plain_http_to_another_machine(replay_server, monkeypatch):
+    import model.remote.connection as connection
+
+    monkeypatch.setenv("SFUMATO_API_KEY", "sk-test-123")
+    monkeypatch.setattr(connection, "peer_kind", lambda address: "private")  # as if 127.0.0.1 were a LAN box
+    with pytest.raises(EngineError, match=r"never sent over plain http to 127\.0\.0\.1:\d+ \(127\.0\.0\.1 is not this machine\)"):
+        connect(replay_server.url)
+    assert replay_server.requests == []  # not one byte of a request: refused once connected
+    monkeypatch.delenv("SFUMATO_API_KEY")
+    assert connect(replay_server.url).profile.model == "replay-model"  # without a key it may go
+
+
+def test_a_key_with_whitespace_around_it_is_sent_stripped(replay_server, monkeypatch):
+    monkeypatch.setenv("SFUMATO_API_KEY", " sk-test-123 \r\n")
+    replay_server.replies[CHAT] = stream_reply([chat_chunk("x", "stop")])
+    final_text(connect(replay_server.url))
+    assert {headers.get("Authorization") for _, _, _, headers in replay_server.requests} == {"Bearer sk-test-123"}
+
+
+@pytest.mark.parametrize("key", ["sk-test\n123", "sk-test 123", "sk-test\x7f123", "sk-tëst-123"])
+def test_a_key_a_header_cannot_carry_is_refused_without_being_shown(replay_server, monkeypatch, key):
+    monkeypatch.setenv("SFUMATO_API_KEY", key)
+    with pytest.raises(EngineError) as caught:
+        connect(replay_server.url)
+    assert "sk-t" not in str(caught.value) and "API key" in str(caught.value)
+    assert replay_server.requests == []
+
+
+def test_no_message_quotes_the_key_a_header_value_or_the_urls_password(replay_server):
+    from model.remote.connection import Connection
+
+    with pytest.raises(EngineError) as caught:  # a key that escaped cleaning: httpx's text quotes the header
+        Connection(replay_server.url, "sk-secret\nInjected: 1").get_json("models")
+    assert "sk-secret" not in str(caught.value) and "header value is not valid" in str(caught.value)
+
+    def echo(handler):  # servers echo what they refuse
+        handler.send_json(401, {"error": {"message": f"Incorrect key: {handler.headers.get('Authorization')}"}})
+
+    replay_server.replies[("GET", "/v1/models")] = echo
+    with pytest.raises(EngineError) as caught:
+        connect(replay_server.url, RemoteOptions(api_key="sk-secret-456"))
+    assert "sk-secret-456" not in str(caught.value) and "Incorrect key: Bearer ***" in str(caught.value)
+    password_url = replay_server.url.replace("http://", "http://bob:pa55word@")
+    replay_server.replies[("GET", "/v1/models")] = lambda h: h.send_json(500, {"detail": f"bad {password_url}"})
+    for attempt in (lambda: connect(password_url), lambda: load_backend(password_url + "/x")):
+        with pytest.raises(EngineError) as caught:
+            attempt()
+        assert "pa55word" not in str(caught.value)
 
 
 def test_fim_tokens_found_through_tokenize_give_a_fim_prompt_on_completions(replay_server):
@@ -152,6 +203,55 @@ def test_a_connection_dropped_before_the_first_byte_is_retried_once(replay_serve
     assert len(attempts) == 2
 
 
+def test_a_drop_after_part_of_the_answer_never_sends_the_document_again(replay_server):
+    attempts = []
+
+    def partial_headers(handler):
+        attempts.append(1)
+        handler.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Ty")
+        handler.wfile.flush()
+        handler.connection.shutdown(socket.SHUT_RDWR)
+
+    replay_server.replies[CHAT] = partial_headers
+    with pytest.raises(EngineError, match="broke before the answer was complete"):
+        final_text(connect(replay_server.url))
+    assert len(attempts) == 1
+
+
+def test_a_server_dripping_bytes_is_stopped_by_the_total_deadline(replay_server):
+    from model.remote.connection import Timeouts
+
+    def drip(handler):
+        handler.start_events()
+        for _ in range(40):
+            handler.wfile.write(b":")  # a comment byte: never an event, never a read timeout
+            handler.wfile.flush()
+            time.sleep(0.25)
+
+    replay_server.replies[CHAT] = drip
+    backend = connect(replay_server.url, RemoteOptions(timeouts=Timeouts(read=5, total=1.5)))
+    began = time.monotonic()
+    with pytest.raises(EngineError, match=r"took more than 1\.5 s for one answer; gave up"):
+        final_text(backend)
+    assert time.monotonic() - began < 5
+
+
+def test_a_compressed_answer_is_refused_unread_and_identity_is_asked_for(replay_server):
+    import gzip
+
+    bomb = gzip.compress(gzip.compress(b"\0" * (200 << 20)))  # 200 MB of zeros in a few hundred bytes
+    replay_server.replies[CHAT] = lambda h: h.send_raw(200, "application/json", bomb, {"Content-Encoding": "gzip, gzip"})
+    with pytest.raises(EngineError, match=r"compressed its answer \(gzip, gzip\) although asked not to"):
+        final_text(connect(replay_server.url))
+    assert {headers.get("Accept-Encoding") for _, _, _, headers in replay_server.requests} == {"identity"}
+
+
+def test_text_far_longer_than_the_tokens_asked_for_is_refused_even_in_one_long_word(replay_server):
+    replay_server.replies[CHAT] = stream_reply([chat_chunk("x" * (512 << 10)), chat_chunk(None, "stop")])
+    with pytest.raises(EngineError, match="far more text than the 16 tokens asked for"):
+        final_text(connect(replay_server.url))
+
+
 @pytest.mark.parametrize("headers_first", [True, False])
 def test_cancel_ends_a_read_blocked_on_a_stalled_server_and_the_server_sees_it_go(replay_server, headers_first):
     seen_gone = threading.Event()
@@ -239,6 +339,69 @@ def test_infill_jsonl_gives_an_error_line_per_request_when_the_server_fails(repl
     records = [json.loads(line) for line in run.stdout.splitlines()]
     assert [set(record) for record in records] == [{"id", "error"}] * 2
     assert [record["id"] for record in records] == [1, 2] and "HTTP 503: overloaded" in records[0]["error"]
+
+
+HOSTILE = {2: "\ud800", 4: "ok\udc80", 5: "\x1b]0;pwned\x07\x1b[31mred\x00\x9b", 6: "abc\u202eevil\u200b"}
+CLEANED = {2: "\ufffd", 4: "ok\ufffd", 5: "]0;pwned[31mred", 6: "abc\u202eevil\u200b"}
+
+
+def test_one_bad_answer_is_one_error_line_and_stdout_is_clean_utf8(replay_server):
+    def answer(handler):  # request n gets HOSTILE[n]; request 7's stream is malformed
+        prompt = json.dumps(replay_server.requests[-1][2])
+        n = next(n for n in range(10) if f"text {n}" in prompt)
+        if n == 7:
+            return stream_reply(["{not json"])(handler)
+        stream_reply([chat_chunk(HOSTILE.get(n, f"answer {n}"), "stop")])(handler)
+
+    replay_server.replies[CHAT] = answer
+    lines = [json.dumps({"id": n, "prefix": f"text {n}"}) for n in range(10)]
+    run = subprocess.run([sys.executable, "-m", "app.cli", "infill", "--jsonl", "--model", replay_server.url],
+                         input="\n".join(lines).encode(), capture_output=True, cwd=REPO_ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr
+    out = run.stdout.decode("utf-8")  # strict: valid UTF-8
+    assert not any(char in out for char in "\x1b\x07\x00\x9b\u202e\u200b")  # escaped, never raw
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [record["id"] for record in records] == list(range(10))
+    errors = [record["id"] for record in records if "error" in record]
+    assert errors == [7] and "malformed stream" in records[7]["error"]  # the others of its batch still answered
+    assert {n: records[n]["text"] for n in CLEANED} == CLEANED
+
+
+def test_fill_writes_no_control_to_its_file_warns_of_invisible_characters_and_escapes_stderr(replay_server, tmp_path):
+    replay_server.replies[CHAT] = stream_reply([chat_chunk("x\x1b[2J\x00\u202ey", "stop")])
+    template, out = tmp_path / "t.txt", tmp_path / "out.txt"
+    template.write_text("a = [MASK]\n")
+    run = subprocess.run([sys.executable, "-m", "app.cli", "fill", str(template), "-o", str(out), "--model", replay_server.url],
+                         capture_output=True, cwd=REPO_ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert out.read_text() == "a = x[2J\u202ey\n"
+    assert run.stderr.decode() == ("sfumato: the model wrote 1 invisible character (U+202E RIGHT-TO-LEFT OVERRIDE); "
+                                   "they are in the output\n")
+    replay_server.replies[CHAT] = lambda h: h.send_json(500, {"detail": "\x1b]0;pwned\x07 \u202egnp"})
+    run = subprocess.run([sys.executable, "-m", "app.cli", "fill", str(template), "--model", replay_server.url],
+                         capture_output=True, cwd=REPO_ROOT, timeout=120)
+    assert run.returncode == 1 and b"\x1b" not in run.stderr and "\\u202e" in run.stderr.decode()
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ('{"choices": [{"delta": {"content": "x"}, "n": 1' + "0" * 5000 + "}]}", "with a number too large to read as JSON"),
+    ("[" * 100_000 + "]" * 100_000, "nested too deep to read as JSON"),
+])
+def test_huge_numbers_and_deep_nesting_are_one_line_naming_the_server(replay_server, raw, expected):
+    replay_server.replies[CHAT] = stream_reply([raw])
+    with pytest.raises(EngineError) as caught:
+        final_text(connect(replay_server.url))
+    message = str(caught.value)
+    assert message.startswith(f"127.0.0.1:{replay_server.port} sent a malformed stream (an event {expected}")
+    assert "Exceeds the limit" not in message and "recursion" not in message
+
+
+def test_a_negative_token_count_is_no_count(replay_server):
+    usage = {"prompt_tokens": 5, "completion_tokens": -7, "total_tokens": -2}
+    replay_server.replies[CHAT] = stream_reply([chat_chunk("w * h"), {**chat_chunk(None, "stop"), "usage": usage}])
+    backend = connect(replay_server.url)
+    assert final_text(backend) == "w * h"
+    assert backend.round_trip.tokens == 5 and not backend.round_trip.tokens_exact  # "w", " ", "*", " ", "h"
 
 
 def test_a_model_list_request_dropped_twice_fails_with_one_line(replay_server):

@@ -3,7 +3,8 @@
 The editor asks before a document first goes to a non-loopback server, and again before plain
 http to a public one; loopback and private (RFC 1918, link-local, unique-local) addresses need no
 confirmation for unencrypted http. A name is resolved; a name that does not resolve counts as
-public (the request will fail anyway, with its own message).
+public (the request will fail anyway, with its own message). ``peer_kind`` classifies the address
+a connection actually reached, which is what the API key's guard in ``connection`` trusts.
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ def _kind_of_addresses(addresses: list[ipaddress.IPv4Address | ipaddress.IPv6Add
     if addresses and all(address.is_private or address.is_loopback for address in addresses):
         return PRIVATE
     return PUBLIC
+
+
+def peer_kind(address: str) -> str:
+    """The kind of the address a socket is connected to (``getpeername()[0]``)."""
+    return _kind_of_addresses([ipaddress.ip_address(address.split("%")[0])])
 
 
 def is_encrypted(url: str) -> bool:

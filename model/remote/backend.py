@@ -23,12 +23,13 @@ from dataclasses import dataclass, field
 from model.api import Candidate, CancelFlag, Draft, EngineError, InfillRequest, ModelInfo, TemplateRequest
 from model.gap_fill import fill_gaps_separately
 from model.remote.connection import DONE, MAX_RESPONSE_BYTES, Connection, HttpStatusError, Timeouts
-from model.remote.credentials import api_key_for
-from model.remote.pieces import draft_candidate, settled_candidate, split_pieces
+from model.remote.credentials import api_key_for, clean_api_key
+from model.remote.pieces import SettledText, draft_candidate, settled_candidate, split_pieces
 from model.remote.prompts import diffusion_extras, request_body
 from model.remote.server import ServerProfile, discover, seed_canvas
 
 EMPTY = Candidate("", ())
+MAX_CHARS_PER_TOKEN = 16  # an answer longer than this many characters a token asked for is refused
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class RoundTrip:
 
 def connect(url: str, options: RemoteOptions = RemoteOptions()) -> RemoteBackend:
     """Open ``url`` (``http(s)://host:port/v1``), learn its model and abilities; EngineError if unreachable."""
-    api_key = options.api_key or api_key_for(url)
+    api_key = clean_api_key(options.api_key) or api_key_for(url)
     connection = Connection(url, api_key, options.timeouts, options.max_response_bytes, options.verify)
     try:
         profile = discover(connection, options.model, options.draft_stream)
@@ -162,7 +163,7 @@ class RemoteBackend:
         first: float | None = None
         limit = body["max_tokens"]
         replaces = bool(body.get("diffusing"))
-        text, finished, counted = "", False, None
+        received, text, finished, counted = SettledText(), "", False, None
         for event in self.connection.stream(path, body, cancel):
             if event is DONE:
                 finished = True
@@ -175,11 +176,16 @@ class RemoteBackend:
             if not piece:
                 continue
             first = first if first is not None else time.perf_counter() - began
-            previous, text = text, (piece if replaces else text + piece)
-            pieces = len(split_pieces(text))
+            if len((piece if replaces else text + piece)) > MAX_CHARS_PER_TOKEN * limit + 256:
+                raise EngineError(f"{self.connection.label} sent far more text than the {limit} tokens asked for; nothing was kept")
+            if replaces:
+                candidate, text = draft_candidate(piece, text), piece
+                pieces = len(candidate.tokens)
+            else:
+                candidate, text = received.add(piece), text + piece
+                pieces = received.pieces
             if pieces > 2 * limit + 16:
                 raise EngineError(f"{self.connection.label} sent far more text than the {limit} tokens asked for; nothing was kept")
-            candidate = draft_candidate(text, previous) if replaces else settled_candidate(text)
             yield candidate, counted if counted is not None else pieces
         if not finished:
             raise EngineError(f"{self.connection.label} ended the stream before the answer was complete; nothing was kept")
@@ -205,7 +211,10 @@ class RemoteBackend:
 
 
 def _usage_tokens(event: dict, known: int | None) -> int | None:
+    """The server's count of completion tokens; a count that is not a whole number of at least 0
+    is no count (the pieces of text are counted instead)."""
     usage = event.get("usage")
-    if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-        return usage["completion_tokens"]
+    count = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+        return count
     return known

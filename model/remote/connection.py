@@ -1,11 +1,16 @@
 """HTTP to one OpenAI-compatible server: JSON calls and SSE streams, every failure one clear line.
 
-Built on httpx: certificates are verified, connect and read have timeouts, redirects are not
-followed (a redirect would resend the document elsewhere). Answers are capped in size. A stream
+Built on httpx: certificates are verified, connect and read have timeouts and a whole request a
+deadline (``Timeouts.total``: its socket is shut then), redirects are not followed (a redirect
+would resend the document elsewhere). Answers are capped in size as they arrive on the wire:
+``identity`` is asked for and a compressed answer is refused, never inflated. A request is sent
+again only when the server closed the connection without one byte of an answer. A stream
 can be cancelled from another thread: the cancel flag's callback shuts the socket down, which
 ends a read blocked on a stalled server at once; the server sees the disconnect and stops.
-Every streamed request opens its own connection so that the socket to shut down is known from
-the moment it is connected (httpx's trace hook), before any byte of the answer has arrived.
+Every request opens its own connection so that the socket to shut down is known from the moment
+it is connected (httpx's trace hook), before any byte of the answer has arrived. The same hook
+sees the address actually connected to: the API key never goes over plain http to an address that
+is not this machine's (a name may resolve anywhere, and again on every connection).
 """
 
 from __future__ import annotations
@@ -14,11 +19,13 @@ import json
 import socket
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx
 
 from model.api import CancelFlag, Cancelled, EngineError
+from model.remote.addresses import LOOPBACK, peer_kind
 from model.remote.sse import SseDecoder
 
 MAX_RESPONSE_BYTES = 8 << 20  # a whole answer; a completion of 4096 tokens is far below this
@@ -30,6 +37,7 @@ DONE = object()  # yielded for the ``data: [DONE]`` event
 class Timeouts:
     connect: float = 10.0
     read: float = 120.0  # the longest silence between two bytes of an answer
+    total: float = 600.0  # the longest a whole request may take, however its bytes trickle in
 
 
 class Connection:
@@ -49,19 +57,28 @@ class Connection:
         self.label = f"{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
         self.encrypted = url.scheme == "https"
         self.max_response_bytes = max_response_bytes
+        self.sends_key = bool(api_key or url.password)
+        self._secrets = [secret for secret in (api_key, url.password) if secret]  # never in a message
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
             timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect),
             verify=verify,
-            headers=headers,
+            headers={**headers, "Accept-Encoding": "identity"},
             follow_redirects=False,
             limits=httpx.Limits(max_keepalive_connections=0),
         )
         self.read_timeout = timeouts.read
         self.connect_timeout = timeouts.connect
+        self.total_timeout = timeouts.total
 
     def close(self) -> None:
         self._client.close()
+
+    def scrub(self, message: str) -> str:
+        """``message`` with the API key and the URL's password blanked out (a server may echo them)."""
+        for secret in self._secrets:
+            message = message.replace(secret, "***")
+        return message
 
     def url(self, path: str, at_root: bool = False) -> str:
         """``path`` under the ``/v1`` base, or under the server's root (vLLM's ``/tokenize``)."""
@@ -77,47 +94,64 @@ class Connection:
         return self._json("POST", self.url(path, at_root), body)
 
     def _json(self, method: str, url: str, body: dict | None) -> object:
-        for attempt in (1, 2):  # a connection dropped under the request is retried once
+        for attempt in (1, 2):  # closed before one byte of the answer: asked once more
+            sockets = _SocketHolder(self)
             try:
-                with self._transport_errors(), self._client.stream(method, url, json=body) as response:
+                with self._within_deadline(sockets), self._transport_errors(sockets), self._client.stream(
+                    method, url, json=body, extensions={"trace": sockets.trace}
+                ) as response:
                     self._check(response)
                     data = self._read(response, self.max_response_bytes)
                 return self._decode_json(data, response)
-            except _Dropped:
-                if attempt == 2:
+            except _Dropped as dropped:
+                if attempt == 2 or not dropped.before_answer:
                     raise EngineError(f"the connection to {self.label} broke before the answer was complete") from None
+
+    @contextmanager
+    def _within_deadline(self, sockets: _SocketHolder) -> Iterator[None]:
+        """At ``total_timeout`` the request's socket is shut; whatever the read then does (fail, or
+        end early) becomes one line."""
+        timer = threading.Timer(self.total_timeout, sockets.expire)
+        timer.daemon = True
+        timer.start()
+        late = EngineError(f"{self.label} took more than {self.total_timeout:g} s for one answer; gave up")
+        try:
+            yield
+        except (EngineError, _Dropped):
+            if sockets.expired:
+                raise late from None
+            raise
+        finally:
+            timer.cancel()
+        if sockets.expired:
+            raise late
 
     # ---- streams -----------------------------------------------------------------------------
 
     def stream(self, path: str, body: dict, cancel: CancelFlag | None = None) -> Iterator[object]:
         """POST ``body`` and yield each event's JSON (``DONE`` for ``[DONE]``) until the stream ends.
 
-        A connection dropped before the first byte of the answer is retried once; ``Cancelled``
-        when ``cancel`` is set, however the read was interrupted.
+        A connection closed before the first byte of the answer is retried once, never one that
+        had begun to answer; ``Cancelled`` when ``cancel`` is set, however the read was interrupted.
         """
         cancel = cancel or CancelFlag()
         for attempt in (1, 2):
-            received = False
             try:
-                for event in self._stream_once(path, body, cancel):
-                    received = True
-                    yield event
+                yield from self._stream_once(path, body, cancel)
                 return
             except _Dropped as dropped:
                 cancel.raise_if_set()
-                if received or dropped.got_bytes or attempt == 2:
+                if not dropped.before_answer or attempt == 2:
                     raise EngineError(f"the connection to {self.label} broke before the answer was complete") from None
 
     def _stream_once(self, path: str, body: dict, cancel: CancelFlag) -> Iterator[object]:
-        sockets = _SocketHolder()
+        sockets = _SocketHolder(self)
         cancel.on_set(sockets.shut_down)
         extensions = {"trace": sockets.trace}
-        got_bytes = False
         try:
-            with self._transport_errors(), self._client.stream(
+            with self._within_deadline(sockets), self._transport_errors(sockets), self._client.stream(
                 "POST", self.url(path), json=body, extensions=extensions
             ) as response:
-                got_bytes = True
                 cancel.raise_if_set()
                 self._check(response)
                 kind = response.headers.get("content-type", "")
@@ -125,7 +159,7 @@ class Connection:
                     yield self._decode_json(self._read(response, self.max_response_bytes), response)
                     return
                 decoder, total = SseDecoder(), 0
-                for chunk in response.iter_bytes():
+                for chunk in self._chunks(response):
                     cancel.raise_if_set()
                     total += len(chunk)
                     if total > self.max_response_bytes:
@@ -138,9 +172,6 @@ class Connection:
                 last = decoder.close()
                 if last is not None:
                     yield self._event(last)
-        except _Dropped as dropped:
-            dropped.got_bytes = got_bytes
-            raise
         except EngineError:
             cancel.raise_if_set()  # a read broken by the cancel's shutdown is a cancel, not a failure
             raise
@@ -151,19 +182,27 @@ class Connection:
             return DONE
         try:
             event = json.loads(data)
-        except json.JSONDecodeError:
-            raise EngineError(f"{self.label} sent a malformed stream (an event that is not JSON: {_clip(data, 60)!r})") from None
+        except (ValueError, RecursionError) as error:
+            raise EngineError(f"{self.label} sent a malformed stream (an event {_unreadable(error)}: {_clip(data, 60)!r})") from None
         if not isinstance(event, dict):
             raise EngineError(f"{self.label} sent a malformed stream (an event that is not a JSON object)")
         if "error" in event and "choices" not in event:
-            raise EngineError(f"{self.label} failed while answering: {_error_detail(event)}")
+            raise EngineError(self.scrub(f"{self.label} failed while answering: {_error_detail(event)}"))
         return event
 
     # ---- answers and errors ------------------------------------------------------------------
 
+    def _chunks(self, response: httpx.Response) -> Iterator[bytes]:
+        """The answer's bytes as they came over the wire; a compressed answer is refused (inflating
+        it could take gigabytes: 3.5 KB of doubly gzipped zeros did)."""
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            raise EngineError(f"{self.label} compressed its answer ({_clip(encoding, 40)}) although asked not to; it was not read")
+        yield from response.iter_raw()
+
     def _read(self, response: httpx.Response, limit: int) -> bytes:
         data = bytearray()
-        for chunk in response.iter_bytes():
+        for chunk in self._chunks(response):
             data += chunk
             if len(data) > limit:
                 raise EngineError(f"{self.label} sent more than {limit >> 20} MiB; stopped reading")
@@ -174,29 +213,29 @@ class Connection:
             raise EngineError(f"{self.label} answered with an HTML page, not the OpenAI API (the URL should end in /v1)")
         try:
             return json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise EngineError(f"{self.label} answered with something that is not JSON: {_clip(data.decode('utf-8', 'replace'), 60)!r}") from None
+        except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, a huge number, deep nesting
+            raise EngineError(f"{self.label} answered with something {_unreadable(error)}: {_clip(data.decode('utf-8', 'replace'), 60)!r}") from None
 
     def _check(self, response: httpx.Response) -> None:
         if response.status_code < 300:
             return
         data = self._read_quietly(response)
         message = describe_status(self.label, response.status_code, response.headers, data, response)
-        raise HttpStatusError(message, response.status_code, _error_detail(_json_or_text(data)))
+        raise HttpStatusError(self.scrub(message), response.status_code, self.scrub(_error_detail(_json_or_text(data))))
 
     def _read_quietly(self, response: httpx.Response) -> bytes:
         data = bytearray()
         try:
-            for chunk in response.iter_bytes():
+            for chunk in self._chunks(response):
                 data += chunk
                 if len(data) > MAX_ERROR_BYTES:
                     break
-        except httpx.HTTPError:
+        except (httpx.HTTPError, EngineError):
             pass
         return bytes(data[:MAX_ERROR_BYTES])
 
-    def _transport_errors(self):
-        return _TransportErrors(self)
+    def _transport_errors(self, sockets: _SocketHolder):
+        return _TransportErrors(self, sockets)
 
 
 class HttpStatusError(EngineError):
@@ -209,16 +248,21 @@ class HttpStatusError(EngineError):
 
 
 class _Dropped(Exception):
-    """The connection closed or broke under a request; retried once when no answer had begun."""
+    """The connection closed or broke under a request; ``before_answer`` when not one byte of an
+    answer had arrived (counted on the socket), so asking again cannot send the document to a
+    server that had begun to answer it."""
 
-    got_bytes = False
+    def __init__(self, before_answer: bool):
+        super().__init__("the connection broke")
+        self.before_answer = before_answer
 
 
 class _TransportErrors:
     """Turn httpx's transport exceptions into one line that names the server and the cause."""
 
-    def __init__(self, connection: Connection):
+    def __init__(self, connection: Connection, sockets: _SocketHolder):
         self.connection = connection
+        self.sockets = sockets
 
     def __enter__(self):
         return self
@@ -227,27 +271,59 @@ class _TransportErrors:
         if error is None or not isinstance(error, httpx.HTTPError):
             return False
         if isinstance(error, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
-            raise _Dropped() from None
-        raise EngineError(describe_transport_error(self.connection, error)) from None
+            raise _Dropped(not self.sockets.answered) from None
+        raise EngineError(self.connection.scrub(describe_transport_error(self.connection, error))) from None
 
 
 class _SocketHolder:
-    """Remembers the request's socket (httpx trace hook) so another thread can shut it down."""
+    """Remembers the request's socket (httpx trace hook) so another thread can shut it down, and
+    refuses to send the API key unencrypted once the socket is connected to another machine."""
 
-    def __init__(self):
+    def __init__(self, connection: Connection):
+        self.connection = connection
         self._lock = threading.Lock()
         self._socket: socket.socket | None = None
         self._shut = False
+        self.expired = False  # shut by the request's deadline
+        self.answered = False  # a byte of the answer has arrived
 
     def trace(self, name: str, info: dict) -> None:
         if name in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
             stream = info.get("return_value")
             sock = stream.get_extra_info("socket") if stream is not None else None
+            if name == "connection.connect_tcp.complete" and sock is not None:
+                self._check_peer(stream, sock.getpeername()[0])
+            if stream is not None:
+                self._count_reads(stream)
             with self._lock:
                 self._socket = sock
                 shut = self._shut
             if shut:
                 self.shut_down()
+
+    def _count_reads(self, stream) -> None:
+        """Note the first byte read from ``stream`` (httpcore's network stream, TCP or TLS)."""
+        read = stream.read
+
+        def counted(*args, **kwargs) -> bytes:
+            data = read(*args, **kwargs)
+            self.answered = self.answered or bool(data)
+            return data
+
+        stream.read = counted
+
+    def _check_peer(self, stream, address: str) -> None:
+        connection = self.connection
+        if connection.sends_key and not connection.encrypted and peer_kind(address) != LOOPBACK:
+            stream.close()  # before a byte of the request is written
+            raise EngineError(
+                f"the API key is never sent over plain http to {connection.label} ({address} is not this machine): "
+                "use https://, or remove the key (Settings > Server, SFUMATO_API_KEY)"
+            )
+
+    def expire(self) -> None:
+        self.expired = True
+        self.shut_down()
 
     def shut_down(self) -> None:
         with self._lock:
@@ -280,6 +356,8 @@ def describe_transport_error(connection: Connection, error: httpx.HTTPError) -> 
         return f"cannot connect to {label}: connection refused (is the server running?)"
     if isinstance(error, httpx.UnsupportedProtocol):
         return f"{label}: the URL must start with http:// or https://"
+    if isinstance(error, httpx.LocalProtocolError):  # its text quotes the header value: never shown
+        return f"cannot send a request to {label}: a header value is not valid (the API key?)"
     return f"cannot talk to {label} ({_clip(text, 80) or type(error).__name__})"
 
 
@@ -309,8 +387,17 @@ def _json_or_text(data: bytes) -> object:
     text = data.decode("utf-8", "replace")
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return text
+
+
+def _unreadable(error: Exception) -> str:
+    """Why JSON could not be read, in words (never Python's own exception text)."""
+    if isinstance(error, RecursionError):
+        return "nested too deep to read as JSON"
+    if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+        return "that is not JSON"
+    return "with a number too large to read as JSON"
 
 
 def _error_detail(answer: object) -> str:

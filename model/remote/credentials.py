@@ -1,12 +1,16 @@
 """The API key of a server: the ``SFUMATO_API_KEY`` environment variable, else the OS keyring.
 
 Keys never go into the settings file. In the keyring a key is stored under the service
-``sfumato`` and the server's origin (``https://host:port``), so each server has its own.
+``sfumato`` and the server's origin (``https://host:port``), so each server has its own. A key is
+cleaned once, wherever it comes from (``clean_api_key``): surrounding whitespace goes, and a key
+that an HTTP header cannot carry is refused without being shown. Neither a key nor a URL's
+password ever appears in a message (``shown_url``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 
 import httpx
 
@@ -14,6 +18,28 @@ from model.api import EngineError
 
 ENV_VARIABLE = "SFUMATO_API_KEY"
 KEYRING_SERVICE = "sfumato"
+HEADER_SAFE = re.compile(r"[\x21-\x7e]+")  # visible ASCII: what a Bearer token may hold
+
+
+def clean_api_key(key: str | None) -> str | None:
+    """``key`` without surrounding whitespace (None when nothing is left); EngineError, which
+    never shows the key, when a space, control or non-ASCII character is inside it."""
+    key = (key or "").strip()
+    if key and not HEADER_SAFE.fullmatch(key):
+        raise EngineError(
+            "the API key holds a space, a control or a non-ASCII character, which an HTTP header cannot carry; "
+            f"nothing was sent (check {ENV_VARIABLE} or Settings > Server)"
+        )
+    return key or None
+
+
+def shown_url(url: str) -> str:
+    """``url`` without its user name and password, for messages and the settings file."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return re.sub(r"//[^/@\s]*@", "//", url)
+    return str(parsed.copy_with(userinfo=b"")) if parsed.userinfo else url
 
 
 def origin(url: str) -> str:
@@ -22,19 +48,22 @@ def origin(url: str) -> str:
 
 
 def api_key_for(url: str) -> str | None:
+    """The key for ``url``'s server, cleaned; None when there is none."""
     key = os.environ.get(ENV_VARIABLE)
-    if key:
-        return key
+    if key and key.strip():
+        return clean_api_key(key)
     try:
         import keyring
 
-        return keyring.get_password(KEYRING_SERVICE, origin(url)) or None
+        stored = keyring.get_password(KEYRING_SERVICE, origin(url))
     except Exception:  # noqa: BLE001 - no keyring backend on this system: no stored key
         return None
+    return clean_api_key(stored)
 
 
 def store_api_key(url: str, key: str | None) -> None:
-    """Save ``key`` for ``url``'s server in the keyring (None or "" deletes it)."""
+    """Save ``key`` for ``url``'s server in the keyring, cleaned (None or "" deletes it)."""
+    key = clean_api_key(key)
     try:
         import keyring
 

@@ -24,6 +24,25 @@ def split_pieces(text: str) -> list[str]:
     return PIECE.findall(text)
 
 
+class SettledText:
+    """Text received chunk by chunk, every piece settled; a chunk costs its own length (only the
+    last piece before it can grow), never the whole text again."""
+
+    def __init__(self):
+        self.text = ""
+        self._tokens: list[TokenState] = []
+
+    def add(self, piece: str) -> Candidate:
+        last = self._tokens.pop().text if self._tokens else ""
+        self._tokens.extend(TokenState(part, 1.0, True) for part in split_pieces(last + piece))
+        self.text += piece
+        return Candidate(self.text, tuple(self._tokens))
+
+    @property
+    def pieces(self) -> int:
+        return len(self._tokens)
+
+
 def settled_candidate(text: str) -> Candidate:
     """Text the server has finished: every piece settled."""
     return Candidate(text, tuple(TokenState(piece, 1.0, True) for piece in split_pieces(text)))

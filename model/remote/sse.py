@@ -16,26 +16,31 @@ LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
 class SseDecoder:
-    """Feed bytes, get complete events' data; refuses an event larger than ``max_event_bytes``."""
+    """Feed bytes, get complete events' data; refuses an event larger than ``max_event_bytes``.
+    Linear in what it is fed: the buffer only grows at its end, and each byte is scanned once."""
 
     def __init__(self, max_event_bytes: int = 1 << 20):
         self.max_event_bytes = max_event_bytes
-        self._buffer = b""
+        self._buffer = bytearray()
+        self._scanned = 0  # the buffer's bytes before this hold no line end
         self._data: list[bytes] = []
         self._event_bytes = 0
 
     def feed(self, chunk: bytes) -> list[str]:
         self._buffer += chunk
         events: list[str] = []
+        start = 0
         while True:
-            match = LINE_END.search(self._buffer)
+            match = LINE_END.search(self._buffer, max(start, self._scanned))
             # A lone CR at the end may be the first half of a CRLF: wait for the next byte.
             if match is None or (match.group() == b"\r" and match.end() == len(self._buffer)):
                 break
-            line, self._buffer = self._buffer[: match.start()], self._buffer[match.end() :]
-            event = self._line(line)
+            event = self._line(bytes(self._buffer[start : match.start()]))
+            start = match.end()
             if event is not None:
                 events.append(event)
+        del self._buffer[:start]
+        self._scanned = max(0, len(self._buffer) - 1)  # a trailing CR is looked at again
         if len(self._buffer) + self._event_bytes > self.max_event_bytes:
             raise EngineError(f"the server sent an event larger than {self.max_event_bytes // 1024} KiB")
         return events
@@ -43,8 +48,8 @@ class SseDecoder:
     def close(self) -> str | None:
         """The last event when the stream ended without its blank line (servers do that)."""
         if self._buffer:
-            self._line(self._buffer)
-            self._buffer = b""
+            self._line(bytes(self._buffer))
+            self._buffer, self._scanned = bytearray(), 0
         return self._line(b"")
 
     def _line(self, line: bytes) -> str | None:
