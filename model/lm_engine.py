@@ -33,6 +33,7 @@ CONFIDENT_PROBABILITY = 0.5  # a result whose tokens average less than this is m
 PREFIX_TOKENS, SUFFIX_TOKENS = 224, 96  # what training shows it (model.training.adapt)
 MAX_CANVAS = 32
 PREFILL_CHUNK = 128  # prompt tokens read between two cancel checks
+STOP_CHARS, MIN_STOP_CHARS = 16, 4  # how much of the suffix's start ends a text that runs into it
 ALTERNATIVE_TEMPERATURE = 0.8
 
 
@@ -51,6 +52,8 @@ class _Row:
     confidence: list[float] = field(default_factory=list)
     written: list[int] = field(default_factory=list)  # committed tokens of earlier canvases
     written_confidence: list[float] = field(default_factory=list)
+    stop: str = ""  # the start of the suffix: a text that runs into it ends before it
+    stop_space: bool = False  # the suffix starts with white space (then so does the cut)
     accept: float = ACCEPT_PROBABILITY  # the probability a pass accepts a token at
     done: bool = False
     passes: int = 0
@@ -107,9 +110,11 @@ class LmDenoiserBackend:
         heal = self.table[prefix.pop()] if prefix else b""
         seed = (request.seed if request.seed is not None else 0) * 1000 + alternative
         bar = ACCEPT_PROBABILITY if request.sampler_bound is None else math.exp(-request.sampler_bound)
+        stop = request.suffix.lstrip()[:STOP_CHARS]
         row = _Row(prompt_ids(self.special, prefix, suffix), heal, request.max_new_tokens, request.one_line,
                    temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
-                   generator=torch.Generator().manual_seed(seed), accept=bar)
+                   generator=torch.Generator().manual_seed(seed), accept=bar,
+                   stop=stop if len(stop.strip()) >= MIN_STOP_CHARS else "", stop_space=request.suffix[:1].isspace())
         if request.is_rewrite:
             init = self._encode(heal.decode("utf-8", "replace") + request.init_text)
             slack = max(2, len(init) // 4) if request.strength > 0 else 0  # room to grow; an end there deletes it
@@ -343,6 +348,14 @@ class LmDenoiserBackend:
                 return
         if not self._goes_on(row):
             row.done = True
+        elif row.stop:
+            settled = []
+            for state in self._states(row):
+                if not state.accepted:
+                    break
+                settled.append(state.text)
+            if row.stop in "".join(settled):
+                row.done = True
 
     # ---- drafts ---------------------------------------------------------------------------
 
@@ -365,7 +378,28 @@ class LmDenoiserBackend:
             if ids[index] == self.special.end and ok:
                 break
             states.append(TokenState(piece, conf, ok))
-        return tuple(states)
+        return self._before_stop(row, states)
+
+    @staticmethod
+    def _before_stop(row: _Row, states: list[TokenState]) -> tuple[TokenState, ...]:
+        """``states`` up to where their text runs into the suffix (the model wrote past the gap)."""
+        text = "".join(state.text for state in states)
+        at = text.find(row.stop) if row.stop else -1
+        if at < 0:
+            return tuple(states)
+        kept, length = [], 0
+        for state in states:
+            if length + len(state.text) >= at:
+                kept.append(TokenState(state.text[: at - length], state.confidence, state.accepted))
+                break
+            kept.append(state)
+            length += len(state.text)
+        if row.stop_space:
+            while kept and not kept[-1].text.rstrip():
+                kept.pop()
+            if kept:
+                kept[-1] = TokenState(kept[-1].text.rstrip(), kept[-1].confidence, kept[-1].accepted)
+        return tuple(state for state in kept if state.text or not state.accepted)
 
     def _draft(self, group: list[_Row], passes: int, final: bool) -> Draft:
         candidates, seen = [], set()

@@ -197,3 +197,15 @@ def test_a_cancelled_warm_keeps_what_it_read(backend):
     assert len(prompt) > PREFILL_CHUNK
     reads = count_prompt_reads(backend, lambda: run(backend, request))
     assert reads[0] == len(prompt) - PREFILL_CHUNK  # only what the warm had not read
+
+
+def test_a_text_that_runs_into_the_suffix_ends_before_it(backend):
+    from model.lm_engine import LmDenoiserBackend, TokenState
+
+    row = backend._row(InfillRequest(prefix="jumps over the ", suffix=" dog. It sleeps.\n"), 0)
+    assert row.stop == "dog. It sleeps.\n"[:16] and row.stop_space
+    states = [TokenState("lazy", 0.9, True), TokenState(" dog", 0.8, True), TokenState(". It sleeps", 0.7, True)]
+    row.stop = "dog. It"
+    cut = LmDenoiserBackend._before_stop(row, states)
+    assert "".join(s.text for s in cut) == "lazy"
+    assert backend._row(InfillRequest(prefix="f(", suffix=")\n"), 0).stop == ""  # too short to tell
