@@ -401,6 +401,11 @@ class LmDenoiserBackend:
                 kept[-1] = TokenState(kept[-1].text.rstrip(), kept[-1].confidence, kept[-1].accepted)
         return tuple(state for state in kept if state.text or not state.accepted)
 
+    @staticmethod
+    def _kept_generated(row: _Row) -> int:
+        """Tokens the model wrote that the result keeps (not those cut after its end, not pinned ones)."""
+        return min(row.generated, len(row.written) + sum(not m for m in row.masked))
+
     def _draft(self, group: list[_Row], passes: int, final: bool) -> Draft:
         candidates, seen = [], set()
         for row in group:
@@ -414,4 +419,4 @@ class LmDenoiserBackend:
         settled = [state.confidence for state in candidates[0].tokens if state.accepted]
         confident = bool(settled) and sum(settled) / len(settled) >= CONFIDENT_PROBABILITY
         return Draft(batch_passes=passes, candidates=tuple(candidates), final=final, forward_passes=best.passes,
-                     generated_tokens=best.generated, confident=confident or not final)
+                     generated_tokens=self._kept_generated(best), confident=confident or not final)
