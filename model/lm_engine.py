@@ -297,6 +297,7 @@ class LmDenoiserBackend:
             sampled = probs.argmax(-1)
         chosen = probs.gather(1, sampled[:, None])[:, 0]
         masked = torch.tensor(row.masked, device=logits.device)
+        masked[self._end_index(row) + 1 :] = False  # past a settled end nothing is kept: no pass on it
         if position is not None:  # the healed text is spelt left to right before anything else
             masked = torch.arange(len(row.canvas), device=logits.device) == position
         sure = masked & (chosen >= row.accept)
@@ -337,15 +338,25 @@ class LmDenoiserBackend:
         before = sum(len(self.table[t]) for t in row.canvas[:index])
         return self.table[row.canvas[index]][max(0, len(row.heal) - before) :]
 
+    def _end_index(self, row: _Row) -> int:
+        """The first settled position that ends the text (an end, or a newline for one line); the
+        last position when there is none."""
+        for i, token in enumerate(row.canvas):
+            if not row.masked[i] and (token == self.special.end or (row.one_line and b"\n" in self._piece(row, i))):
+                return i
+        return len(row.canvas) - 1
+
     def _close_at_end(self, row: _Row) -> None:
         """A settled end (or a newline, for one line) after settled tokens closes the row."""
-        for i, token in enumerate(row.canvas):
-            if row.masked[i]:
-                return
-            if token == self.special.end or (row.one_line and b"\n" in self._piece(row, i)):
-                row.canvas, row.masked, row.confidence = row.canvas[: i + 1], row.masked[: i + 1], row.confidence[: i + 1]
-                row.done = True
-                return
+        end = self._end_index(row)
+        closes = not row.masked[end] and (row.canvas[end] == self.special.end
+                                          or row.one_line and b"\n" in self._piece(row, end))
+        if any(row.masked[:end]) or row.masked[end]:
+            return
+        if closes:
+            row.canvas, row.masked, row.confidence = row.canvas[: end + 1], row.masked[: end + 1], row.confidence[: end + 1]
+            row.done = True
+            return
         if not self._goes_on(row):
             row.done = True
         elif row.stop:
