@@ -145,10 +145,10 @@ def quality_and_speed(backend, tasks: list[EditTask], sweep: bool = False) -> di
 
 
 def engine_figures(backend, quick: bool = False) -> dict:
-    """Every engine figure; ``quick``: 8 line tasks, one rewrite, 3 repeats of the first pass, no sweep."""
-    repeats = 3 if quick else 7
+    """Every engine figure; ``quick``: 6 line tasks, one rewrite, 2 repeats of the first pass, no sweep."""
+    repeats = 2 if quick else 7
     documents = held_out_documents()
-    tasks = line_tasks(documents, 8 if quick else 100, seed=0)
+    tasks = line_tasks(documents, 6 if quick else 100, seed=0)
     return {
         **first_pass_ms(backend, long_context(backend, line_tasks(documents, 3 * repeats, seed=1)), repeats),
         "rewrite_5_lines_ms": rewrite_ms(backend, tasks[: 1 if quick else 10]),
