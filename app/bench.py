@@ -6,8 +6,10 @@ With a server URL as the model, the figures are the server's: first-chunk latenc
 cancel-to-closed time (``model.remote.figures``).
 
 Process-level figures (window shown, model ready, GUI stall, peak memory) come from
-``app.bench_probe`` subprocesses, medians of several runs; engine figures (prefill, pass,
-first draft, quality against speed) from ``model.training.benchmark`` on a loaded model.
+``app.bench_probe`` subprocesses, medians of several runs; engine figures (first pass cold and
+warm, a whole line, a rewrite, tokens per pass against one per pass at their exact match) from
+``model.training.benchmark`` on a loaded model. The load average at the start and the end goes
+with them: on a shared machine it says how far the times are the machine's and not the engine's.
 """
 
 from __future__ import annotations
@@ -22,13 +24,17 @@ import sys
 import time
 from pathlib import Path
 
-GOALS = {
-    "tokens_per_forward": ">= 6",
-    "speedup_vs_sequential": ">= 4 at <= 2 points exact-match loss",
-    "first_draft_ms": "<= 100",
+GOALS = {  # issue 22, item 5 (2 cores); the window and the GUI stall from before
+    "first_pass_warm_ms": "<= 300",
+    "first_pass_cold_ms": "<= 1500 (512 tokens of context)",
+    "single_line_ms": "<= 1500",
+    "rewrite_5_lines_ms": "<= 4000 (strength 0.5)",
+    "model_ready_ms": "<= 10000 (second run)",
+    "rss_mb": "<= 1200",
+    "tokens_per_pass": ">= 2.5",
+    "exact_loss_points": "<= 2 (vs one token per pass)",
     "window_ms": "<= 500",
     "ui_max_stall_ms": "<= 16",
-    "rss_mb": "<= 500",
 }
 
 
@@ -46,7 +52,10 @@ def probe(name: str, *args: str) -> tuple[float, dict]:
     return began, json.loads(lines[-1])
 
 
-def process_figures(spec: str, runs: int) -> dict:
+def process_figures(spec: str, runs: int, infills: int) -> dict:
+    """Medians over ``runs`` probe processes. The bench has loaded the model already, so ``model_ready_ms``
+    is a second run's (the embedded base read from its dequantised copy in the user's cache); ``rss_mb`` is
+    the peak of a process that ran ``infills`` infills."""
     window = []
     for _ in range(runs):
         began, shown = probe("window")
@@ -62,7 +71,7 @@ def process_figures(spec: str, runs: int) -> dict:
         "window_ms": round(statistics.median(window), 1),
         "model_ready_ms": round(statistics.median(ready), 1),
         "ui_max_stall_ms": round(statistics.median(stalls), 1),
-        "rss_mb": round(probe("rss", spec)[1]["peak_rss_mb"], 1),
+        "rss_mb": round(probe("rss", spec, str(infills))[1]["peak_rss_mb"], 1),
     }
 
 
@@ -78,31 +87,35 @@ def machine() -> dict:
     }
 
 
+def load_average() -> str:
+    """The 1, 5 and 15-minute load averages, as ``uptime`` shows them."""
+    return " ".join(f"{load:.2f}" for load in os.getloadavg())
+
+
 def plot(figures: dict, path: Path) -> None:
-    """Exact match (and similarity) against tokens per forward across sampler bounds; the one-token point marked."""
+    """Exact match (and similarity) against tokens per pass across accept bars; baseline and shipped marked."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot
 
-    curve = sorted(figures["curve"], key=lambda point: point["tokens_per_forward"])
+    curve = sorted(figures["curve"], key=lambda point: point["tokens_per_pass"])
     figure, axes = pyplot.subplots(figsize=(6, 4), dpi=120)
-    axes.plot([p["tokens_per_forward"] for p in curve], [100 * p["exact_match"] for p in curve], "o-",
+    axes.plot([p["tokens_per_pass"] for p in curve], [100 * p["exact_match"] for p in curve], "o-",
               label="exact match")
-    axes.plot([p["tokens_per_forward"] for p in curve], [100 * p["char_similarity"] for p in curve], "o--",
+    axes.plot([p["tokens_per_pass"] for p in curve], [100 * p["char_similarity"] for p in curve], "o--",
               color="grey", label="character similarity")
     for point in curve:
-        axes.annotate(f"bound {point['entropy_bound']:g}", (point["tokens_per_forward"], 100 * point["exact_match"]),
+        axes.annotate(f"p >= {point['accept_probability']:g}", (point["tokens_per_pass"], 100 * point["exact_match"]),
                       textcoords="offset points", xytext=(4, 4), fontsize=7)
-    sequential = next(p for p in curve if p["entropy_bound"] == figures["sequential_entropy_bound"])
-    axes.plot([sequential["tokens_per_forward"]], [100 * sequential["exact_match"]], "s", color="crimson",
-              label="one token per pass")
-    shipped = next(p for p in curve if p["entropy_bound"] == figures["shipped_entropy_bound"])
-    axes.plot([shipped["tokens_per_forward"]], [100 * shipped["exact_match"]], "*", markersize=12, color="green",
-              label="shipped setting")
-    axes.set_xlabel("tokens per decoder pass")
+    for key, marker, colour, label in (("one_per_pass_accept_probability", "s", "crimson", "one token per pass"),
+                                       ("shipped_accept_probability", "*", "green", "shipped setting")):
+        point = next(p for p in curve if p["accept_probability"] == figures[key])
+        axes.plot([point["tokens_per_pass"]], [100 * point["exact_match"]], marker, markersize=10, color=colour,
+                  label=label)
+    axes.set_xlabel("tokens per pass")
     axes.set_ylabel("single-line infill (%)")
-    axes.set_title(f"Held-out infill, {figures['tasks']} tasks")
+    axes.set_title(f"Held-out lines, {figures['line_tasks']} tasks")
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()
@@ -133,7 +146,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--model", default="embedded", help="a model spec, or a server URL ending in /v1")
     parser.add_argument("--remote-model", default=None, help="with a server URL: the served model")
     hardware_options(parser)
-    parser.add_argument("--quick", action="store_true", help="fewer tasks and repeats (under a minute)")
+    parser.add_argument("--quick", action="store_true", help="fewer tasks and repeats (a minute or two)")
     parser.add_argument("--plot", default="bench.png", help="where to write the PNG plot")
     args = parser.parse_args(argv)
 
@@ -150,8 +163,10 @@ def main(argv: list[str]) -> int:
 
     figures: dict = {"model": backend.info.name, "machine": machine(), "device": backend.info.device,
                      "precision": backend.info.precision, "weights_mb": round(backend.info.memory_bytes / 1e6, 1)}
+    started = load_average()
     figures.update(engine_figures(backend, quick=args.quick))
-    figures.update(process_figures(args.model, runs=1 if args.quick else 3))
+    figures.update(process_figures(args.model, runs=1 if args.quick else 3, infills=5 if args.quick else 20))
+    figures["load_average"] = {"start": started, "end": load_average()}
     plot(figures, Path(args.plot))
     figures["plot"] = args.plot
     print(json.dumps(figures, indent=1) if args.json else table(figures))

@@ -3,7 +3,7 @@
     python -m app.bench_probe window          print the time the main window is shown
     python -m app.bench_probe ready SPEC      print the time the model is loaded
     python -m app.bench_probe stall SPEC      print the largest GUI-thread stall during a rewrite
-    python -m app.bench_probe rss SPEC        print peak resident memory after 20 infills
+    python -m app.bench_probe rss SPEC [N]    print peak resident memory after N infills (20)
 
 Each prints one JSON line. Times are ``time.time()`` stamps, so the parent, which noted when it
 started the process, gets process start -> event, interpreter start-up included.
@@ -113,13 +113,13 @@ def stall(spec: str) -> dict:
         return loop.run_until_complete(measure())
 
 
-def rss(spec: str) -> dict:
+def rss(spec: str, infills: str = "20") -> dict:
     from model.api import InfillRequest
     from model.loading import load_backend
     from model.soak import peak_resident_mb
 
     backend = load_backend(spec)
-    for index in range(20):
+    for index in range(int(infills)):
         request = InfillRequest(prefix=SAMPLE[: 40 + 10 * index], suffix=SAMPLE[40 + 10 * index :], max_new_tokens=32, seed=index)
         for _ in backend.stream([request]):
             pass

@@ -1,4 +1,5 @@
-"""Shared fixtures: a tiny random DiffusionGemma saved with the project's tokenizer.
+"""Shared fixtures: a tiny random DiffusionGemma saved with the project's tokenizer, and a tiny
+random causal LM with SmolLM2's tokenizer for the embedded engine.
 
 Random weights write nonsense, so tests built on it assert behaviour (lengths, EOS handling,
 determinism, cancel), never the quality of the text.
@@ -58,6 +59,32 @@ def build_tiny_model(folder: Path, tokenizer, canvas_length: int = 16, noise: st
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, project_tokenizer) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), project_tokenizer)
+
+
+@pytest.fixture(scope="session")
+def smol_tokenizer():
+    """SmolLM2's tokenizer, read from the installed base package (skipped without it)."""
+    from transformers import AutoTokenizer
+
+    from model.lm_base import BaseMissing, gguf_path
+
+    try:
+        path = gguf_path()
+    except BaseMissing as error:
+        pytest.skip(str(error))
+    return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+
+
+@pytest.fixture(scope="session")
+def tiny_lm(smol_tokenizer):
+    """A tiny random Llama causal LM with SmolLM2's vocabulary, for the embedded engine's loop."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(smol_tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True)
+    return LlamaForCausalLM(config).eval()
 
 
 @pytest.fixture(scope="session")

@@ -1,48 +1,68 @@
-"""The benchmark's engine figures and report on the tiny model (figures checked for shape, not speed)."""
+"""The benchmark's engine figures and report on a tiny random causal LM with SmolLM2's tokenizer
+(figures checked for shape and consistency, never for speed)."""
 
-from app.bench import plot, table
-from model.training.benchmark import first_draft_ms, prefill_ms, quality_and_speed
+import pytest
+
+from app.bench import GOALS, load_average, plot, table
+from model.api import ModelInfo
+from model.training.corpus import Document
+from model.training.edit_tasks import EditTask, line_tasks
+from model.training.benchmark import (
+    REWRITE_LINES,
+    REWRITE_STRENGTH,
+    first_pass_ms,
+    long_context,
+    quality_and_speed,
+    rewrite_ms,
+    rewrite_requests,
+)
+
+CODE = "".join(f"def scale_{i}(values):\n    return [value * {i} for value in values]\n\n" for i in range(120))
 
 
-def test_quality_and_speed_compares_shipped_with_one_token_per_pass(tiny_backend, tmp_path):
-    before = tiny_backend.model.generation_config.to_dict()
-    figures = quality_and_speed(tiny_backend, n_tasks=2, sweep=False)
-    assert tiny_backend.model.generation_config.to_dict() == before  # the shipped settings are back
-    assert {"tokens_per_forward", "exact_match", "exact_match_sequential", "speedup_vs_sequential"} <= set(figures)
-    bounds = [point["entropy_bound"] for point in figures["curve"]]
-    assert figures["sequential_entropy_bound"] in bounds and figures["shipped_entropy_bound"] in bounds
-    assert figures["speedup_vs_sequential"] > 0
-    sequential = next(p for p in figures["curve"] if p["entropy_bound"] == figures["sequential_entropy_bound"])
-    assert 0 < sequential["tokens_per_forward"] <= 1.0  # the baseline pays a pass for every token
+@pytest.fixture
+def backend(tiny_lm, smol_tokenizer):
+    from model.lm_engine import LmDenoiserBackend
+
+    return LmDenoiserBackend(tiny_lm, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
+
+
+@pytest.fixture
+def tasks():
+    return line_tasks([Document("stdlib", "held-out:scale.py", CODE)], 4, seed=0)
+
+
+def test_quality_and_speed_sets_the_shipped_bar_beside_one_token_per_pass(backend, tasks, tmp_path):
+    figures = quality_and_speed(backend, tasks[:2])
+    assert figures["line_tasks"] == 2
+    bar = figures["one_per_pass_accept_probability"]
+    sequential = next(p for p in figures["curve"] if p["accept_probability"] == bar)
+    assert 0 < sequential["tokens_per_pass"] <= 1.0  # the baseline pays a pass for every token
+    assert figures["tokens_per_pass_one_per_pass"] == sequential["tokens_per_pass"]
+    loss = 100 * (figures["exact_match_one_per_pass"] - figures["exact_match"])
+    assert figures["exact_loss_points"] == round(loss, 1)
+    assert figures["speedup_vs_one_per_pass"] > 0 and figures["single_line_ms"] > 0
     plot(figures, tmp_path / "plot.png")
     assert (tmp_path / "plot.png").read_bytes().startswith(b"\x89PNG")
-    report = table({**figures, "prefill_ms": {"256": 1.0}})
-    assert "tokens_per_forward" in report and ">= 6" in report and "curve" not in report
+    report = table({**figures, "load_average": {"start": load_average(), "end": load_average()}})
+    assert GOALS["tokens_per_pass"] in report and "load_average" in report and "curve" not in report
 
 
-def test_latency_probes_return_times(tiny_backend):
-    assert prefill_ms(tiny_backend, 64, repeats=1) > 0
-    first_draft = first_draft_ms(tiny_backend, repeats=1)
-    assert first_draft["cold"] > 0 and first_draft["repeat"] > 0
-    assert tiny_backend.prompt_cache.reused_tokens > 0  # the repeated request's prompt came from the cache
+def test_the_first_pass_goes_through_the_worker_cold_and_then_from_the_prompt_cache(backend, tasks):
+    long = long_context(backend, tasks)
+    assert long and long_context(backend, [EditTask("line", "short", "x = ", "1", "\n")]) == []
+    figures = first_pass_ms(backend, long[:2], repeats=1)
+    assert figures["first_pass_cold_ms"] > 0 and figures["first_pass_warm_ms"] > 0
+    assert backend.prompt_cache.reused_tokens > 0  # the repeated request's prompt came from the cache
 
 
-def test_tuning_takes_the_fastest_sampler_within_two_points_of_the_best_exact_match():
-    from model.training.evaluate import choose_sampler
-
-    sweep = [
-        {"entropy_bound": 0.1, "exact_match": 0.30, "char_similarity": 0.80, "tokens_per_pass": 1.5},
-        {"entropy_bound": 1.0, "exact_match": 0.285, "char_similarity": 0.795, "tokens_per_pass": 4.0},
-        {"entropy_bound": 3.0, "exact_match": 0.25, "char_similarity": 0.78, "tokens_per_pass": 7.0},
-    ]
-    assert choose_sampler(sweep)["entropy_bound"] == 1.0
-    sweep[1]["char_similarity"] = 0.70  # as exact, but its misses are further off: not good enough
-    assert choose_sampler(sweep)["entropy_bound"] == 0.1
-    counted = [  # exact match as a count out of 100 tasks: exactly 2 points is within the slack
-        {"entropy_bound": 0.1, "exact_match": 5 / 100, "char_similarity": 0.43, "tokens_per_pass": 1.7},
-        {"entropy_bound": 0.3, "exact_match": 3 / 100, "char_similarity": 0.43, "tokens_per_pass": 2.1},
-    ]
-    assert choose_sampler(counted)["entropy_bound"] == 0.3
+def test_a_rewrite_selects_five_lines_in_place_at_half_strength(backend, tasks):
+    requests = rewrite_requests(tasks)
+    assert len(requests) == len(tasks)
+    for task, request in zip(tasks, requests):
+        assert request.prefix + request.init_text + request.suffix == task.prefix + task.middle + task.suffix
+        assert request.init_text.count("\n") == REWRITE_LINES - 1 and request.strength == REWRITE_STRENGTH
+    assert rewrite_ms(backend, tasks[:1]) > 0
 
 
 def test_a_probe_reports_its_own_peak_memory_not_its_parents():

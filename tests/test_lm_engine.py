@@ -12,29 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from model.api import Cancelled, CancelFlag, InfillRequest, ModelInfo, TemplateRequest  # noqa: E402
-from model.lm_base import BaseMissing, gguf_path  # noqa: E402
 from model.lm_layout import SpecialIds, canvas_mask, prompt_ids  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def smol_tokenizer():
-    from transformers import AutoTokenizer
-
-    try:
-        path = gguf_path()
-    except BaseMissing as error:
-        pytest.skip(str(error))
-    return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-
-
-@pytest.fixture(scope="session")
-def tiny_lm(smol_tokenizer):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(smol_tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True)
-    return LlamaForCausalLM(config).eval()
 
 
 @pytest.fixture

@@ -230,3 +230,21 @@ def test_the_corpus_leaves_out_packages_whose_licence_metadata_is_copyleft():
     restricted = restricted_packages()
     assert {"PySide6", "shiboken6", "tqdm", "hypothesis"} <= restricted  # LGPL/GPL, MPL, MPL
     assert not {"numpy", "transformers", "torch", "pygments"} & restricted  # BSD, Apache, BSD, BSD
+
+
+def test_tuning_takes_the_fastest_sampler_within_two_points_of_the_best_exact_match():
+    from model.training.evaluate import choose_sampler
+
+    sweep = [
+        {"entropy_bound": 0.1, "exact_match": 0.30, "char_similarity": 0.80, "tokens_per_pass": 1.5},
+        {"entropy_bound": 1.0, "exact_match": 0.285, "char_similarity": 0.795, "tokens_per_pass": 4.0},
+        {"entropy_bound": 3.0, "exact_match": 0.25, "char_similarity": 0.78, "tokens_per_pass": 7.0},
+    ]
+    assert choose_sampler(sweep)["entropy_bound"] == 1.0
+    sweep[1]["char_similarity"] = 0.70  # as exact, but its misses are further off: not good enough
+    assert choose_sampler(sweep)["entropy_bound"] == 0.1
+    counted = [  # exact match as a count out of 100 tasks: exactly 2 points is within the slack
+        {"entropy_bound": 0.1, "exact_match": 5 / 100, "char_similarity": 0.43, "tokens_per_pass": 1.7},
+        {"entropy_bound": 0.3, "exact_match": 3 / 100, "char_similarity": 0.43, "tokens_per_pass": 2.1},
+    ]
+    assert choose_sampler(counted)["entropy_bound"] == 0.3

@@ -1,129 +1,156 @@
-"""Engine speed figures for ``sfumato bench``: what block denoising buys on this machine.
+"""Engine figures for ``sfumato bench`` (issue 22, item 5): the embedded block-denoising LM on this machine.
 
-Quality and speed are measured on the same held-out single-line infill tasks (``model.training.evaluate``,
-its ``test`` part) in the same run: once at the shipped sampler settings and once accepting one
-token per pass with no early stop (the sequential baseline: every token costs a pass, as in
-autoregressive decoding), so the speed-up is never reported without the exact
-match it costs. Times are medians over repeats, on a warm model.
+Every task is held-out code (``evaluate_lm.held_out_documents``: whole packages never trained on),
+shaped as the editor sends it (``edit_tasks.line_tasks``: Ctrl+K's one-line infill at the cursor).
+
+* first pass: the request submitted to an ``InferenceWorker`` -> its first draft (one pass)
+  delivered. ``cold``: the prompt cache cleared, at least ``COLD_CONTEXT_TOKENS`` of context (the
+  engine reads the last ``PREFIX_TOKENS`` and first ``SUFFIX_TOKENS`` of it); ``warm``: the same
+  request again, its prompt cached as the speculative prefill leaves it.
+* a whole single line, and a ``REWRITE_LINES``-line rewrite at ``REWRITE_STRENGTH``: request -> final draft.
+* quality against speed: the same line tasks at the shipped threshold and accepting one token per
+  pass (``sampler_bound=ONE_PER_PASS``, the sequential baseline), so tokens per pass and the
+  speed-up are never reported without the exact match they cost.
+
+Times are medians in milliseconds, on a loaded model.
 """
 
 from __future__ import annotations
 
-import copy
+import math
 import statistics
 import threading
 import time
 
-import torch
-
 from model.api import InfillRequest
-from model.quantization import backend_grad_free
-from model.training.evaluate import ENTROPY_BOUNDS, ONE_PER_PASS, heldout_documents, make_tasks, pass_time_ms, run, set_sampler
+from model.lm_engine import ACCEPT_PROBABILITY
+from model.training.edit_tasks import EditTask, line_tasks
+from model.training.evaluate_lm import held_out_documents, request_for, run_engine, score
 from model.worker import InferenceWorker
 
-
-def median_ms(measure, repeats: int) -> float:
-    """Median of ``measure()`` seconds over ``repeats`` runs after one warm-up, in milliseconds."""
-    measure()
-    return 1000 * statistics.median(measure() for _ in range(repeats))
-
-
-@backend_grad_free
-def prefill_ms(backend, context_tokens: int, repeats: int = 3) -> float:
-    """Encoder prefill of ``context_tokens`` prompt tokens, batch 1."""
-    model = backend.model
-    prompt = torch.randint(10, model.config.text_config.vocab_size, (1, context_tokens), device=backend.device)
-
-    def measure() -> float:
-        began = time.perf_counter()
-        model.model.encoder(input_ids=prompt)
-        return time.perf_counter() - began
-
-    return median_ms(measure, repeats)
+ONE_PER_PASS = 1e-4  # accept probability exp(-1e-4): one token a pass
+SWEPT_PROBABILITIES = (0.7, 0.5)  # a full run's curve also tries these accept probabilities
+COLD_CONTEXT_TOKENS = 512
+REWRITE_LINES, REWRITE_STRENGTH = 5, 0.5
 
 
-def first_draft_ms(backend, repeats: int = 5) -> dict[str, float]:
-    """Request submitted to the worker -> first draft delivered to the caller, model loaded.
+def long_context(backend, tasks: list[EditTask], tokens: int = COLD_CONTEXT_TOKENS) -> list[EditTask]:
+    """The tasks with at least ``tokens`` tokens of context before and after the cursor together."""
+    def count(text: str) -> int:
+        return len(backend.tokenizer(text, add_special_tokens=False).input_ids)
 
-    ``cold``: each request a different held-out document, its prompt filling the model's context
-    budget, so nothing of it is cached. ``repeat``: the same request again (Ctrl+K pressed again at
-    the same place), its prompt's encoding taken from the prompt cache.
-    """
-    tasks = make_tasks(heldout_documents("test"), "single", repeats + 1, seed=1)
-    requests = [InfillRequest(prefix=t.prefix, suffix=t.suffix, max_new_tokens=32, seed=0) for t in tasks]
+    return [task for task in tasks if count(task.prefix) + count(task.suffix) >= tokens]
+
+
+def first_pass_ms(backend, tasks: list[EditTask], repeats: int) -> dict[str, float]:
+    """Ctrl+K -> first pass delivered through the worker, cold (``repeats`` different tasks after
+    one warm-up) and warm (the last of them ``repeats`` times more)."""
+    requests = [request_for(task, "line", seed=0) for task in tasks[: repeats + 1]]
+    if len(requests) < 2:
+        raise RuntimeError(f"too few held-out tasks with {COLD_CONTEXT_TOKENS} tokens of context")
     worker = InferenceWorker(lambda: backend)
     worker.start()
     worker.loaded.wait()
 
-    def first_draft(request: InfillRequest) -> float:
+    def first_pass(request: InfillRequest) -> float:
         first, done = threading.Event(), threading.Event()
         arrived: list[float] = []
+        errors: list[BaseException] = []
 
         def on_draft(_drafts) -> None:
             if not arrived:
                 arrived.append(time.perf_counter())
-                first.set()
+            first.set()
+
+        def on_done(drafts) -> None:  # a result in one pass arrives as the final draft only
+            on_draft(drafts)
+            done.set()
+
+        def on_error(error: BaseException) -> None:
+            errors.append(error)
+            first.set()
+            done.set()
 
         began = time.perf_counter()
-        job = worker.submit([request], on_draft, lambda _: done.set(), lambda _: done.set(), done.set)
-        first.wait(60)
+        job = worker.submit([request], on_draft, on_done, on_error, done.set)
+        first.wait(600)
         job.cancel()
-        done.wait(60)
+        done.wait(600)
+        if errors or not arrived:
+            raise RuntimeError(f"no first pass: {errors[0] if errors else 'timed out'}")
         return arrived[0] - began
 
     try:
-        backend.prompt_cache.clear()
-        first_draft(requests[-1])  # warm-up
-        cold = [first_draft(request) for request in requests[:-1]]
-        first_draft(requests[-1])  # its prompt is now the cached one
-        repeat = [first_draft(requests[-1]) for _ in range(repeats)]
-        return {"cold": round(1000 * statistics.median(cold), 1), "repeat": round(1000 * statistics.median(repeat), 1)}
+        first_pass(requests[0])  # warm-up
+        cold = []
+        for request in requests[1:]:
+            backend.prompt_cache.clear()
+            cold.append(first_pass(request))
+        warm = [first_pass(requests[-1]) for _ in range(repeats)]
     finally:
         worker.stop()
+    return {"first_pass_cold_ms": round(1000 * statistics.median(cold), 1),
+            "first_pass_warm_ms": round(1000 * statistics.median(warm), 1)}
 
 
-def quality_and_speed(backend, n_tasks: int, sweep: bool = True, batch: int = 1, seed: int = 0) -> dict:
-    """Exact match, tokens per forward and wall time at the shipped bound, sequentially, and swept."""
-    config = backend.model.generation_config
-    saved = copy.deepcopy(config)
-    shipped = (config.sampler_config.entropy_bound, (config.t_min, config.t_max))
-    stop = (config.stability_threshold, config.confidence_threshold)
-    tasks = make_tasks(heldout_documents("test"), "single", n_tasks, seed)
-    curve = []
-    try:
-        for bound in sorted({*(ENTROPY_BOUNDS if sweep else (ONE_PER_PASS,)), shipped[0]}):
-            set_sampler(backend, bound, shipped[1], stop)
-            result = run(backend, tasks, batch, seed)
-            curve.append(
-                {
-                    "entropy_bound": bound,
-                    "exact_match": result["exact_match"],
-                    "char_similarity": result["char_similarity"],
-                    "tokens_per_forward": result["tokens_per_pass"],
-                    "seconds": result["seconds"],
-                }
-            )
-    finally:
-        backend.model.generation_config = saved
-    at_shipped = next(point for point in curve if point["entropy_bound"] == shipped[0])
-    sequential = next(point for point in curve if point["entropy_bound"] == ONE_PER_PASS)
+def rewrite_requests(tasks: list[EditTask]) -> list[InfillRequest]:
+    """Each task's line and the lines after it, ``REWRITE_LINES`` in all, selected and rewritten."""
+    requests = []
+    for task in tasks:
+        lines = (task.middle + task.suffix).split("\n")
+        if len(lines) > REWRITE_LINES:
+            requests.append(InfillRequest(prefix=task.prefix, suffix="\n" + "\n".join(lines[REWRITE_LINES:]),
+                                          init_text="\n".join(lines[:REWRITE_LINES]), strength=REWRITE_STRENGTH,
+                                          seed=0))
+    return requests
+
+
+def rewrite_ms(backend, tasks: list[EditTask]) -> float:
+    """Median time of a ``REWRITE_LINES``-line rewrite, request -> final draft."""
+    results = run_engine(backend, rewrite_requests(tasks))
+    return round(1000 * statistics.median(r["seconds"] for r in results), 1)
+
+
+def decode(backend, tasks: list[EditTask], sampler_bound: float | None) -> dict:
+    """One point of the curve: the line tasks decoded at one accept bar."""
+    results = run_engine(backend, [request_for(t, "line", seed=0, sampler_bound=sampler_bound) for t in tasks])
+    quality = score("line", tasks, [r["text"] for r in results])
     return {
-        "tasks": n_tasks,
-        "shipped_entropy_bound": shipped[0],
-        "sequential_entropy_bound": ONE_PER_PASS,
-        "tokens_per_forward": at_shipped["tokens_per_forward"],
-        "exact_match": at_shipped["exact_match"],
-        "exact_match_sequential": sequential["exact_match"],
-        "speedup_vs_sequential": sequential["seconds"] / at_shipped["seconds"],
-        "curve": curve,
+        "accept_probability": round(ACCEPT_PROBABILITY if sampler_bound is None else math.exp(-sampler_bound), 4),
+        "exact_match": quality["exact"],
+        "char_similarity": quality["similarity"],
+        "tokens_per_pass": round(sum(r["tokens"] for r in results) / max(1, sum(r["passes"] for r in results)), 3),
+        "seconds": round(sum(r["seconds"] for r in results), 3),
+        "median_ms": round(1000 * statistics.median(r["seconds"] for r in results), 1),
+    }
+
+
+def quality_and_speed(backend, tasks: list[EditTask], sweep: bool = False) -> dict:
+    """Tokens per pass, exact match and time at the shipped bar beside one token per pass (and, swept, other bars)."""
+    shipped, sequential = decode(backend, tasks, None), decode(backend, tasks, ONE_PER_PASS)
+    swept = [decode(backend, tasks, -math.log(p)) for p in SWEPT_PROBABILITIES] if sweep else []
+    return {
+        "line_tasks": len(tasks),
+        "single_line_ms": shipped["median_ms"],
+        "tokens_per_pass": shipped["tokens_per_pass"],
+        "tokens_per_pass_one_per_pass": sequential["tokens_per_pass"],
+        "exact_match": shipped["exact_match"],
+        "exact_match_one_per_pass": sequential["exact_match"],
+        "exact_loss_points": round(100 * (sequential["exact_match"] - shipped["exact_match"]), 1),
+        "speedup_vs_one_per_pass": round(sequential["seconds"] / shipped["seconds"], 2),
+        "shipped_accept_probability": shipped["accept_probability"],
+        "one_per_pass_accept_probability": sequential["accept_probability"],
+        "curve": [shipped, sequential, *swept],
     }
 
 
 def engine_figures(backend, quick: bool = False) -> dict:
-    contexts = (256, 1024) if quick else (256, 1024, 4096)
+    """Every engine figure; ``quick``: 6 line tasks, one rewrite, 2 repeats of the first pass, no sweep."""
+    repeats = 2 if quick else 7
+    documents = held_out_documents()
+    tasks = line_tasks(documents, 6 if quick else 100, seed=0)
     return {
-        "prefill_ms": {str(n): round(prefill_ms(backend, n), 1) for n in contexts},
-        "pass_ms": round(pass_time_ms(backend, prompt_tokens=1024, repeats=5 if quick else 20), 1),
-        "first_draft_ms": first_draft_ms(backend, repeats=3 if quick else 7),
-        **quality_and_speed(backend, n_tasks=8 if quick else 100, sweep=not quick),
+        **first_pass_ms(backend, long_context(backend, line_tasks(documents, 3 * repeats, seed=1)), repeats),
+        "rewrite_5_lines_ms": rewrite_ms(backend, tasks[: 1 if quick else 10]),
+        **quality_and_speed(backend, tasks, sweep=not quick),
     }
