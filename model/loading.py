@@ -94,7 +94,7 @@ def load_backend(
 
         return connect(spec, RemoteOptions(model=remote_model))
     if spec == "embedded":
-        return load_embedded(progress, cancel, device)
+        return load_embedded(progress, cancel, device, quantize)
     folder, hub_id = resolve_spec(spec)
     if folder is not None:
         check_config(folder)
@@ -141,9 +141,13 @@ def load_backend(
     return MaskedDiffusionBackend(model, tokenizer, _model_info(source, folder, "masked-diffusion", plan, model, False))
 
 
-def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = None, device: str | None = None) -> Backend:
+def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = None, device: str | None = None,
+                  quantize: str | None = None) -> Backend:
     """The embedded default: the registry package's base with this project's adapter merged in,
     in float32 on the CPU, or in bfloat16 with ``--device cuda``."""
+    if quantize not in (None, "none"):
+        raise EngineError(f"--quantize {quantize}: the embedded model runs in float32 on the CPU (bfloat16 on CUDA); "
+                          "--quantize is for DiffusionGemma and masked-diffusion checkpoints")
     if device not in (None, "auto", "cpu") and not device.startswith("cuda"):
         raise EngineError(f"--device {device}: the embedded model runs on cpu or cuda")
     silence_import_noise()

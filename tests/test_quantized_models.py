@@ -61,10 +61,13 @@ def test_tiny_model_infills_in_int8_like_float32(tiny_int8, tiny_backend):
     assert _similarity(int8, full) > 0.5  # random weights: many near-ties, so the bound is loose
 
 
-def test_embedded_model_in_int8_agrees_with_float32():
+PREVIOUS = str(REPO / "resources" / "models" / "sfumato-small")  # the previous embedded model, a DiffusionGemma
+
+
+def test_a_shipped_diffusion_gemma_in_int8_agrees_with_float32():
     requests = _line_tasks(12)
-    int8 = load_backend("embedded", device="cpu", quantize="int8")
-    full = load_backend("embedded", device="cpu")
+    int8 = load_backend(PREVIOUS, device="cpu", quantize="int8")
+    full = load_backend(PREVIOUS, device="cpu")
     assert int8.info.memory_bytes < 0.7 * full.info.memory_bytes
     assert _similarity(_final_texts(int8, requests), _final_texts(full, requests)) > 0.8
 
@@ -83,11 +86,19 @@ def test_an_impossible_precision_or_device_is_one_clean_line(tmp_path, options, 
     requests = tmp_path / "requests.jsonl"
     requests.write_text('{"id": 1, "prefix": "x = ", "suffix": "\\n"}\n')
     result = subprocess.run(
-        [sys.executable, "-m", "app.cli", "infill", "--jsonl", str(requests), *options],
+        [sys.executable, "-m", "app.cli", "infill", "--jsonl", str(requests), "--model", PREVIOUS, *options],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
     assert result.returncode in (1, 2) and result.stdout == ""
     assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_embedded_model_refuses_quantize_in_one_line():
+    from model.api import EngineError
+    from model.loading import load_embedded
+
+    with pytest.raises(EngineError, match="runs in float32"):
+        load_embedded(quantize="int8")
 
 
 def test_infill_jsonl_runs_in_int8(tiny_model_dir, monkeypatch, capsys):
