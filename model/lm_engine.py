@@ -3,7 +3,8 @@
 Every draft is one pass of the model over a canvas (``model.lm_layout``): the prompt is read once
 (and its KV cache kept across requests, ``model.prompt_cache``), then each pass reads the canvas
 with attention both ways and accepts every masked token whose probability clears
-``ACCEPT_PROBABILITY``, at least one per pass (Fast-dLLM's threshold rule, Wu et al. 2025).
+``ACCEPT_PROBABILITY`` (Fast-dLLM's threshold rule, Wu et al. 2025); when none does, the leftmost
+open position, so a pass never does less than left-to-right decoding would.
 A canvas that fills up without ``<|endoftext|>`` is committed to the prompt and the next one
 starts, until ``max_new_tokens``. A rewrite starts the canvas from the selection: a first pass
 scores every token of it, the ``strength`` fraction the model finds least likely is renoised and
@@ -32,6 +33,7 @@ ACCEPT_PROBABILITY = 0.9
 CONFIDENT_PROBABILITY = 0.5  # a result whose tokens average less than this is marked not confident
 PREFIX_TOKENS, SUFFIX_TOKENS = 224, 96  # what training shows it (model.training.adapt)
 MAX_CANVAS = 32
+LINE_CANVAS = 16  # the rest of one line rarely needs more; a longer one goes on in the next canvas
 PREFILL_CHUNK = 128  # prompt tokens read between two cancel checks
 STOP_CHARS, MIN_STOP_CHARS = 16, 4  # how much of the suffix's start ends a text that runs into it
 ALTERNATIVE_TEMPERATURE = 0.8
@@ -123,7 +125,7 @@ class LmDenoiserBackend:
             row.confidence = [1.0] * len(init) + [0.0] * slack
             row.budget = len(row.canvas)
         else:
-            self._open(row, min(MAX_CANVAS, row.budget + 1))
+            self._open(row, min(LINE_CANVAS if request.one_line else MAX_CANVAS, row.budget + 1))
         return row
 
     def _open(self, row: _Row, size: int) -> None:
@@ -301,9 +303,11 @@ class LmDenoiserBackend:
         if position is not None:  # the healed text is spelt left to right before anything else
             masked = torch.arange(len(row.canvas), device=logits.device) == position
         sure = masked & (chosen >= row.accept)
-        if not sure.any():
+        if not masked.any():
+            return self._close_at_end(row)
+        if not sure.any():  # nothing sure: the leftmost open position, as the base would go on
             sure = torch.zeros_like(masked)
-            sure[int(chosen.masked_fill(~masked, -1.0).argmax())] = True
+            sure[int(masked.nonzero()[0, 0])] = True
         for i in sure.nonzero()[:, 0].tolist():
             row.canvas[i], row.masked[i], row.confidence[i] = int(sampled[i]), False, float(chosen[i])
             row.generated += 1
