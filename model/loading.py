@@ -148,8 +148,11 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     if quantize not in (None, "none"):
         raise EngineError(f"--quantize {quantize}: the embedded model runs in float32 on the CPU (bfloat16 on CUDA); "
                           "--quantize is for DiffusionGemma and masked-diffusion checkpoints")
-    if device not in (None, "auto", "cpu") and not device.startswith("cuda"):
-        raise EngineError(f"--device {device}: the embedded model runs on cpu or cuda")
+    from model.devices import parse_device
+
+    device = parse_device(device)
+    if device == "mps":
+        raise EngineError("--device mps: the embedded model runs on cpu or cuda")
     silence_import_noise()
     import torch
 
@@ -168,7 +171,7 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
         raise EngineError(f"embedded model: {error}") from None
     except Exception as error:
         raise EngineError(f"embedded model: cannot load it ({_first_line(error)})") from None
-    target = device if device and device.startswith("cuda") else "cpu"  # auto: 135M parameters run well on a CPU
+    target = device if device.startswith("cuda") else "cpu"  # auto: 135M parameters run well on a CPU
     if target == "cuda":
         if not torch.cuda.is_available():
             raise EngineError("--device cuda: no CUDA GPU is available")

@@ -93,12 +93,14 @@ def test_an_impossible_precision_or_device_is_one_clean_line(tmp_path, options, 
     assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr
 
 
-def test_the_embedded_model_refuses_quantize_in_one_line():
+def test_the_embedded_model_refuses_quantize_and_a_bad_device_in_one_line():
     from model.api import EngineError
     from model.loading import load_embedded
 
     with pytest.raises(EngineError, match="runs in float32"):
         load_embedded(quantize="int8")
+    with pytest.raises(EngineError, match="--device must be"):
+        load_embedded(device="tpu")
 
 
 def test_infill_jsonl_runs_in_int8(tiny_model_dir, monkeypatch, capsys):
