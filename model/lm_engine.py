@@ -3,8 +3,8 @@
 Every draft is one pass of the model over a canvas (``model.lm_layout``): the prompt is read once
 (and its KV cache kept across requests, ``model.prompt_cache``), then each pass reads the canvas
 with attention both ways and accepts every masked token whose probability clears
-``ACCEPT_PROBABILITY`` (Fast-dLLM's threshold rule, Wu et al. 2025); when none does, the leftmost
-open position, so a pass never does less than left-to-right decoding would.
+``ACCEPT_PROBABILITY`` (Fast-dLLM's threshold rule, Wu et al. 2025); when none does, one position:
+the leftmost open one for the rest of a line, else the surest one.
 A canvas that fills up without ``<|endoftext|>`` is committed to the prompt and the next one
 starts, until ``max_new_tokens``. A rewrite starts the canvas from the selection: a first pass
 scores every token of it, the ``strength`` fraction the model finds least likely is renoised and
@@ -305,9 +305,12 @@ class LmDenoiserBackend:
         sure = masked & (chosen >= row.accept)
         if not masked.any():
             return self._close_at_end(row)
-        if not sure.any():  # nothing sure: the leftmost open position, as the base would go on
+        if not sure.any():
+            # nothing sure: for one line, the leftmost open position (as the base would go on; its
+            # newline bounds it); else the surest one, which lets the end settle early
             sure = torch.zeros_like(masked)
-            sure[int(masked.nonzero()[0, 0])] = True
+            left = int(masked.nonzero()[0, 0])
+            sure[left if row.one_line else int(chosen.masked_fill(~masked, -1.0).argmax())] = True
         for i in sure.nonzero()[:, 0].tolist():
             row.canvas[i], row.masked[i], row.confidence[i] = int(sampled[i]), False, float(chosen[i])
             row.generated += 1
