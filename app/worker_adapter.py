@@ -45,8 +45,6 @@ class WorkerAdapter(QObject):
     """
 
     status = Signal(str)
-    loaded = Signal(object)  # ModelInfo
-    load_failed = Signal(str)
     load_progress = Signal(int, int)  # tensors read, tensors in all
     served = Signal(str)  # a served model's status line: on load, then after every finished job
 
@@ -133,7 +131,6 @@ class WorkerAdapter(QObject):
         if info.memory_bytes:
             line += f", {_size(info.memory_bytes)} of weights"
         self.status.emit(line)
-        self.loaded.emit(info)
 
     def _on_progress(self, generation: int, done: int, total: int) -> None:
         if generation == self._generation and self.loading:
@@ -144,7 +141,6 @@ class WorkerAdapter(QObject):
             return
         self.error = str(error) or type(error).__name__
         self.status.emit(f"No model: {self.error}. Editing works; AI edits are off.")
-        self.load_failed.emit(self.error)
 
     def submit(
         self,
