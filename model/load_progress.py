@@ -8,10 +8,17 @@ next tensor once the cancel flag is set, so a 50 GB load stops within one tensor
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from model.api import CancelFlag
+
+# One model load at a time in a process: transformers' loading sets process-wide state while it
+# builds a model (weight-initialisation switches, empty-weight patches), so two threads loading at
+# once (the editor's worker and the prose model's thread, or a test's) could leave one model's
+# parameters uninitialised or on the meta device.
+LOAD_LOCK = threading.RLock()
 
 Report = Callable[[int, int], None]  # (tensors read, tensors in all)
 LOADING_BAR = "Loading weights"  # the description transformers gives its loading loop's bar

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from model.api import Backend, Cancelled, CancelFlag, EngineError, ModelInfo
-from model.load_progress import Report, watch_loading
+from model.load_progress import LOAD_LOCK, Report, watch_loading
 from model.memory import measured_bytes
 from model.placement import LoadPlan, plan_load
 from model.quantization import silence_import_noise
@@ -127,8 +127,9 @@ def load_backend(
     gemma = family is None
     model_class = DiffusionGemmaForBlockDiffusion if gemma else AutoModel if remote else AutoModelForMaskedLM
     build = _builder(model_class, source, local_only, trust_remote_code)
-    plan = plan_load(source, raw, device, quantize, build, needs_bfloat16=gemma)  # Gemma overflows float16
-    with watch_loading(progress, cancel):
+    with LOAD_LOCK:
+        plan = plan_load(source, raw, device, quantize, build, needs_bfloat16=gemma)  # Gemma overflows float16
+    with LOAD_LOCK, watch_loading(progress, cancel):
         model, tokenizer = _load_weights(model_class, gemma, source, plan, local_only, allow_pickle, trust_remote_code)
 
     if gemma:
@@ -163,7 +164,7 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
 
     transformers_logging.disable_progress_bar()
     try:
-        with watch_loading(progress, cancel):
+        with LOAD_LOCK, watch_loading(progress, cancel):
             model, tokenizer = load_adapted()
     except Cancelled:
         raise

@@ -59,10 +59,13 @@ class ProseModel:
         """From a model folder, or from a ``.gguf`` file (dequantised by transformers)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from model.load_progress import LOAD_LOCK
+
         path = Path(path)
         where, options = (path.parent, {"gguf_file": path.name}) if path.suffix == ".gguf" else (path, {})
-        tokenizer = AutoTokenizer.from_pretrained(where, **options)
-        model = AutoModelForCausalLM.from_pretrained(where, dtype=torch.float32, **options).to(dtype)
+        with LOAD_LOCK:
+            tokenizer = AutoTokenizer.from_pretrained(where, **options)
+            model = AutoModelForCausalLM.from_pretrained(where, dtype=torch.float32, **options).to(dtype)
         return cls(model, tokenizer, **search)
 
     def encode(self, text: str) -> list[int]:
