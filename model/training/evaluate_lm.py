@@ -201,7 +201,7 @@ def main(argv=None) -> None:
              "body": [(t, None) for t in body_tasks(documents, args.bodies, args.seed)]}
     systems = args.systems.split(",")
     report: dict = {"adapter": str(args.adapter or "shipped"), "held_out_units": len(files_by_unit("heldout"))}
-    engine = None
+    engine, base = None, None
     if "engine" in systems or "one-per-pass" in systems:
         if args.adapter:
             model, tokenizer = load_adapted(args.adapter)
@@ -230,9 +230,9 @@ def main(argv=None) -> None:
                     entry["unchanged"] = round(statistics.mean(r["text"] == b for r, (_, b) in zip(results, items)), 4)
                 report[kind][system] = entry
             elif system == "base-greedy":
-                base, tokenizer = load_base()
+                base = base or load_base()  # (model, tokenizer), read once for every kind
                 with torch.inference_mode():
-                    texts = [base_greedy(base, tokenizer, t, kind) for t in tasks]
+                    texts = [base_greedy(*base, t, kind) for t in tasks]
                 report[kind][system] = score(kind, tasks, texts)
             elif system == "previous":
                 report[kind][system] = previous_engine(kind, items, args.seed)
