@@ -9,7 +9,9 @@ cut from a training document, and a canvas of C tokens holding the middle (close
 ``<|endoftext|>`` padding). Two kinds of noise, as the engine uses them:
 
 * infill / rewrite: every canvas token is masked with probability t ~ U(0, 1) (a rewrite at
-  strength s is the case t = s); the loss is cross-entropy on the masked positions.
+  strength s is the case t = s), or (``LEFT_TO_RIGHT_SHARE``) every token from a random point on,
+  the state a line is in while the engine writes it left to right; the loss is cross-entropy on
+  the masked positions.
 * fix: one or two canvas tokens are swapped for a wrong one (a token of the same document, as a
   wrong identifier would be) and a few more masked; the loss covers every canvas position, so
   the model learns to give a corrupted text back correct and to keep what is right.
@@ -44,6 +46,7 @@ MAX_PREFIX, MAX_SUFFIX = 224, 96
 AR_TOKENS = 32  # prompt positions that also get the next-token loss
 FIX_SHARE = 0.3
 LINE_SHARE = 0.6  # middles that are exactly one line's tokens (the editor's commonest request)
+LEFT_TO_RIGHT_SHARE = 0.4  # of infill examples: a written start and a masked rest, not scattered masks
 
 
 def parse_args(argv=None):
@@ -93,6 +96,10 @@ def make_example(tokens: list[int], rng: random.Random, special: SpecialIds, new
             if rng.random() < 0.15:
                 shown[i] = special.mask
         weight = [1.0] * canvas
+    elif rng.random() < LEFT_TO_RIGHT_SHARE:
+        # the state a line's decoding is in: the start written, everything after it still masked
+        for i in range(rng.randrange(min(len(middle), canvas)), canvas):
+            shown[i], weight[i] = special.mask, 1.0
     else:
         t = rng.random()
         for i in range(canvas):
