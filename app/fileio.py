@@ -156,23 +156,25 @@ def read_text(path: str) -> tuple[str, TextFormat]:
     return text, fmt
 
 
-def write_atomic(path: str, data: bytes) -> None:
+def write_atomic(path: str, data: bytes, mode: int | None = None) -> None:
     """Replace ``path`` with ``data`` atomically: temp file in the same folder, fsync, rename.
 
-    An existing file's permission bits are kept; a new file gets the default ones. A symbolic
+    The file gets the permission bits ``mode``, else an existing file's are kept and a new file
+    gets the default ones. A symbolic
     link is followed (the file it points to is replaced, the link stays). A read-only file is
     refused with PermissionError even where the folder would allow replacing it.
     """
     path = os.path.realpath(path)
     folder = os.path.dirname(path)
     try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-        if not mode & 0o222 or not os.access(path, os.W_OK):
+        kept = stat.S_IMODE(os.stat(path).st_mode)
+        if not kept & 0o222 or not os.access(path, os.W_OK):
             raise PermissionError(errno.EACCES, "the file is read-only", path)
     except FileNotFoundError:
         umask = os.umask(0)
         os.umask(umask)
-        mode = 0o666 & ~umask
+        kept = 0o666 & ~umask
+    mode = kept if mode is None else mode
     handle, temp_path = tempfile.mkstemp(prefix=".sfumato-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(handle, "wb") as temp:
