@@ -65,6 +65,21 @@ def test_the_api_key_never_goes_over_plain_http_to_another_machine(replay_server
     assert connect(replay_server.url).profile.model == "replay-model"  # without a key it may go
 
 
+def test_an_address_the_user_did_not_allow_is_refused_once_connected(replay_server, monkeypatch):
+    """A name that resolved to this machine when the user was asked, and to another one when the
+    connection is made, gets not one byte: the address actually connected to is classified."""
+    import model.remote.connection as connection
+
+    allowed = []
+    options = RemoteOptions(admits=lambda kind: allowed.append(kind) or kind == "loopback")
+    monkeypatch.setattr(connection, "peer_kind", lambda address: "public")  # as if it resolved elsewhere this time
+    with pytest.raises(EngineError, match=r"127\.0\.0\.1:\d+ is at 127\.0\.0\.1 now, on the internet, where you have not allowed"):
+        connect(replay_server.url, options)
+    assert replay_server.requests == [] and allowed == ["public"]
+    monkeypatch.setattr(connection, "peer_kind", lambda address: "loopback")
+    assert connect(replay_server.url, options).profile.model == "replay-model"
+
+
 def test_a_key_with_whitespace_around_it_is_sent_stripped(replay_server, monkeypatch):
     monkeypatch.setenv("SFUMATO_API_KEY", " sk-test-123 \r\n")
     replay_server.replies[CHAT] = stream_reply([chat_chunk("x", "stop")])

@@ -17,7 +17,7 @@ nothing of it is kept.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from model.api import Candidate, CancelFlag, Draft, EngineError, InfillRequest, ModelInfo, TemplateRequest
@@ -42,6 +42,7 @@ class RemoteOptions:
     max_response_bytes: int = MAX_RESPONSE_BYTES
     draft_stream: bool | None = None  # None: only for servers known to stream drafts
     verify: bool | str = True  # TLS verification, or a CA bundle file
+    admits: Callable[[str], bool] | None = None  # the address kinds the user allowed (Connection); None: any
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class RoundTrip:
 def connect(url: str, options: RemoteOptions = RemoteOptions()) -> RemoteBackend:
     """Open ``url`` (``http(s)://host:port/v1``), learn its model and abilities; EngineError if unreachable."""
     api_key = clean_api_key(options.api_key) or api_key_for(url)
-    connection = Connection(url, api_key, options.timeouts, options.max_response_bytes, options.verify)
+    connection = Connection(url, api_key, options.timeouts, options.max_response_bytes, options.verify, options.admits)
     try:
         profile = discover(connection, options.model, options.draft_stream)
     except BaseException:
