@@ -48,8 +48,9 @@ main()
 """
 
 
-def build_tiny_llama(folder: Path, tokenizer) -> Path:
-    """A ~0.3M-parameter random Llama with ``tokenizer`` and a chat template, saved to ``folder``."""
+def build_tiny_llama(folder: Path, tokenizer, chat_template: bool = True) -> Path:
+    """A ~0.3M-parameter random Llama with ``tokenizer`` and (unless a base model is asked for) a
+    chat template, saved to ``folder``."""
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
@@ -64,7 +65,7 @@ def build_tiny_llama(folder: Path, tokenizer) -> Path:
         do_sample=False, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id
     )
     model.save_pretrained(folder)
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = CHAT_TEMPLATE if chat_template else None
     tokenizer.save_pretrained(folder)
     return folder
 
