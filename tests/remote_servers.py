@@ -21,7 +21,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -128,6 +129,17 @@ class TransformersServer:
             self.process.kill()
             self.process.wait()
         self._log.close()
+
+
+@contextmanager
+def serving(folder: Path, log_path: Path) -> Iterator[TransformersServer]:
+    """A ``TransformersServer`` of ``folder``, ready, stopped afterwards."""
+    server = TransformersServer(folder, log_path)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
 
 
 class Asker:

@@ -18,7 +18,7 @@ from model.api import CancelFlag, Cancelled, InfillRequest, TemplateRequest
 from model.loading import load_backend
 from model.remote.backend import connect
 from model.worker import InferenceWorker
-from remote_servers import REPO_ROOT, TransformersServer, build_tiny_llama, free_port
+from remote_servers import REPO_ROOT, build_tiny_llama, free_port, serving
 
 
 @pytest.fixture(scope="module")
@@ -32,12 +32,8 @@ def backend(transformers_server):
 def base_server(project_tokenizer, tmp_path_factory):
     """``transformers serve`` of a base model: no chat template, so its chat endpoint answers 500."""
     folder = build_tiny_llama(tmp_path_factory.mktemp("tiny-base"), project_tokenizer, chat_template=False)
-    server = TransformersServer(folder, tmp_path_factory.mktemp("serve-base") / "server.log")
-    try:
-        server.wait_ready()
+    with serving(folder, tmp_path_factory.mktemp("serve-base") / "server.log") as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_a_base_model_without_a_chat_template_is_answered_through_completions(base_server):
