@@ -143,7 +143,8 @@ class AiController(QObject):
         self.load_progress.show()
         self.cancel_load.show()
         remote_model = (s.server_model or None) if self._spec == s.server_url else None  # the Server page's model name
-        loader = load_from_spec(self._spec, device, quantize, s.allow_downloads, s.trust_remote_code, remote_model)
+        admits = self.consent.admits(self._spec) if SERVER_URL.match(self._spec) else None  # checked on each connection
+        loader = load_from_spec(self._spec, device, quantize, s.allow_downloads, s.trust_remote_code, remote_model, admits)
         self.worker.start_loading(loader, shown_url(self._spec))
 
     def _show_load_progress(self, done: int, total: int) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
     QColor,
     QFont,
@@ -25,7 +25,7 @@ from PySide6.QtGui import (
     QTextFormat,
     QTextOption,
 )
-from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
+from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QToolTip, QWidget
 
 from app import linecommands
 from app.brackets import AUTO_CLOSED, ROOM_FOR_A_PAIR, matching_bracket
@@ -33,6 +33,7 @@ from app.commandkeys import default_command_keys, is_command_key
 from app.comments import Marker
 from app.ghostlines import GhostLayout, Pieces, lay_out, paint_ghosts
 from app.gutter import LineNumberArea
+from app.invisibles import invisible_at, paint_invisibles
 from app.multicursor import ExtraCursors
 from app.textpositions import document_text, index_of, position_of, utf16_length
 
@@ -280,11 +281,21 @@ class CodeEditor(QPlainTextEdit):
 
     def paintEvent(self, event) -> None:  # noqa: N802 - Qt override
         super().paintEvent(event)
+        painter = QPainter(self.viewport())
+        paint_invisibles(self, painter, QRectF(event.rect()))
         if self.extra_cursors or self._ghosts:
-            painter = QPainter(self.viewport())
             paint_ghosts(self, painter, event.rect(), self._ghost_band)
             self.extra_cursors.paint_carets(painter)
-            painter.end()
+        painter.end()
+
+    def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        """A tooltip over an invisible character's mark names it."""
+        if event.type() == QEvent.Type.ToolTip:
+            name = invisible_at(self, QPointF(event.pos()))
+            if name is not None:
+                QToolTip.showText(event.globalPos(), name, self.viewport())
+                return True
+        return super().viewportEvent(event)
 
     def _edit_key(self, event: QKeyEvent) -> None:
         key = event.key()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from contextlib import nullcontext
 
 from PySide6.QtCore import QTimer
@@ -16,6 +17,7 @@ from app.gitdiff import committed_text, line_changes
 from app.highlighter import attach_highlighter
 from app.indentation import detect_indentation
 from app.theme import current_style
+from model.untrusted_text import INVISIBLE, invisible_report
 
 MARKS_DELAY_MS = 300  # the changed-line marks follow typing after this pause
 PROSE_SUFFIXES = (".md", ".markdown", ".txt", ".text", ".rst", ".adoc")  # files of paragraphs, not code
@@ -34,6 +36,7 @@ class Document:
         self.longest_line = 0  # characters, when opened
         self.indentation: tuple[bool, int | None] | None = None  # as the file showed it when opened
         self.committed: str | None = None  # the text at git's HEAD, for the changed-line marks
+        self.invisibles_on_disk: Counter[str] = Counter()  # bidi and zero-width characters of the file as read or written
         self._marks_timer = QTimer(editor)
         self._marks_timer.setSingleShot(True)
         self._marks_timer.setInterval(MARKS_DELAY_MS)
@@ -48,6 +51,7 @@ class Document:
         document.disk_stamp = _stamp(document.path)
         document.longest_line = max(map(len, text.split("\n")))
         document.indentation = detect_indentation(text)
+        document.invisibles_on_disk = Counter(INVISIBLE.findall(text))
         _check_editable(text)
         editor.setPlainText(text)
         editor.document().setModified(False)
@@ -90,13 +94,21 @@ class Document:
         target = os.path.abspath(path or self.path)
         session = self.editor.session
         with session.draft_taken_out() if session is not None else nullcontext():
-            fileio.write_text(target, self.editor.saved_text(), self.format)
+            text = self.editor.saved_text()
+            fileio.write_text(target, text, self.format)
             self.editor.document().setModified(False)
+        self.invisibles_on_disk = Counter(INVISIBLE.findall(text))
         renamed = target != self.path
         self.path = target
         self.disk_stamp = _stamp(target)
         if renamed:
             self.rehighlight()
+
+    def new_invisibles(self) -> str:
+        """"" or, named (``invisible_report``), the bidi and zero-width characters the text holds
+        beyond those its file held: what saving would add (a model may have written them)."""
+        added = Counter(INVISIBLE.findall(self.editor.saved_text())) - self.invisibles_on_disk
+        return invisible_report("".join(added.elements()))
 
     def is_modified(self) -> bool:
         """Unsaved changes; an untitled document typed in and emptied again has nothing to lose."""
@@ -125,6 +137,7 @@ class Document:
         cursor.endEditBlock()
         self.format = fmt
         self.disk_stamp = _stamp(self.path)
+        self.invisibles_on_disk = Counter(INVISIBLE.findall(text))
         self.editor.document().setModified(False)
 
 

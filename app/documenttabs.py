@@ -151,7 +151,7 @@ class DocumentTabs(QTabWidget):
         if not document.is_modified() and document.disk_state() == "same":
             self.notices.say(f"{document.name} has no unsaved changes; nothing was written.", 3000)
             return True  # the file stays as it is, byte for byte (mixed line endings too)
-        return self._write(document, None)
+        return self._may_add_invisibles(document) and self._write(document, None)
 
     def save_all(self) -> bool:
         """Save every document with unsaved changes (an untitled one asks for a name); False if one was not."""
@@ -162,7 +162,23 @@ class DocumentTabs(QTabWidget):
         if document is None:
             return False
         path, _ = QFileDialog.getSaveFileName(self, "Save As", document.path or self.folder(), FILE_FILTER)
-        return bool(path) and self._write(document, path)
+        return bool(path) and self._may_add_invisibles(document) and self._write(document, path)
+
+    def _may_add_invisibles(self, document: Document) -> bool:
+        """Ask before a save writes bidi or zero-width characters the file did not hold."""
+        added = document.new_invisibles()
+        if not added:
+            return True
+        answer = QMessageBox.question(
+            self,
+            "Invisible characters",
+            f"{document.name} now holds {added}, which the file did not. They can reorder what a line "
+            "shows or hide text (a model may have written them); each is marked in orange. Save anyway?",
+        )
+        if answer != QMessageBox.StandardButton.Yes:
+            self.notices.say("Not saved; the invisible characters are marked in orange in the text.", 6000)
+            return False
+        return True
 
     def _write(self, document: Document, path: str | None) -> bool:
         if path is None and document.disk_state() == "changed" and not self._overwrite_changed(document):

@@ -6,7 +6,9 @@ are binary (NUL bytes outside UTF-16) or not valid in any encoding tried are ref
 ``NotTextError`` rather than opened as a mangled copy; so are files the editor could not show
 without freezing (over ``MAX_FILE_BYTES``, or a line over ``MAX_LINE_CHARS``) and devices or pipes.
 Saving is atomic: a temporary file in the same folder is written, flushed to disk and renamed over
-the target (through a symbolic link), keeping its permissions; a read-only file is not replaced.
+the target (through a symbolic link), keeping its permissions, owner, group and extended
+attributes; where those cannot be kept, or the file has hard links, it is written in place. A
+read-only file is not replaced.
 
 Pure Python, no Qt, so it can be tested on its own.
 """
@@ -18,6 +20,7 @@ import errno
 import os
 import stat
 import tempfile
+import time
 from dataclasses import dataclass
 
 # Tried in order after the BOM checks; latin-1 is deliberately absent: it decodes anything,
@@ -34,6 +37,8 @@ _BOMS = (
 
 MAX_FILE_BYTES = 64 << 20  # the editor holds a text several times over (document, layout, undo)
 MAX_LINE_CHARS = 1 << 20  # Qt lays a line out in one piece: a longer one freezes the window for many seconds
+TEMP_PREFIX, TEMP_SUFFIX = ".sfumato-", ".tmp"  # a save's temp file: .sfumato-<pid>-<random>.tmp
+STALE_TEMP_SECONDS = 3600  # no save takes this long: an older temp file of ours was left by a killed one
 
 
 class NotTextError(ValueError):
@@ -156,29 +161,47 @@ def read_text(path: str) -> tuple[str, TextFormat]:
     return text, fmt
 
 
-def write_atomic(path: str, data: bytes) -> None:
+def write_atomic(path: str, data: bytes, mode: int | None = None) -> None:
     """Replace ``path`` with ``data`` atomically: temp file in the same folder, fsync, rename.
 
-    An existing file's permission bits are kept; a new file gets the default ones. A symbolic
-    link is followed (the file it points to is replaced, the link stays). A read-only file is
-    refused with PermissionError even where the folder would allow replacing it.
+    The new file gets the old one's owner, group and extended attributes (ACLs, SELinux labels,
+    tags) and the permission bits ``mode``, else the old file's (a new file: the default ones).
+    Where one of those cannot be kept (a user saving another user's group-writable file) or the
+    file has other hard links, the file's own bytes are overwritten instead, as other editors do:
+    not atomic, but the file stays what it was (the recovery copy holds an edited text meanwhile).
+    A symbolic link is followed (the file it points to is written, the link stays). A read-only
+    file is refused with PermissionError even where the folder would allow replacing it. Temp
+    files that a killed save of ours left in the folder are removed.
     """
     path = os.path.realpath(path)
     folder = os.path.dirname(path)
     try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-        if not mode & 0o222 or not os.access(path, os.W_OK):
-            raise PermissionError(errno.EACCES, "the file is read-only", path)
+        old = os.stat(path)
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    handle, temp_path = tempfile.mkstemp(prefix=".sfumato-", suffix=".tmp", dir=folder)
+        old = None
+    if old is not None and (not stat.S_IMODE(old.st_mode) & 0o222 or not os.access(path, os.W_OK)):
+        raise PermissionError(errno.EACCES, "the file is read-only", path)
+    if mode is None:
+        mode = stat.S_IMODE(old.st_mode) if old is not None else 0o666 & ~_umask()
+    if old is not None and old.st_nlink > 1:
+        _write_in_place(path, data)  # a rename would leave the other names with the old text
+    else:
+        _replace(path, data, mode, old)
+    _remove_stale_temps(folder)
+
+
+def _replace(path: str, data: bytes, mode: int, old: os.stat_result | None) -> None:
+    folder = os.path.dirname(path)
+    handle, temp_path = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=TEMP_SUFFIX, dir=folder)
     try:
         with os.fdopen(handle, "wb") as temp:
             temp.write(data)
             temp.flush()
             os.fsync(temp.fileno())
+        if old is not None and not _carry_over(old, path, temp_path):
+            os.unlink(temp_path)
+            _write_in_place(path, data)
+            return
         os.chmod(temp_path, mode)
         os.replace(temp_path, path)
     except BaseException:
@@ -191,6 +214,79 @@ def write_atomic(path: str, data: bytes) -> None:
             os.fsync(directory)
         finally:
             os.close(directory)
+
+
+def _carry_over(old: os.stat_result, path: str, temp_path: str) -> bool:
+    """Give the temp file the owner, group and extended attributes of ``path``; False when one
+    of them cannot be set."""
+    try:
+        new = os.stat(temp_path)
+        if hasattr(os, "chown") and (new.st_uid, new.st_gid) != (old.st_uid, old.st_gid):
+            os.chown(temp_path, old.st_uid, old.st_gid)
+        for name in _xattr_names(path):
+            os.setxattr(temp_path, name, os.getxattr(path, name, follow_symlinks=False))
+    except OSError:
+        return False
+    return True
+
+
+def _xattr_names(path: str) -> list[str]:
+    """The extended attributes of ``path``; none where the platform or file system has none."""
+    if not hasattr(os, "listxattr"):
+        return []
+    try:
+        return os.listxattr(path)
+    except OSError as error:
+        if error.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            return []
+        raise
+
+
+def _write_in_place(path: str, data: bytes) -> None:
+    """Overwrite ``path``'s bytes: its inode keeps owner, group, attributes and hard links."""
+    with open(path, "r+b") as handle:
+        handle.write(data)
+        handle.truncate()
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _remove_stale_temps(folder: str) -> None:
+    """Remove the temp files of ours (by name and owner) in ``folder`` that no save is writing:
+    their process is gone, or they are older than any save takes."""
+    now = time.time()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if not (entry.name.startswith(TEMP_PREFIX) and entry.name.endswith(TEMP_SUFFIX)):
+            continue
+        pid, dash, _ = entry.name[len(TEMP_PREFIX) : -len(TEMP_SUFFIX)].partition("-")
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+                continue
+            if now - info.st_mtime > STALE_TEMP_SECONDS or (dash and pid.isdigit() and not _running(int(pid))):
+                os.unlink(entry.path)
+        except OSError:
+            continue  # gone already, or not ours to remove
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
 
 
 def write_text(path: str, text: str, fmt: TextFormat) -> None:

@@ -6,7 +6,7 @@ Every running editor owns one session folder under the recovery root::
     ROOT/<pid>-<random>/<n>.recovery  one unsaved document: a JSON header line, then its text
 
 The root is ``$SFUMATO_RECOVERY_DIR`` when set (tests), else ``recovery`` in the platform's
-application-data folder. Every ``SNAPSHOT_MS`` and when the application quits, each modified
+application-data folder; the root and the session folders are 0700, the copies 0600. Every ``SNAPSHOT_MS`` and when the application quits, each modified
 document whose text changed since the last copy is written atomically (``fileio.write_atomic``),
 and copies of documents that were saved or closed are removed. A copy holds
 ``editor.saved_text()``: the user's text, never an infill draft (docs/architecture.md, "The rules that protect the user's text").
@@ -41,6 +41,7 @@ ROOT_VARIABLE = "SFUMATO_RECOVERY_DIR"
 LOCK_NAME = "lock"
 SUFFIX = ".recovery"
 FORMAT_VERSION = 1
+PRIVATE_FOLDER, PRIVATE_FILE = 0o700, 0o600  # a copy holds what the user typed: only they may read it
 
 
 def recovery_root() -> Path:
@@ -93,15 +94,18 @@ class SessionFolder:
     """This process's folder of copies, locked for as long as the process lives."""
 
     def __init__(self, root: Path):
+        root.mkdir(parents=True, exist_ok=True)
+        os.chmod(root, PRIVATE_FOLDER)  # also closes a root an older version left readable
         self.folder = root / f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder.mkdir(mode=PRIVATE_FOLDER)
+        os.chmod(self.folder, PRIVATE_FOLDER)  # whatever the umask
         self._lock = QLockFile(str(self.folder / LOCK_NAME))
         self._lock.setStaleLockTime(0)  # stale only when the owner is gone, however long it ran
         if not self._lock.tryLock(0):
             raise OSError(f"cannot lock the recovery folder {self.folder}")
 
     def write(self, name: str, data: bytes) -> None:
-        fileio.write_atomic(str(self.folder / name), data)
+        fileio.write_atomic(str(self.folder / name), data, mode=PRIVATE_FILE)
 
     def remove(self, name: str) -> None:
         (self.folder / name).unlink(missing_ok=True)

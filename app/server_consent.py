@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Callable
 
 from app.settings import Settings
-from model.remote.addresses import LOOPBACK, PRIVATE, PUBLIC, address_kind, is_encrypted, literal_kind
+from model.remote.addresses import LOOPBACK, PRIVATE, PUBLIC, address_kind, is_encrypted, literal_kind, within
 from model.remote.credentials import origin
 
 Ask = Callable[[str, str], bool]  # (title, question) -> yes
@@ -51,6 +51,29 @@ class ServerConsent:
         slow or dead DNS never holds the UI thread."""
         if not self.located(url):
             self._kinds[origin(url)] = await loop.run_in_executor(None, self.kind_of, url)
+
+    def farthest(self, url: str) -> str:
+        """The farthest kind of address the user's answers let text go to at ``url``."""
+        server = origin(url)
+        if server not in self.settings.servers_allowed:
+            return LOOPBACK
+        if is_encrypted(url) or server in self.settings.plain_http_allowed:
+            return PUBLIC
+        return PRIVATE
+
+    def admits(self, url: str) -> Callable[[str], bool]:
+        """For ``url``'s connection (``RemoteOptions.admits``, called on the worker thread): whether
+        the address it reached, of a kind, is within the user's answers now; one that is not is
+        remembered as where the server is, so the next request asks about it."""
+        server = origin(url)
+
+        def check(kind: str) -> bool:
+            if within(kind, self.farthest(url)):
+                return True
+            self._kinds[server] = kind
+            return False
+
+        return check
 
     def allows(self, url: str) -> bool:
         """True when text may go to ``url`` now (asking first where the user has not answered).

@@ -23,7 +23,8 @@ Loader = Callable[[Progress, CancelFlag], Backend]
 
 
 def load_from_spec(spec: str, device: str | None, quantize: str | None, allow_downloads: bool,
-                   trust_remote_code: bool, remote_model: str | None = None) -> Loader:
+                   trust_remote_code: bool, remote_model: str | None = None,
+                   admits: Callable[[str], bool] | None = None) -> Loader:
     """A loader for ``start_loading``; imports the model code (and torch) only when called."""
 
     def load(progress: Progress, cancel: CancelFlag) -> Backend:
@@ -32,6 +33,7 @@ def load_from_spec(spec: str, device: str | None, quantize: str | None, allow_do
         return load_backend(
             spec, device=device, quantize=quantize, allow_downloads=allow_downloads,
             trust_remote_code=trust_remote_code, remote_model=remote_model, progress=progress, cancel=cancel,
+            admits=admits,
         )
 
     return load

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from model.api import Backend, Cancelled, CancelFlag, EngineError, ModelInfo
@@ -74,6 +75,7 @@ def load_backend(
     progress: Report | None = None,
     cancel: CancelFlag | None = None,
     remote_model: str | None = None,
+    admits: Callable[[str], bool] | None = None,
 ) -> Backend:
     """Load ``spec`` and wrap it in the backend its config asks for; a server URL connects instead.
 
@@ -81,7 +83,8 @@ def load_backend(
     the ``ModelInfo``; a backend's constructor only wraps the loaded model. ``device`` and
     ``quantize`` are checked against the machine before any weight is read (``model.placement``):
     a model that cannot fit is refused with the way out. ``progress`` hears (tensors read, total)
-    while the weights load; ``cancel`` stops the load there (``Cancelled``).
+    while the weights load; ``cancel`` stops the load there (``Cancelled``). ``admits``: the
+    kinds of address a server may be reached at (``RemoteOptions.admits``).
     """
     if spec.startswith(("http://", "https://")):
         from model.remote.credentials import shown_url
@@ -92,7 +95,7 @@ def load_backend(
             raise EngineError(f"--quantize {quantize}: a server chooses its own precision; drop it for {shown_url(spec)}")
         from model.remote.backend import RemoteOptions, connect
 
-        return connect(spec, RemoteOptions(model=remote_model))
+        return connect(spec, RemoteOptions(model=remote_model, admits=admits))
     if spec == "embedded":
         return load_embedded(progress, cancel, device, quantize)
     folder, hub_id = resolve_spec(spec)

@@ -105,14 +105,10 @@ def tiny_llama_dir(tmp_path_factory, project_tokenizer) -> Path:
 @pytest.fixture(scope="session")
 def transformers_server(tiny_llama_dir, tmp_path_factory):
     """A real ``transformers serve`` on 127.0.0.1 serving ``tiny_llama_dir`` (see remote_servers.py)."""
-    from remote_servers import TransformersServer
+    from remote_servers import serving
 
-    server = TransformersServer(tiny_llama_dir, tmp_path_factory.mktemp("serve") / "server.log")
-    try:
-        server.wait_ready()
+    with serving(tiny_llama_dir, tmp_path_factory.mktemp("serve") / "server.log") as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

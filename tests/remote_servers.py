@@ -21,7 +21,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -48,8 +49,9 @@ main()
 """
 
 
-def build_tiny_llama(folder: Path, tokenizer) -> Path:
-    """A ~0.3M-parameter random Llama with ``tokenizer`` and a chat template, saved to ``folder``."""
+def build_tiny_llama(folder: Path, tokenizer, chat_template: bool = True) -> Path:
+    """A ~0.3M-parameter random Llama with ``tokenizer`` and (unless a base model is asked for) a
+    chat template, saved to ``folder``."""
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
@@ -64,7 +66,7 @@ def build_tiny_llama(folder: Path, tokenizer) -> Path:
         do_sample=False, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id
     )
     model.save_pretrained(folder)
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = CHAT_TEMPLATE if chat_template else None
     tokenizer.save_pretrained(folder)
     return folder
 
@@ -127,6 +129,17 @@ class TransformersServer:
             self.process.kill()
             self.process.wait()
         self._log.close()
+
+
+@contextmanager
+def serving(folder: Path, log_path: Path) -> Iterator[TransformersServer]:
+    """A ``TransformersServer`` of ``folder``, ready, stopped afterwards."""
+    server = TransformersServer(folder, log_path)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
 
 
 class Asker:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QTextCursor
 
 from test_app_support import select
@@ -230,3 +230,26 @@ def test_home_goes_to_the_first_non_blank_then_to_the_line_start(qtbot, editor):
     qtbot.keyClick(editor, Qt.Key.Key_End)
     qtbot.keyClick(editor, Qt.Key.Key_Home, Qt.KeyboardModifier.ShiftModifier)
     assert editor.textCursor().selectedText() == "return 1"
+
+
+def _marked_pixels(editor, text: str) -> int:
+    from app.invisibles import MARK
+
+    editor.setPlainText(text)
+    image = editor.viewport().grab().toImage()
+    return sum(image.pixel(x, y) == MARK.rgb() for x in range(image.width()) for y in range(image.height()))
+
+
+def test_bidi_and_zero_width_characters_are_drawn_where_they_are_and_named(qtbot, editor):
+    """The font draws nothing for them: the editor does (a bar at each, its name as a tooltip)."""
+    from app.invisibles import invisible_at, marks
+
+    editor.resize(400, 120)
+    editor.show()
+    qtbot.waitExposed(editor)
+    assert _marked_pixels(editor, "abcdef\nplain 😀 text") == 0
+    assert _marked_pixels(editor, "ab\u202ecd\u200bef\nplain 😀 text\u2066") > 0
+    assert [name for _, name in marks(editor)] == ["U+202E RIGHT-TO-LEFT OVERRIDE", "U+200B ZERO WIDTH SPACE", "U+2066 LEFT-TO-RIGHT ISOLATE"]
+    first = marks(editor)[0][0]
+    assert invisible_at(editor, first.center()) == "U+202E RIGHT-TO-LEFT OVERRIDE"
+    assert invisible_at(editor, first.center() + QPointF(40, 0)) is None

@@ -91,3 +91,17 @@ def test_a_rejected_rewrite_then_save_leaves_the_file_byte_identical(window, qtb
     qtbot.keyClick(editor, Qt.Key.Key_Escape)
     assert window.tabs.save()
     assert path.read_bytes() == original
+
+
+def test_only_invisible_characters_the_file_did_not_hold_are_asked_about_on_save(window, tmp_path, monkeypatch):
+    """Right-to-left text and emoji sequences need their marks: a file that has them saves as usual."""
+    path = tmp_path / "rtl.txt"
+    path.write_text("\u05e9\u05dc\u05d5\u05dd\u200f 👩\u200d💻\n")
+    document = window.tabs.open_path(str(path))
+    document.editor.insertPlainText("x ")
+    asked = answer_unsaved(monkeypatch, QMessageBox.StandardButton.Yes)
+    assert window.tabs.save(document) and asked == []
+    document.editor.insertPlainText("\u200b")
+    assert window.tabs.save(document) and len(asked) == 1 and "U+200B ZERO WIDTH SPACE" in asked[0]
+    document.editor.insertPlainText("y")
+    assert window.tabs.save(document) and len(asked) == 1  # saved once: the file holds it now

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import codecs
+import errno
 import os
 import stat
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -84,3 +88,91 @@ def test_a_failed_save_keeps_the_old_file(tmp_path):
 def test_saving_into_a_missing_folder_raises(tmp_path):
     with pytest.raises(OSError):
         fileio.write_text(str(tmp_path / "gone" / "file.txt"), "x", fileio.TextFormat())
+
+
+def test_saving_keeps_hard_links(tmp_path):
+    path, link = tmp_path / "a.txt", tmp_path / "b.txt"
+    path.write_text("old\n")
+    os.link(path, link)
+    inode = os.stat(path).st_ino
+    fileio.write_text(str(path), "new\n", fileio.TextFormat())
+    assert link.read_text() == "new\n" and os.stat(path).st_ino == inode and os.stat(path).st_nlink == 2
+    assert sorted(os.listdir(tmp_path)) == ["a.txt", "b.txt"]
+
+
+def _set_xattr_or_skip(path) -> None:
+    try:
+        os.setxattr(path, "user.sfumato-test", b"kept")
+    except OSError:
+        pytest.skip("this file system holds no user extended attributes")
+
+
+def test_saving_keeps_extended_attributes(tmp_path):
+    path = tmp_path / "tagged.txt"
+    path.write_text("old\n")
+    _set_xattr_or_skip(path)
+    fileio.write_text(str(path), "new\n", fileio.TextFormat())
+    assert path.read_text() == "new\n" and os.getxattr(path, "user.sfumato-test") == b"kept"
+
+
+def test_attributes_that_cannot_be_copied_make_the_save_write_in_place(tmp_path, monkeypatch):
+    path = tmp_path / "tagged.txt"
+    path.write_text("old and longer\n")
+    _set_xattr_or_skip(path)
+    inode = os.stat(path).st_ino
+
+    def refused(*args, **kwargs):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "setxattr", refused)  # as a trusted.* or security.* name would be for a user
+    fileio.write_text(str(path), "new\n", fileio.TextFormat())
+    assert path.read_text() == "new\n" and os.stat(path).st_ino == inode
+    assert os.getxattr(path, "user.sfumato-test") == b"kept" and os.listdir(tmp_path) == ["tagged.txt"]
+
+
+root_only = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can give a file to another user")
+
+
+@root_only
+def test_saving_as_root_keeps_the_files_owner_and_group(tmp_path):
+    path = tmp_path / "theirs.txt"
+    path.write_text("old\n")
+    os.chown(path, 65534, 65534)
+    fileio.write_text(str(path), "new\n", fileio.TextFormat())
+    info = os.stat(path)
+    assert path.read_text() == "new\n" and (info.st_uid, info.st_gid) == (65534, 65534)
+
+
+@root_only
+def test_an_owner_that_cannot_be_kept_makes_the_save_write_in_place(tmp_path, monkeypatch):
+    """A user saving another user's group-writable file cannot give the new file its owner."""
+    path = tmp_path / "theirs.txt"
+    path.write_text("old\n")
+    os.chown(path, 65534, 65534)
+    inode = os.stat(path).st_ino
+
+    def refused(*args, **kwargs):
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "chown", refused)
+    fileio.write_text(str(path), "new\n", fileio.TextFormat())
+    info = os.stat(path)
+    assert path.read_text() == "new\n" and info.st_ino == inode and (info.st_uid, info.st_gid) == (65534, 65534)
+
+
+def test_temp_files_a_killed_save_left_are_removed_and_no_others(tmp_path):
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead, alive = int(ended.stdout), os.getpid()
+    names = {
+        "old": ".sfumato-k3j9x2ab.tmp",  # an older version's name, left two hours ago
+        "dead": f".sfumato-{dead}-q8w7e6r5.tmp",  # its process is gone
+        "saving": f".sfumato-{alive}-a1s2d3f4.tmp",  # a save going on right now
+        "fresh": ".sfumato-z9x8c7v6.tmp",  # an older version's, just written: perhaps a save going on
+        "other": ".sfumato-notes.txt",
+    }
+    for name in names.values():
+        (tmp_path / name).write_text("x")
+    two_hours_ago = time.time() - 7200
+    os.utime(tmp_path / names["old"], (two_hours_ago, two_hours_ago))
+    fileio.write_text(str(tmp_path / "doc.txt"), "new\n", fileio.TextFormat())
+    assert sorted(os.listdir(tmp_path)) == sorted(["doc.txt", names["saving"], names["fresh"], names["other"]])

@@ -101,6 +101,33 @@ def test_a_no_sends_nothing_and_is_asked_again_next_time():
     assert settings.plain_http_allowed == []
 
 
+def test_a_dot_localhost_name_is_looked_up_not_trusted():
+    """Only an address (or ``localhost`` itself) is known without a lookup; ``evil.localhost``
+    may resolve anywhere (an /etc/hosts line, a DNS search domain)."""
+    assert literal_kind("http://evil.localhost:8000/v1") is None and literal_kind("http://localhost:8000/v1") == LOOPBACK
+    asker = Asker(False)
+    consent = ServerConsent(Settings(), asker, kind_of=lambda url: PUBLIC)
+    assert not consent.located("http://evil.localhost:8000/v1")
+    assert not consent.allows("http://evil.localhost:8000/v1") and asker.asked == ["Send text to a server?"]
+
+
+def test_the_connection_may_reach_only_addresses_of_the_kinds_the_user_allowed():
+    """What a name resolved to when the question was asked is no promise for the connection (DNS
+    rebinding): the kind of the address connected to is checked against the user's answers, and
+    one outside them replaces the kind found before, so the next request asks about it."""
+    settings, url = Settings(), "http://gpu-box.lan:8000/v1"
+    asker = Asker(True)
+    consent = ServerConsent(settings, asker, kind_of=lambda url: LOOPBACK)  # it resolved to this machine
+    assert consent.allows(url) and asker.asked == []
+    admits = consent.admits(url)
+    assert admits(LOOPBACK) and not admits(PRIVATE)  # resolved again, elsewhere: not sent
+    assert consent.allows(url) and asker.asked == ["Send text to a server?"]  # the next request asks
+    assert admits(PRIVATE) and not admits(PUBLIC)  # plain http to the internet was never allowed
+    asker.answers = [False]
+    assert not consent.allows(url) and asker.asked[-1] == "Unencrypted connection"
+    assert ServerConsent(Settings(servers_allowed=["https://gpu-box.lan:443"]), Asker()).admits("https://gpu-box.lan/v1")(PUBLIC)
+
+
 def test_a_servers_name_is_resolved_off_the_ui_thread_and_asked_about_on_it(window, qtbot):
     backend = FakeBackend()
     with_fake_model(window, qtbot, backend)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtGui import QTextCursor
+from PySide6.QtWidgets import QMessageBox
 
 from test_app_support import FakeBackend, qasync_loop  # noqa: F401 - fixture
 
@@ -253,7 +254,7 @@ class HostileBackend(FakeBackend):
         return "ok\x1b]0;title\x07\x1b[2J\x00\x9b\ud800 \u202eevil"
 
 
-def test_a_model_text_with_controls_and_nul_never_reaches_the_document_or_the_file(window, qtbot, tmp_path):
+def test_a_model_text_with_controls_and_nul_never_reaches_the_document_or_the_file(window, qtbot, tmp_path, monkeypatch):
     window.ai.worker.start(HostileBackend, "hostile")
     qtbot.waitUntil(lambda: window.ai.worker.info is not None, timeout=10000)
     path = tmp_path / "doc.txt"
@@ -269,7 +270,11 @@ def test_a_model_text_with_controls_and_nul_never_reaches_the_document_or_the_fi
     assert window.statusBar().currentMessage().startswith(
         "Careful: the result holds 1 invisible character (U+202E RIGHT-TO-LEFT OVERRIDE) · ")
     session.accept()
-    assert window.tabs.save(document)
+    asked, answers = [], [QMessageBox.StandardButton.No, QMessageBox.StandardButton.Yes]
+    monkeypatch.setattr(QMessageBox, "question", lambda *args, **kwargs: asked.append(args[2]) or answers.pop(0))
+    assert not window.tabs.save(document) and path.read_text() == "before\n"  # asked first: "No" writes nothing
+    assert "now holds 1 invisible character (U+202E RIGHT-TO-LEFT OVERRIDE), which the file did not" in asked[0]
+    assert window.tabs.save(document) and len(asked) == 2
     assert path.read_text() == "ok]0;title[2J\ufffd \u202eevil\n"
     window.tabs.close_tab(document.editor)
     assert window.tabs.open_path(str(path)) is not None  # it still opens (a NUL would have made it "binary")
@@ -377,7 +382,6 @@ def test_endless_standard_input_is_refused_by_its_line_and_total_bounds(tmp_path
 
 @pytest.mark.parametrize("answer", ["Save", "Cancel"])
 def test_saving_over_a_file_another_program_changed_asks_first(window, qtbot, tmp_path, monkeypatch, answer):
-    from PySide6.QtWidgets import QMessageBox
 
     path = tmp_path / "shared.txt"
     path.write_text("mine\n")

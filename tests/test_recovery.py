@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -251,7 +252,7 @@ def test_a_copy_that_cannot_be_written_is_retried_on_the_next_tick(qtbot, tmp_pa
     store = recovery.Recovery(lambda: [document], tmp_path / "recovery")
     real_write = fileio.write_atomic
 
-    def disk_full(path, data):
+    def disk_full(path, data, mode=None):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(fileio, "write_atomic", disk_full)
@@ -260,4 +261,26 @@ def test_a_copy_that_cannot_be_written_is_retried_on_the_next_tick(qtbot, tmp_pa
     monkeypatch.setattr(fileio, "write_atomic", real_write)
     store.snapshot()
     assert [copy.text for copy in copies(store.folder)] == ["precious"]
+    store.close()
+
+
+def test_the_recovery_folder_is_private_and_its_copies_are_the_owners_alone(qtbot, tmp_path):
+    """A copy holds what the user typed (perhaps of a 0600 file): no other user may read it,
+    whatever the umask, and a root left readable by an older version is closed too."""
+    source = tmp_path / "secret.txt"
+    source.write_text("token = 1\n")
+    os.chmod(source, 0o600)
+    document = Document.open(str(source), CodeEditor())
+    qtbot.addWidget(document.editor)
+    document.editor.insertPlainText("more ")
+    root = tmp_path / "recovery"
+    root.mkdir(mode=0o755)
+    old = os.umask(0o022)
+    try:
+        store = recovery.Recovery(lambda: [document], root)
+        store.snapshot()
+    finally:
+        os.umask(old)
+    [copy] = store.folder.glob("*.recovery")
+    assert [stat.S_IMODE(os.stat(path).st_mode) for path in (root, store.folder, copy)] == [0o700, 0o700, 0o600]
     store.close()

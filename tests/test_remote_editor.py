@@ -17,7 +17,7 @@ from test_app_support import qasync_loop, select, window_with_model  # noqa: F40
 
 from app.codeeditor import document_text
 from app.inlinebox import InlineBox
-from model.remote.addresses import PRIVATE
+from model.remote.addresses import PRIVATE, PUBLIC
 from model.remote.credentials import origin
 from model.remote.backend import RemoteOptions, connect
 from remote_servers import BAD_SERVERS, CHAT, Asker, ReplayServer, chat_chunk, stream_reply
@@ -174,6 +174,33 @@ def test_nothing_is_sent_until_the_user_allows_a_non_loopback_server(qtbot, repl
     finally:
         consent._kinds = {}
         window.settings.servers_allowed.clear()
+
+
+def test_a_server_whose_name_now_resolves_elsewhere_gets_nothing_and_the_next_edit_asks(qtbot, replay_window, monkeypatch):
+    """DNS rebinding: where the server was found when the user was (not) asked is no promise; the
+    address each connection reaches is held to the user's answers."""
+    import model.remote.connection as connection
+
+    window, server = replay_window
+    server.replies[CHAT] = stream_reply([chat_chunk("w * h", "stop")])
+    consent = window.ai.consent
+    sent = len(server.requests)
+    monkeypatch.setattr(connection, "peer_kind", lambda address: PUBLIC)  # the name points to the internet now
+    try:
+        consent.ask = Asker()  # where the server was found (this machine) asks nothing
+        with fresh_editor(window) as editor:
+            session = ctrl_k(qtbot, editor)
+            qtbot.waitUntil(lambda: session.state == "ended", timeout=60000)
+            assert_untouched(editor)
+        assert "on the internet, where you have not allowed text to go" in window.statusBar().currentMessage()
+        assert len(server.requests) == sent  # not one byte
+        consent.ask = Asker(False)
+        with fresh_editor(window) as editor:
+            assert ctrl_k(qtbot, editor) is None
+            assert_untouched(editor)
+        assert consent.ask.asked == ["Send text to a server?"] and len(server.requests) == sent
+    finally:
+        consent._kinds = {}
 
 
 def test_a_server_not_yet_allowed_is_not_contacted_at_all_until_the_user_says_yes(qtbot, qapp, qasync_loop, tmp_path):  # noqa: F811

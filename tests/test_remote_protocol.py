@@ -65,6 +65,21 @@ def test_the_api_key_never_goes_over_plain_http_to_another_machine(replay_server
     assert connect(replay_server.url).profile.model == "replay-model"  # without a key it may go
 
 
+def test_an_address_the_user_did_not_allow_is_refused_once_connected(replay_server, monkeypatch):
+    """A name that resolved to this machine when the user was asked, and to another one when the
+    connection is made, gets not one byte: the address actually connected to is classified."""
+    import model.remote.connection as connection
+
+    allowed = []
+    options = RemoteOptions(admits=lambda kind: allowed.append(kind) or kind == "loopback")
+    monkeypatch.setattr(connection, "peer_kind", lambda address: "public")  # as if it resolved elsewhere this time
+    with pytest.raises(EngineError, match=r"127\.0\.0\.1:\d+ is at 127\.0\.0\.1 now, on the internet, where you have not allowed"):
+        connect(replay_server.url, options)
+    assert replay_server.requests == [] and allowed == ["public"]
+    monkeypatch.setattr(connection, "peer_kind", lambda address: "loopback")
+    assert connect(replay_server.url, options).profile.model == "replay-model"
+
+
 def test_a_key_with_whitespace_around_it_is_sent_stripped(replay_server, monkeypatch):
     monkeypatch.setenv("SFUMATO_API_KEY", " sk-test-123 \r\n")
     replay_server.replies[CHAT] = stream_reply([chat_chunk("x", "stop")])
@@ -122,6 +137,38 @@ def test_a_server_without_a_chat_template_falls_back_to_prefix_completions_once(
     assert final_text(backend) == "w * h"
     assert len(replay_server.posts("/v1/chat/completions")) == 1  # learned once
     assert [body["prompt"] for body in replay_server.posts("/v1/completions")] == [REQUEST.prefix] * 2
+
+
+def test_a_bare_500_on_chat_falls_back_to_completions_once(replay_server):
+    """``transformers serve`` of a base model (no chat template) answers chat with a bare 500."""
+    replay_server.replies[CHAT] = lambda h: h.send_raw(500, "text/plain; charset=utf-8", b"Internal Server Error")
+    replay_server.replies[("POST", "/v1/completions")] = stream_reply([completion_chunk("w * h", "stop")])
+    backend = connect(replay_server.url)
+    assert final_text(backend) == "w * h" and final_text(backend) == "w * h"
+    assert len(replay_server.posts("/v1/chat/completions")) == 1 and not backend.profile.chat
+    assert [body["prompt"] for body in replay_server.posts("/v1/completions")] == [REQUEST.prefix] * 2
+
+
+def test_when_the_completions_fallback_fails_too_both_server_messages_are_shown_clipped(replay_server):
+    replay_server.replies[CHAT] = lambda h: h.send_raw(500, "text/plain; charset=utf-8", b"Internal Server Error")
+    replay_server.replies[("POST", "/v1/completions")] = lambda h: h.send_json(500, {"detail": "model crashed: " + "x" * 400})
+    backend = connect(replay_server.url)
+    with pytest.raises(EngineError) as caught:
+        final_text(backend)
+    message = str(caught.value)
+    assert "failed (HTTP 500: Internal Server Error)" in message and "/v1/completions failed too (HTTP 500: model crashed: xxx" in message
+    assert message.endswith("…)") and len(message) < 320 and "\n" not in message
+    assert backend.profile.chat  # not known to be chat's fault: the next request asks chat again
+    with pytest.raises(EngineError):
+        final_text(backend)
+    assert len(replay_server.posts("/v1/chat/completions")) == 2
+
+
+def test_a_server_error_that_gives_its_reason_is_shown_and_not_sent_elsewhere(replay_server):
+    replay_server.replies[CHAT] = lambda h: h.send_json(500, {"detail": "CUDA out of memory"})
+    with pytest.raises(EngineError, match="HTTP 500: CUDA out of memory"):
+        final_text(connect(replay_server.url))
+    assert replay_server.posts("/v1/completions") == []
 
 
 def test_vllm_extras_are_sent_to_vllm_and_dropped_for_good_when_refused(replay_server):

@@ -18,7 +18,7 @@ from model.api import CancelFlag, Cancelled, InfillRequest, TemplateRequest
 from model.loading import load_backend
 from model.remote.backend import connect
 from model.worker import InferenceWorker
-from remote_servers import REPO_ROOT, free_port
+from remote_servers import REPO_ROOT, build_tiny_llama, free_port, serving
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +26,26 @@ def backend(transformers_server):
     backend = connect(transformers_server.url)
     yield backend
     backend.close()
+
+
+@pytest.fixture(scope="module")
+def base_server(project_tokenizer, tmp_path_factory):
+    """``transformers serve`` of a base model: no chat template, so its chat endpoint answers 500."""
+    folder = build_tiny_llama(tmp_path_factory.mktemp("tiny-base"), project_tokenizer, chat_template=False)
+    with serving(folder, tmp_path_factory.mktemp("serve-base") / "server.log") as server:
+        yield server
+
+
+def test_a_base_model_without_a_chat_template_is_answered_through_completions(base_server):
+    backend = connect(base_server.url)
+    try:
+        final = list(backend.stream([InfillRequest(prefix="def area(w, h):\n    return ", suffix="\n", max_new_tokens=6)]))[-1][0]
+        assert final.final and final.text and not backend.profile.chat
+        assert "chat_template is not set" in base_server.log()  # the server's 500 was the missing template
+        rewrite = InfillRequest(prefix="x = ", suffix="\n", init_text="1 + 1", strength=0.5, max_new_tokens=4)
+        assert list(backend.stream([rewrite]))[-1][0].text  # straight to completions now
+    finally:
+        backend.close()
 
 
 def test_the_model_spec_url_connects_to_the_server_and_names_its_model(transformers_server, tiny_llama_dir):

@@ -2,9 +2,11 @@
 
 The editor asks before a document first goes to a non-loopback server, and again before plain
 http to a public one; loopback and private (RFC 1918, link-local, unique-local) addresses need no
-confirmation for unencrypted http. A name is resolved; a name that does not resolve counts as
-public (the request will fail anyway, with its own message). ``peer_kind`` classifies the address
-a connection actually reached, which is what the API key's guard in ``connection`` trusts.
+confirmation for unencrypted http. A name is resolved (``*.localhost`` too: it may resolve
+anywhere); a name that does not resolve counts as public (the request will fail anyway, with its
+own message). A name may resolve elsewhere on the next connection (DNS rebinding), so what is
+found here only chooses the question to ask: ``peer_kind`` classifies the address a connection
+actually reached, which is what ``connection`` checks the user's answers and the API key against.
 """
 
 from __future__ import annotations
@@ -14,14 +16,15 @@ import socket
 
 import httpx
 
-LOOPBACK, PRIVATE, PUBLIC = "loopback", "private", "public"
+LOOPBACK, PRIVATE, PUBLIC = "loopback", "private", "public"  # from the nearest to the farthest
+WHERE = {LOOPBACK: "on this machine", PRIVATE: "on your network", PUBLIC: "on the internet"}
 
 
 def literal_kind(url: str) -> str | None:
-    """The kind of a server named by its address (or as localhost): known without a lookup.
+    """The kind of a server named by its address (or as ``localhost``): known without a lookup.
     None for a host name, which ``address_kind`` resolves."""
     host = httpx.URL(url).host
-    if host == "localhost" or host.endswith(".localhost"):
+    if host == "localhost":
         return LOOPBACK
     try:
         return _kind_of_addresses([ipaddress.ip_address(host)])
@@ -53,6 +56,12 @@ def _kind_of_addresses(addresses: list[ipaddress.IPv4Address | ipaddress.IPv6Add
 def peer_kind(address: str) -> str:
     """The kind of the address a socket is connected to (``getpeername()[0]``)."""
     return _kind_of_addresses([ipaddress.ip_address(address.split("%")[0])])
+
+
+def within(kind: str, farthest: str) -> bool:
+    """An address of ``kind`` is no farther than ``farthest`` (loopback, then private, then public)."""
+    order = (LOOPBACK, PRIVATE, PUBLIC)
+    return order.index(kind) <= order.index(farthest)
 
 
 def is_encrypted(url: str) -> bool:

@@ -17,7 +17,7 @@ nothing of it is kept.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from model.api import Candidate, CancelFlag, Draft, EngineError, InfillRequest, ModelInfo, TemplateRequest
@@ -30,6 +30,7 @@ from model.remote.server import ServerProfile, discover, seed_canvas
 
 EMPTY = Candidate("", ())
 MAX_CHARS_PER_TOKEN = 16  # an answer longer than this many characters a token asked for is refused
+BARE_FAILURES = ("", "internal server error")  # a 5xx that gives no reason: perhaps chat itself (no template)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class RemoteOptions:
     max_response_bytes: int = MAX_RESPONSE_BYTES
     draft_stream: bool | None = None  # None: only for servers known to stream drafts
     verify: bool | str = True  # TLS verification, or a CA bundle file
+    admits: Callable[[str], bool] | None = None  # the address kinds the user allowed (Connection); None: any
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ class RoundTrip:
 def connect(url: str, options: RemoteOptions = RemoteOptions()) -> RemoteBackend:
     """Open ``url`` (``http(s)://host:port/v1``), learn its model and abilities; EngineError if unreachable."""
     api_key = clean_api_key(options.api_key) or api_key_for(url)
-    connection = Connection(url, api_key, options.timeouts, options.max_response_bytes, options.verify)
+    connection = Connection(url, api_key, options.timeouts, options.max_response_bytes, options.verify, options.admits)
     try:
         profile = discover(connection, options.model, options.draft_stream)
     except BaseException:
@@ -125,7 +127,10 @@ class RemoteBackend:
     # ---- one request -------------------------------------------------------------------------
 
     def _run(self, request: InfillRequest, cancel: CancelFlag) -> Iterator[tuple[Candidate, int]]:
-        """Stream one request; falls back (once each) when the server refuses extras, chat or draft streams."""
+        """Stream one request; falls back (once each) when the server refuses extras, chat or
+        draft streams. A chat refusal is kept only when the completions after it are answered;
+        when they fail too, both of the server's messages are shown."""
+        chat_refusal: HttpStatusError | None = None
         while True:
             path, body = request_body(self.profile, request, self.options.context_tokens)
             if self.profile.extras:
@@ -140,8 +145,14 @@ class RemoteBackend:
                 yield from self._receive(path, body, cancel)
                 return
             except HttpStatusError as error:  # raised before any chunk: safe to ask again without
-                if not self._fall_back(error, body):
+                if self._fall_back(error, body):
+                    chat_refusal = chat_refusal or (error if "messages" in body and not self.profile.chat else None)
+                    continue
+                if chat_refusal is None:
                     raise
+                self.profile.chat = True  # not known to be chat's fault: the next request tries it again
+                said = f": {error.detail}" if error.detail else ""
+                raise EngineError(f"{chat_refusal}; /v1/completions failed too (HTTP {error.status}{said})") from None
 
     def _fall_back(self, error: HttpStatusError, body: dict) -> bool:
         detail = error.detail.lower()
@@ -151,7 +162,9 @@ class RemoteBackend:
         elif "diffusing" in body and refused and "diffusing" in detail:
             self.profile.draft_stream = False
         elif "messages" in body and (
-            (error.status in (404, 405) and "model" not in detail) or "chat template" in detail or "chat_template" in detail
+            (error.status in (404, 405) and "model" not in detail)
+            or "chat template" in detail or "chat_template" in detail
+            or (error.status >= 500 and detail in BARE_FAILURES)  # ``transformers serve`` of a base model
         ):
             self.profile.chat = False
         else:

@@ -9,8 +9,9 @@ can be cancelled from another thread: the cancel flag's callback shuts the socke
 ends a read blocked on a stalled server at once; the server sees the disconnect and stops.
 Every request opens its own connection so that the socket to shut down is known from the moment
 it is connected (httpx's trace hook), before any byte of the answer has arrived. The same hook
-sees the address actually connected to: the API key never goes over plain http to an address that
-is not this machine's (a name may resolve anywhere, and again on every connection).
+sees the address actually connected to (a name may resolve anywhere, and again on every
+connection): nothing goes to an address of a kind the user has not allowed (``admits``), and the
+API key never goes over plain http to an address that is not this machine's.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx
 
 from model.api import CancelFlag, Cancelled, EngineError
-from model.remote.addresses import LOOPBACK, peer_kind
+from model.remote.addresses import LOOPBACK, WHERE, peer_kind
 from model.remote.sse import SseDecoder
 
 MAX_RESPONSE_BYTES = 8 << 20  # a whole answer; a completion of 4096 tokens is far below this
@@ -41,7 +42,9 @@ class Timeouts:
 
 
 class Connection:
-    """A base URL (``.../v1``), its API key and limits; one request at a time per stream."""
+    """A base URL (``.../v1``), its API key and limits; one request at a time per stream.
+    ``admits`` says whether an address of a kind (``addresses.LOOPBACK`` ...) may be sent to;
+    None: any."""
 
     def __init__(
         self,
@@ -50,7 +53,9 @@ class Connection:
         timeouts: Timeouts = Timeouts(),
         max_response_bytes: int = MAX_RESPONSE_BYTES,
         verify: bool | str = True,
+        admits: Callable[[str], bool] | None = None,
     ):
+        self.admits = admits
         self.base_url = base_url.rstrip("/")
         url = httpx.URL(self.base_url)
         self.host = url.host
@@ -313,9 +318,17 @@ class _SocketHolder:
         stream.read = counted
 
     def _check_peer(self, stream, address: str) -> None:
-        connection = self.connection
-        if connection.sends_key and not connection.encrypted and peer_kind(address) != LOOPBACK:
-            stream.close()  # before a byte of the request is written
+        """Refuse, before a byte of the request is written, an address the user has not allowed,
+        and plain http with the API key to another machine."""
+        connection, kind = self.connection, peer_kind(address)
+        if connection.admits is not None and not connection.admits(kind):
+            stream.close()
+            raise EngineError(
+                f"{connection.label} is at {address} now, {WHERE[kind]}, where you have not allowed text to go; "
+                "nothing was sent"
+            )
+        if connection.sends_key and not connection.encrypted and kind != LOOPBACK:
+            stream.close()
             raise EngineError(
                 f"the API key is never sent over plain http to {connection.label} ({address} is not this machine): "
                 "use https://, or remove the key (Settings > Server, SFUMATO_API_KEY)"

@@ -7,7 +7,9 @@
 * diffusion extras (``vllm_xargs``): only for vLLM (``owned_by: vllm`` in the model list), and
   dropped for good the first time the server rejects them; a rewrite's seed canvas is built from
   the served tokenizer's ids (``/tokenize``) of the selection, ``<eos>`` and ``<pad>`` (Gemma's);
-* chat: dropped for good when the server has no chat template (then prefix-only completions);
+* chat: dropped for good when the server has no chat template (it says so, or answers chat with a
+  bare 5xx that completions then answer: ``transformers serve`` of a base model); then FIM or
+  prefix-only completions;
 * draft streams (``"diffusing": true``): Inception's Mercury API, or when the user says so.
 """
 
