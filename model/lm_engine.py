@@ -319,9 +319,14 @@ class LmDenoiserBackend:
     def _heal_position(self, row: _Row) -> tuple[int | None, bytes]:
         """(the first canvas position still to match the healed text, the bytes it must match);
         (None, b"") once the settled tokens have spelt it all."""
-        if row.written or not row.heal:
-            return None, b""
         left = row.heal
+        if not left:
+            return None, b""
+        for token in row.written:  # a committed canvas was settled: it spelt its part of the heal
+            piece = self.table[token]
+            if len(piece) >= len(left):
+                return None, b""
+            left = left[len(piece) :]
         for i, token in enumerate(row.canvas):
             piece = self.table[token]
             if row.masked[i] or not piece:
@@ -340,9 +345,9 @@ class LmDenoiserBackend:
 
     def _piece(self, row: _Row, index: int) -> bytes:
         """The bytes canvas position ``index`` adds to the text after the healed start."""
-        if row.written or not row.heal:
+        if not row.heal:
             return self.table[row.canvas[index]]
-        before = sum(len(self.table[t]) for t in row.canvas[:index])
+        before = sum(len(self.table[t]) for t in row.written + row.canvas[:index])
         return self.table[row.canvas[index]][max(0, len(row.heal) - before) :]
 
     def _end_index(self, row: _Row) -> int:
@@ -384,7 +389,7 @@ class LmDenoiserBackend:
         settled = [True] * len(row.written) + [not m for m in row.masked]
         confidence = row.written_confidence + row.confidence
         pieces = split_text(self.table, [t if ok else self.special.end for t, ok in zip(ids, settled)])
-        heal = row.heal.decode("utf-8", "replace") if not row.written else ""
+        heal = row.heal.decode("utf-8", "replace")
         states = []
         for index, (piece, ok, conf) in enumerate(zip(pieces, settled, confidence)):
             if heal and ok:  # the healed text is the prompt's, not the result's

@@ -187,3 +187,18 @@ def test_a_text_that_runs_into_the_suffix_ends_before_it(backend):
     cut = LmDenoiserBackend._before_stop(row, states)
     assert "".join(s.text for s in cut) == "lazy"
     assert backend._row(InfillRequest(prefix="f(", suffix=")\n"), 0).stop == ""  # too short to tell
+
+
+def test_a_line_longer_than_its_canvas_keeps_its_healed_start_out(backend, smol_tokenizer):
+    """The healed newline + indentation sits in the first canvas; once that canvas is committed
+    and the line goes on in the next one, the heal is still the prompt's, not the line's end."""
+    row = backend._row(InfillRequest(prefix="def f(x):\n    ", suffix="\n", one_line=True), 0)
+    ids = smol_tokenizer(row.heal.decode() + "value = compute(alpha, beta, gamma, delta, epsilon, zeta, eta)",
+                         add_special_tokens=False).input_ids
+    cut = len(ids) // 2
+    row.written, row.written_confidence = ids[:cut], [0.9] * cut
+    row.canvas, row.masked, row.confidence = ids[cut:], [False] * (len(ids) - cut), [0.9] * (len(ids) - cut)
+    text = "".join(state.text for state in backend._states(row))
+    assert text == "value = compute(alpha, beta, gamma, delta, epsilon, zeta, eta)"
+    assert backend._end_index(row) == len(row.canvas) - 1
+    assert backend._heal_position(row) == (None, b"")
