@@ -21,7 +21,7 @@ from app.session import InfillSession, Outcome
 from app.settings import Settings
 from app.textpositions import document_text
 from app.worker_adapter import WorkerAdapter, load_from_spec, model_label
-from model.loading import SERVER_URL
+from model.api import SERVER_URL
 from model.remote.credentials import origin, shown_url
 from model.project_context import Chunk, file_chunks
 
@@ -263,7 +263,7 @@ class AiController(QObject):
             return
         self._watch(editor, session)
         info = self.worker.info
-        doing = f"Waiting for server {info.device}…" if info is not None and info.backend == "remote" else "Denoising…"
+        doing = f"Waiting for server {info.device}…" if info is not None and info.served else "Denoising…"
         if editor.document().isRedoAvailable():
             self.notices.say(f"{doing} (the redo history is replaced by this edit)")
         else:
