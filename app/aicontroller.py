@@ -17,11 +17,11 @@ from app.infill import InfillOptions, InfillStarter
 from app.inlinebox import InlineBox
 from app.notices import Notices
 from app.server_consent import ServerConsent
-from app.session import InfillSession
+from app.session import InfillSession, Outcome
 from app.settings import Settings
 from app.textpositions import document_text
 from app.worker_adapter import WorkerAdapter, load_from_spec, model_label
-from model.loading import SERVER_URL
+from model.api import SERVER_URL
 from model.remote.credentials import origin, shown_url
 from model.project_context import Chunk, file_chunks
 
@@ -59,7 +59,7 @@ class AiController(QObject):
         self.starter = InfillStarter(self.worker, InfillOptions(), session_keys(settings.keys))
         self.folder_context = folder_context
         self.starter.project_chunks = self.project_chunks
-        self._unwritten: InfillSession | None = None  # the last session that ended with nothing written
+        self._ended: InfillSession | None = None  # the last session that ended (an empty one may run again)
         self._starts = 0  # counts ``start`` calls: one waiting for a server's address yields to a later one
         self.model_label = QLabel("No model")
         self.load_progress = QProgressBar()
@@ -228,15 +228,12 @@ class AiController(QObject):
         the same settings, the text around the region as it is now."""
         editor = self.tabs.current_editor()
         session = editor.session if editor is not None else None
-        if session is None and self._unwritten is not None and self._unwritten.editor is editor:
-            session = self._unwritten  # ended, but its request can run again
-        if session is None or session.request is None:
+        if session is None and self._ended is not None and self._ended.editor is editor:
+            session = self._ended
+        if session is None or not session.can_try_again:
             self.notices.say("Nothing to try again: Ctrl+K starts a rewrite.", 4000)
         elif self._model_ready():
             self.start(editor, lambda: self.starter.again(session))
-
-    def next_alternative(self) -> None:
-        self.on_session(lambda session: session.cycle(1))
 
     def on_session(self, action: Callable[[InfillSession], object]) -> None:
         """Accept, reject, the alternatives: ``action`` on the current editor's session, if any."""
@@ -267,7 +264,7 @@ class AiController(QObject):
             return
         self._watch(editor, session)
         info = self.worker.info
-        doing = f"Waiting for server {info.device}…" if info is not None and info.backend == "remote" else "Denoising…"
+        doing = f"Waiting for server {info.device}…" if info is not None and info.served else "Denoising…"
         if editor.document().isRedoAvailable():
             self.notices.say(f"{doing} (the redo history is replaced by this edit)")
         else:
@@ -296,10 +293,10 @@ class AiController(QObject):
         else:
             self.notices.say("Nothing was sent: another tab was chosen while the server was looked up.", 6000)
 
-    def _session_ended(self, session: InfillSession, outcome: str, text: str) -> None:
+    def _session_ended(self, session: InfillSession, outcome: Outcome, text: str) -> None:
         editor = session.editor
-        self._unwritten = session if outcome == "empty" else None
-        if outcome == "accepted":  # "Ctrl+Z brings back the original" holds until the next change
+        self._ended = session
+        if outcome is Outcome.ACCEPTED:  # "Ctrl+Z brings back the original" holds until the next change
             self.notices.say_until_edited(text, editor.document(), 6000)
         else:
             self.notices.say(text, 6000)

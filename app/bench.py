@@ -153,7 +153,7 @@ def main(argv: list[str]) -> int:
     from model.loading import load_backend
 
     backend = load_backend(args.model, remote_model=args.remote_model, device=args.device, quantize=args.quantize)
-    if backend.info.backend == "remote":  # a served model: round trips and cancel, not passes
+    if backend.info.served:  # a served model: round trips and cancel, not passes
         from model.remote.figures import remote_figures
 
         figures = {"model": backend.info.name, **remote_figures(backend, runs=5 if args.quick else 20)}

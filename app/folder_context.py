@@ -1,9 +1,11 @@
 """The open folder's text files as project context: read off the UI thread, bounded, cached.
 
 ``read_folder`` is plain Python (it runs on a worker thread): it walks the folder's files that
-may be sent (``app.context_files``: no hidden, secret or git-ignored file), reads the text files within ``model.project_context``'s bounds (file count, bytes per file,
-total bytes; binary and non-UTF-8 files are skipped) and cuts them into scored-ready chunks. A file
-whose modification time and size are unchanged is not read again. ``FolderContext`` holds the
+may be sent (``app.context_files``: no hidden, secret or git-ignored file) and reads them with
+``model.project_context.read_folder_files``, the reader the held-out measurement uses too: the
+text files within its bounds (file count, bytes per file, total bytes; binary and non-UTF-8 files
+are skipped), cut into scored-ready chunks. A file whose modification time and size are unchanged
+is not read again. ``FolderContext`` holds the
 result for the window: a request takes whatever it holds at that moment and never waits for a
 read; opening the folder, saving a file and every request start a refresh in the background.
 """
@@ -13,55 +15,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-from dataclasses import dataclass
 
 from app.context_files import ContextRules, is_hidden_or_secret
 from app.folder import MAX_FILES
-from model.project_context import (
-    MAX_FOLDER_BYTES,
-    MAX_FOLDER_FILE_BYTES,
-    MAX_FOLDER_FILES,
-    Chunk,
-    as_context_text,
-    file_chunks,
-)
-
-
-@dataclass(frozen=True)
-class FolderFile:
-    """One file as last read: its stamp (modification time, size) and its chunks (none when it
-    is not text, so that it is not read again until it changes)."""
-
-    stamp: tuple[int, int]
-    chunks: tuple[Chunk, ...]
+from model.project_context import Chunk, FolderFile, read_folder_files
 
 
 def read_folder(root: str, previous: dict[str, FolderFile]) -> dict[str, FolderFile]:
-    """Absolute path -> ``FolderFile`` for ``root``'s files within the bounds; files unchanged
-    since ``previous`` keep their chunks unread."""
-    found: dict[str, FolderFile] = {}
-    total = kept = 0
-    for relative in itertools.islice(ContextRules(root).files(), MAX_FILES):
-        if kept >= MAX_FOLDER_FILES or total >= MAX_FOLDER_BYTES:
-            break
-        path = os.path.join(root, relative)
-        try:
-            status = os.stat(path)
-            if status.st_size > MAX_FOLDER_FILE_BYTES or total + status.st_size > MAX_FOLDER_BYTES:
-                continue
-            stamp = (status.st_mtime_ns, status.st_size)
-            known = previous.get(path)
-            if known is None or known.stamp != stamp:
-                with open(path, "rb") as file:
-                    text = as_context_text(file.read(MAX_FOLDER_FILE_BYTES + 1))
-                known = FolderFile(stamp, file_chunks(relative, text) if text is not None else ())
-        except OSError:  # gone, unreadable or not a regular file: left out
-            continue
-        found[path] = known
-        if known.chunks:
-            total += status.st_size
-            kept += 1
-    return found
+    """Absolute path -> ``FolderFile`` for ``root``'s files that may be sent, within the bounds;
+    files unchanged since ``previous`` keep their chunks unread."""
+    return read_folder_files(root, itertools.islice(ContextRules(root).files(), MAX_FILES), previous)
 
 
 class FolderContext:

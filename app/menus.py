@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMenu
 
@@ -121,8 +122,10 @@ def build_menus(window: MainWindow) -> MenuActions:
     ai_menu.addSeparator()
     accept = _action(window, ai_menu, "&Accept", lambda: ai.on_session(InfillSession.accept))
     reject = _action(window, ai_menu, "Re&ject", lambda: ai.on_session(InfillSession.dismiss))
-    next_alternative = _action(window, ai_menu, "&Next Alternative", ai.next_alternative)
+    next_alternative = _action(window, ai_menu, "&Next Alternative", lambda: ai.on_session(lambda s: s.cycle(1)))
     previous_alternative = _action(window, ai_menu, "&Previous Alternative", lambda: ai.on_session(lambda s: s.cycle(-1)))
+    for cycle in (next_alternative, previous_alternative):  # the menu shows the key; the key goes to the session only
+        cycle.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)  # (InfillSession.handle_key), its one route
     try_again = _action(window, ai_menu, "&Try Again", ai.try_again)
     review_diff = _action(window, ai_menu, "Review as &Diff", lambda: window.toggle("review_diff", review_diff.isChecked()), checkable=True)
     ai.review_diff_changed.connect(review_diff.setChecked)

@@ -4,15 +4,15 @@ where it was found (a found text took no denoising passes of its own: a speed wo
 
 from __future__ import annotations
 
-from model.api import Draft
+from model.api import Draft, Source
 from model.untrusted_text import invisible_report
 
 FOUND_IN = {  # Candidate.source -> what the user reads
-    "document": "Found in this document",
-    "context": "Found in your other open files",
-    "table": "From the line table of common code",
-    "phrases": "From documentation phrases",
-    "prose_model": "Written by the prose model",
+    Source.DOCUMENT: "Found in this document",
+    Source.CONTEXT: "Found in your other open files",
+    Source.TABLE: "From the line table of common code",
+    Source.PHRASES: "From documentation phrases",
+    Source.PROSE_MODEL: "Written by the prose model",
 }
 
 
@@ -28,11 +28,11 @@ def speed(drafts: tuple[Draft, ...], seconds: float) -> str:
 def found_where(drafts: tuple[Draft, ...]) -> str | None:
     """Where retrieval found every region's best text; None when the model wrote any of them."""
     sources = {draft.candidates[0].source for draft in drafts}
-    if "" in sources:
+    if Source.MODEL in sources:
         return None
     if len(sources) == 1:
-        return FOUND_IN.get(sources.pop(), "Found by retrieval")
-    if sources <= {"document", "context"}:
+        return FOUND_IN[sources.pop()]
+    if sources <= {Source.DOCUMENT, Source.CONTEXT}:
         return "Found in your files"
     return "Found by retrieval (your files and the built-in tables)"
 

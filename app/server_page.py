@@ -13,13 +13,12 @@ from PySide6.QtWidgets import QCheckBox, QFormLayout, QLabel, QLineEdit, QPlainT
 
 from app.context_files import SECRET_PATTERNS
 from app.settings import Settings
-from model.loading import SERVER_URL
-from model.region_prompt import character_budgets
-from model.remote.backend import RemoteOptions
+from model.api import SERVER_URL
+from model.region_prompt import SERVER_PROMPT_TOKENS, character_budgets
 from model.remote.credentials import ENV_VARIABLE, shown_url
 
 
-def sent_description(context_tokens: int = RemoteOptions().context_tokens) -> str:
+def sent_description(context_tokens: int = SERVER_PROMPT_TOKENS) -> str:
     before, after = character_budgets(context_tokens)
     return (
         f"Sent with each request: up to {before:,} characters before the region and {after:,} after it, "

@@ -2,7 +2,7 @@
 
 How the draft is shown without ever becoming part of the user's history (docs/architecture.md,
 "The rules that protect the user's text"): each pass's text is written into the regions as **one edit block that is always the
-top of the undo stack**. Before any edit of the user's runs (``user_edit``), that block is taken
+top of the undo stack** (``app.regions.DraftRegions``). Before any edit of the user's runs (``user_edit``), that block is taken
 out again with a single ``undo()`` and the redo entry it leaves is dropped; the user's edit then
 lands on the original text and becomes an ordinary undo step of its own; the draft is written
 back afterwards. So at every moment the document minus one undo step is exactly what the user
@@ -18,24 +18,24 @@ at its edges stays outside it, and an edit that changes a region's original text
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtGui import QColor, QKeyEvent, QKeySequence, QTextCursor, QTextDocument
+from PySide6.QtGui import QColor, QKeyEvent, QKeySequence, QTextCursor
 
 from app.commandkeys import DEFAULT_SESSION_KEYS, SessionKeys, key_matches
 from app.draftpaint import diff_view, draft_selections
 from app.noise import with_noise
 from app.pacing import DraftPacer
 from app.reviewdiff import review_diff
-from app.regions import Region, original_spans
+from app.regions import DraftRegions
 from app.reviewhint import ReviewHint
 from app.run_status import passing_line, result_line
-from app.textpositions import as_stored, document_text, index_of, utf16_length
+from app.textpositions import as_stored
 from model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
 from model.untrusted_text import terminal_safe
 
@@ -44,21 +44,38 @@ if TYPE_CHECKING:
     from app.worker_adapter import WorkerAdapter
     from model.worker import Job
 
-log = logging.getLogger(__name__)
+
+class State(StrEnum):
+    """Where a session is: the only three, in this order."""
+
+    RUNNING = "running"  # drafts arriving and animated (app/pacing.py)
+    READY = "ready"  # the result is shown for review: accept, reject, the alternatives and the original
+    ENDED = "ended"  # the document holds no draft; ``outcome`` says how it ended
+
+
+class Outcome(StrEnum):
+    """How a session ended (``InfillSession.outcome``, the ``ended`` signal)."""
+
+    ACCEPTED = "accepted"  # the chosen alternative is one undo step (or, the same as the original, none)
+    REJECTED = "rejected"
+    CANCELLED = "cancelled"  # by the worker, by typing inside a region, or by another session
+    FAILED = "failed"
+    EMPTY = "empty"  # the model wrote nothing: Try Again may run the request once more
 
 
 class InfillSession(QObject):
     """Shows the drafts of one model run in ``editor`` and applies or discards the result.
 
-    States: ``running`` (drafts arriving and animated, app/pacing.py), ``ready`` (the result is
-    shown: accept, reject or cycle alternatives; accepting a result that is in but not shown yet
-    shows it first; ``review_diff``: as a diff against the original, else clean) and ``ended``, emitted once with an outcome ("accepted", "rejected",
-    "cancelled", "failed", "empty": the model wrote nothing) and a status-bar message. A result
-    the model is not confident of is shown all the same, marked so (``low_confidence``); its
-    tokens' confidence is drawn on them.
+    ``state`` goes ``RUNNING`` -> ``READY`` -> ``ENDED`` (or straight to ``ENDED``): while running,
+    drafts arrive and are animated; when ready, the result is shown (accepting a result that is
+    in but not shown yet shows it first; ``review_diff``: as a diff against the original, else
+    clean) and the alternatives and the original cycle; ``ended`` is emitted once with the
+    ``Outcome`` and a status-bar message. A result the model is not confident of is shown all the
+    same, marked so (``low_confidence``); its tokens' confidence is drawn on them. Try Again
+    (app/infill.py) runs ``request`` once more over ``retry_spans``.
     """
 
-    ended = Signal(str, str)
+    ended = Signal(object, str)  # (Outcome, message)
     progress = Signal(str)
     again_requested = Signal()  # the review hint's "Again" link; the window runs Try Again
     modification_changed = Signal(bool)  # the user's text, draft aside, differs from the saved one (or no longer)
@@ -77,7 +94,8 @@ class InfillSession(QObject):
         editor.end_session()
         self.editor = editor
         self.document = editor.document()
-        self.state = "running"
+        self.state = State.RUNNING
+        self.outcome: Outcome | None = None  # set when the session ends
         self.request: Sequence[InfillRequest] | TemplateRequest | None = None  # what ``run`` submitted
         self.job: Job | None = None  # the worker's, cancelled when the session ends early
         self._hint: ReviewHint | None = None  # under the result while it waits for the user
@@ -86,12 +104,9 @@ class InfillSession(QObject):
         self.underline_low_confidence = underline_low_confidence
         self.review_diff = review_diff
         self._total_steps = total_steps
-        text = document_text(self.document)
-        self._regions = [Region(self.document, s, e, text[index_of(text, s) : index_of(text, e)]) for s, e in sorted(spans)]
+        self._regions = DraftRegions(self.document, spans)
         self._drafts: tuple[Draft, ...] | None = None  # what is shown (or will be)
         self._alternative = 0
-        self._draft_undo_steps: int | None = None  # None: no draft in the document
-        self._draft_revision = -1
         self._ended_at: tuple[int, list[tuple[int, int]]] | None = None
         self._inside_user_edit = False
         self._modified = self.document.isModified()
@@ -114,11 +129,17 @@ class InfillSession(QObject):
             return False
         return True
 
+    @property
+    def can_try_again(self) -> bool:
+        """Try Again may run this session's request once more: it runs or waits for review, or it
+        ended with nothing written (``Outcome.EMPTY``)."""
+        return self.request is not None and (self.state != State.ENDED or self.outcome is Outcome.EMPTY)
+
     def retry_spans(self) -> list[tuple[int, int]] | None:
         """Where the originals are once the draft is taken out, for Try Again (app/infill.py);
         None when the session has ended (an empty result) and the text has changed since."""
-        if self.state != "ended":
-            return original_spans(self._regions)
+        if self.state != State.ENDED:
+            return self._regions.original_spans()
         revision, spans = self._ended_at
         return spans if revision == self.document.revision() else None
 
@@ -126,31 +147,26 @@ class InfillSession(QObject):
 
     @property
     def originals(self) -> list[str]:
-        return [region.original for region in self._regions]
+        return self._regions.originals
 
     def spans(self) -> list[tuple[int, int]]:
-        return [region.span() for region in self._regions]
+        return self._regions.spans()
 
     @property
     def result_in(self) -> bool:
         """The final result has arrived (it can be accepted, even before the animation shows it)."""
-        return self.state == "ready" or (self.state == "running" and self._pacer.has_result)
+        return self.state == State.READY or (self.state == State.RUNNING and self._pacer.has_result)
 
     @property
     def has_draft(self) -> bool:
-        return self._draft_undo_steps is not None
+        return self._regions.has_draft
 
     @property
     def alternatives(self) -> int:
         return min(len(draft.candidates) for draft in self._drafts) if self._drafts else 0
 
     def text_without_draft(self) -> str:
-        text = document_text(self.document)
-        if not self.has_draft:
-            return text
-        for region, (start, end) in reversed(list(zip(self._regions, self.spans()))):
-            text = text[: index_of(text, start)] + region.original + text[index_of(text, end) :]
-        return text
+        return self._regions.text_without_draft()
 
     def modified_without_draft(self) -> bool:
         return self._modified
@@ -158,15 +174,15 @@ class InfillSession(QObject):
     # --- the worker's news, on the Qt thread --------------------------------------------------
 
     def receive(self, drafts: tuple[Draft, ...]) -> None:
-        if self.state == "running":
+        if self.state == State.RUNNING:
             self._pacer.add(drafts)  # it decides which passes are drawn, and when
 
     def finish(self, drafts: tuple[Draft, ...]) -> None:
-        if self.state != "running":
+        if self.state != State.RUNNING:
             return
         if all(not candidate.text.strip() for draft in drafts for candidate in draft.candidates):
             again = self.keys.try_again.toString(QKeySequence.SequenceFormat.NativeText)
-            return self._end("empty", f"The model wrote nothing here; {again} tries again.")
+            return self._end(Outcome.EMPTY, f"The model wrote nothing here; {again} tries again.")
         self._finished = time.monotonic()  # the model's speed, without the animation after it
         self.low_confidence = not isinstance(self.request, TemplateRequest) and not any(d.confident for d in drafts)
         self._pacer.add(drafts, final=True)
@@ -178,9 +194,9 @@ class InfillSession(QObject):
             self._show(with_noise(drafts, self.originals))
             self.progress.emit(passing_line(drafts, seconds, self._total_steps))
             return
-        self.state = "ready"
+        self.state = State.READY
         self._show(drafts)
-        if self.state == "ready":
+        if self.state == State.READY:
             self.editor.show_start_of(self.spans()[0][0])  # a long line's result is read from its start
             self._hint = ReviewHint(self.editor, lambda: (self.spans()[0][0], self.spans()[-1][1]), {
                 "accept": ("Accept", self.keys.accept, self.accept),
@@ -192,33 +208,33 @@ class InfillSession(QObject):
         self.progress.emit(result_line(drafts, seconds, self._choices(), self.low_confidence))
 
     def fail(self, error: BaseException) -> None:
-        self._end("failed", f"The model failed: {terminal_safe(str(error))}. Your text is unchanged.")
+        self._end(Outcome.FAILED, f"The model failed: {terminal_safe(str(error))}. Your text is unchanged.")
 
     def cancelled(self) -> None:
-        self._end("cancelled", "The model run was cancelled. Your text is unchanged.")
+        self._end(Outcome.CANCELLED, "The model run was cancelled. Your text is unchanged.")
 
     # --- the user's decisions -----------------------------------------------------------------
 
     def accept(self) -> None:
         self._pacer.finish_now()
-        if self.state != "ready":
+        if self.state != State.READY:
             return
         texts = self.texts()
-        self._take_out_draft()
+        self._regions.take_out()
         if texts == self.originals:
-            self._end("accepted", "The result is the same as the original; nothing changed.")
+            self._end(Outcome.ACCEPTED, "The result is the same as the original; nothing changed.")
             return
-        self._write(texts, as_draft=False)
-        end = self._regions[-1].end.position()
+        self._regions.write(texts, as_draft=False)
+        end = self.spans()[-1][1]
         cursor = self.editor.textCursor()
         cursor.setPosition(end)
         self.editor.setTextCursor(cursor)
         self.editor.show_start_of(self.spans()[0][0])
-        self.editor.selection_after_undo = (self.document.availableUndoSteps(), *original_spans(self._regions)[0])
-        self._end("accepted", "Accepted. Ctrl+Z brings back the original.")
+        self.editor.selection_after_undo = (self.document.availableUndoSteps(), *self._regions.original_spans()[0])
+        self._end(Outcome.ACCEPTED, "Accepted. Ctrl+Z brings back the original.")
 
     def reject(self) -> None:
-        self._end("rejected", "Rejected. Your text is unchanged.")
+        self._end(Outcome.REJECTED, "Rejected. Your text is unchanged.")
 
     def dismiss(self) -> None:
         """The user's reject (Esc): the original text is selected again, to retry or act on it
@@ -230,12 +246,12 @@ class InfillSession(QObject):
     @property
     def showing_original(self) -> bool:
         """The review shows the original text: the place after the last alternative in the cycle."""
-        return self.state == "ready" and self._alternative == self.alternatives
+        return self.state == State.READY and self._alternative == self.alternatives
 
     def cycle(self, step: int) -> None:
         """Show the next (or previous) alternative; after the last one comes the original, to compare."""
         self._pacer.finish_now()
-        if self.state != "ready":
+        if self.state != State.READY:
             return
         self._alternative = (self._alternative + step) % (self.alternatives + 1)
         self._show(self._drafts)
@@ -268,7 +284,7 @@ class InfillSession(QObject):
     @property
     def showing_diff(self) -> bool:
         """The result is shown as a diff against the original (the document holds the result only)."""
-        return self.review_diff and self.state == "ready" and self.has_draft and not self.showing_original
+        return self.review_diff and self.state == State.READY and self.has_draft and not self.showing_original
 
     def set_diff(self, on: bool) -> None:
         """Review the result as a diff (``on``) or clean."""
@@ -309,32 +325,32 @@ class InfillSession(QObject):
     @contextmanager
     def user_edit(self) -> Iterator[None]:
         """Run one edit of the user's on the text without the draft; an edit inside a region cancels."""
-        if self._inside_user_edit or self.state == "ended":
+        if self._inside_user_edit or self.state == State.ENDED:
             yield
             return
-        if self._cursor_inside():
-            cursor = self.editor.textCursor()
-            anchor, position = self._to_original(cursor.anchor()), self._to_original(cursor.position())
-            self._end("cancelled", "Typing inside the region cancelled the rewrite.")
+        cursor = self.editor.textCursor()
+        if self._regions.touches(cursor.selectionStart(), cursor.selectionEnd()):
+            anchor, position = self._regions.to_original(cursor.anchor()), self._regions.to_original(cursor.position())
+            self._end(Outcome.CANCELLED, "Typing inside the region cancelled the rewrite.")
             self._move_cursor(anchor, position)
             yield
             return
         with self.draft_taken_out():
             yield
-            if any(region.changed() for region in self._regions):
-                self._end("cancelled", "Typing inside the region cancelled the rewrite.")
+            if self._regions.changed():
+                self._end(Outcome.CANCELLED, "Typing inside the region cancelled the rewrite.")
 
     @contextmanager
     def draft_taken_out(self) -> Iterator[None]:
         """The document as the user wrote it for the duration (to edit it, or to save it)."""
-        if self._inside_user_edit or self.state == "ended":
+        if self._inside_user_edit or self.state == State.ENDED:
             yield
             return
         self._inside_user_edit = True
         had_draft = self.has_draft
         cursor = self.editor.textCursor()
-        anchor, position = self._to_original(cursor.anchor()), self._to_original(cursor.position())
-        self._take_out_draft()
+        anchor, position = self._regions.to_original(cursor.anchor()), self._regions.to_original(cursor.position())
+        self._regions.take_out()
         if had_draft:  # Qt's undo carries a cursor at a region's start past the original text
             self._move_cursor(anchor, position)
         try:
@@ -344,20 +360,20 @@ class InfillSession(QObject):
             if self._modified != self.document.isModified():
                 self._modified = self.document.isModified()
                 self.modification_changed.emit(self._modified)
-            if self.state != "ended" and had_draft:
+            if self.state != State.ENDED and had_draft:
                 cursor = self.editor.textCursor()
                 anchor, position, before = cursor.anchor(), cursor.position(), self.spans()
-                self._write(self.texts(), as_draft=True)
-                self._move_cursor(self._to_shown(before, anchor), self._to_shown(before, position))
+                self._regions.write(self.texts(), as_draft=True)
+                self._move_cursor(self._regions.to_shown(before, anchor), self._regions.to_shown(before, position))
                 self._paint()
 
     # --- drawing ------------------------------------------------------------------------------
 
     def _candidates(self) -> list[Candidate]:
         if self.showing_original:
-            return [Candidate(region.original, (TokenState(region.original, 1.0, True),)) for region in self._regions]
+            return [Candidate(original, (TokenState(original, 1.0, True),)) for original in self.originals]
         return [region.ending_as_original(draft.candidates[min(self._alternative, len(draft.candidates) - 1)])
-                for region, draft in zip(self._regions, self._drafts)]
+                for region, draft in zip(self._regions.regions, self._drafts)]
 
     def texts(self) -> list[str]:
         """The chosen candidates as they land in the document (its line breaks are all \\n)."""
@@ -365,99 +381,32 @@ class InfillSession(QObject):
 
     def _show(self, drafts: tuple[Draft, ...]) -> None:
         if len(drafts) != len(self._regions):
-            self._end("failed", f"The model returned {len(drafts)} drafts for {len(self._regions)} regions.")
+            self._end(Outcome.FAILED, f"The model returned {len(drafts)} drafts for {len(self._regions)} regions.")
             return
         self._drafts = drafts
         if self._inside_user_edit:
             return  # written back when the user's edit is done
-        self._take_out_draft()
-        self._write(self.texts(), as_draft=True)
+        self._regions.take_out()
+        self._regions.write(self.texts(), as_draft=True)
         self._paint()
 
     def _paint(self) -> None:
         if self.showing_diff:
             texts = self.texts()
-            diffs = [review_diff(region.original, text, self.editor.prose) for region, text in zip(self._regions, texts)]
+            diffs = [review_diff(original, text, self.editor.prose) for original, text in zip(self.originals, texts)]
             selections, ghosts, band = diff_view(self.document, self.editor.palette(), self.spans(), texts, diffs)
             self.editor.set_layer("infill", selections)
             self.editor.set_ghosts(ghosts, band)
         else:
             candidates = self._candidates() if self.has_draft else [None] * len(self._regions)
             self.editor.set_layer("infill", draft_selections(
-                self.document, self.editor.palette(), self.spans(), candidates, done=self.state == "ready",
+                self.document, self.editor.palette(), self.spans(), candidates, done=self.state == State.READY,
                 showing_original=self.showing_original, underline_low_confidence=self.underline_low_confidence))
             self.editor.set_ghosts({}, QColor())
         if self._hint is not None:
             self._hint.place()
 
-    # --- the document edits -------------------------------------------------------------------
-
-    def _write(self, texts: list[str], as_draft: bool) -> None:
-        """Replace every region's text with ``texts`` in one edit block; re-anchor the regions."""
-        spans = self.spans()
-        steps = self.document.availableUndoSteps()
-        cursor = QTextCursor(self.document)
-        cursor.beginEditBlock()
-        lengths = []
-        for (start, end), text in reversed(list(zip(spans, texts))):
-            cursor.setPosition(start)
-            cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
-            cursor.insertText(text)
-            lengths.insert(0, cursor.position() - start)
-        cursor.endEditBlock()
-        self._place(spans, lengths)
-        if as_draft and self.document.availableUndoSteps() > steps:
-            self._draft_undo_steps = self.document.availableUndoSteps()
-            self._draft_revision = self.document.revision()
-
-    def _take_out_draft(self) -> None:
-        """Remove the draft with one undo and drop the redo entry it leaves."""
-        if not self.has_draft:
-            return
-        spans = self.spans()
-        self._draft_undo_steps, steps = None, self._draft_undo_steps
-        if self.document.availableUndoSteps() == steps and self.document.revision() == self._draft_revision:
-            self.document.undo()
-            self.document.clearUndoRedoStacks(QTextDocument.Stacks.RedoStack)
-            self._place(spans, [utf16_length(region.original) for region in self._regions])
-        else:  # something edited the text behind the session's back: restore the text anyway
-            log.warning("the document changed outside an infill session's control; restoring the regions")
-            self._write(self.originals, as_draft=False)
-
-    def _place(self, spans: list[tuple[int, int]], lengths: list[int]) -> None:
-        """Re-anchor the regions after their texts (at ``spans``) became ``lengths`` long."""
-        shift = 0
-        for region, (start, end), length in zip(self._regions, spans, lengths):
-            region.place(start + shift, start + shift + length)
-            shift += length - (end - start)
-
-    def _cursor_inside(self) -> bool:
-        cursor = self.editor.textCursor()
-        low, high = cursor.selectionStart(), cursor.selectionEnd()
-        return any(start < high and low < end if low < high else start < low < end for start, end in self.spans())
-
-    def _to_original(self, position: int) -> int:
-        """Where ``position`` (in the text as shown) falls once the draft is taken out."""
-        shift = 0
-        for region, (start, end) in zip(self._regions, self.spans()):
-            if position < start:
-                break
-            length = utf16_length(region.original) if self.has_draft else end - start
-            if position < end:
-                return start + shift + min(position - start, length)
-            shift += length - (end - start)
-        return position + shift
-
-    def _to_shown(self, before: list[tuple[int, int]], position: int) -> int:
-        """Where ``position`` in the text without the draft (regions at ``before``) is once it is shown."""
-        shift = 0
-        for (start, end), (shown_start, shown_end) in zip(before, self.spans()):
-            if position <= start:
-                break
-            if position < end:
-                return min(shown_start + position - start, shown_end)
-            shift = shown_end - end
-        return position + shift
+    # --- the document ------------------------------------------------------------------------
 
     def _move_cursor(self, anchor: int, position: int) -> None:
         cursor = self.editor.textCursor()
@@ -465,12 +414,12 @@ class InfillSession(QObject):
         cursor.setPosition(position, QTextCursor.MoveMode.KeepAnchor)
         self.editor.setTextCursor(cursor)
 
-    def _end(self, outcome: str, message: str) -> None:
-        if self.state == "ended":
+    def _end(self, outcome: Outcome, message: str) -> None:
+        if self.state == State.ENDED:
             return
         self._pacer.stop()
-        self._take_out_draft()
-        self.state = "ended"
+        self._regions.take_out()
+        self.state, self.outcome = State.ENDED, outcome
         self._ended_at = (self.document.revision(), self.spans())  # where the originals are, for Try Again
         if self.job is not None:
             self.job.cancel()
@@ -480,7 +429,6 @@ class InfillSession(QObject):
         if self._hint is not None:
             self._hint.remove()
             self._hint = None
-        for region in self._regions:
-            region.detach()
+        self._regions.detach()
         self.setParent(None)  # an ended session is freed once nothing refers to it
         self.ended.emit(outcome, message)

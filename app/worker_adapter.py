@@ -15,7 +15,6 @@ from PySide6.QtCore import QObject, Signal
 
 from app.server_status import server_status_line
 from model.api import Backend, CancelFlag, Cancelled, Draft, InfillRequest, ModelInfo, TemplateRequest
-from model.remote.backend import RemoteBackend
 from model.worker import InferenceWorker, Job
 
 Progress = Callable[[int, int], None]  # (tensors read, tensors in all), called on the worker thread
@@ -182,7 +181,7 @@ class WorkerAdapter(QObject):
 
     def _report_server(self, backend: Backend | None, generation: int) -> None:
         """On the worker thread (which owns the backend): a served model's line, to the Qt thread."""
-        if isinstance(backend, RemoteBackend):
+        if backend is not None and backend.info.served:  # its connection as ``ModelInfo`` describes it
             line = server_status_line(backend.info.device, backend.round_trip, backend.encrypted, backend.streams_drafts)
             self._loop.call_soon_threadsafe(self._on_served, generation, line)
 

@@ -2,17 +2,25 @@
 
 Everything outside ``model/`` (the editor, the CLI, the benchmarks) talks to the engine only
 through these types and the ``Backend`` protocol. Nothing here imports torch, so the editor can
-import it while the window is still coming up.
+import it while the window is still coming up. What the editor must know about a backend is said
+here, never by its class: ``ModelInfo.served`` (and a served backend's connection), a candidate's
+``Source``, and ``SERVER_URL`` for the specs no text may go to before the user's consent.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Protocol
 
 from model.untrusted_text import clean_model_text
+
+# A model spec that names a server (``http(s)://host[:port][/path]/v1``): the model runs there, and
+# nothing, not even model discovery, goes to it before the user allows that server.
+SERVER_URL = re.compile(r"^https?://[^\s/?#]+(/[^\s?#]*)?/v1/?$")
 
 
 class EngineError(RuntimeError):
@@ -97,21 +105,33 @@ class TokenState:
     accepted: bool  # the sampler has settled this position
 
 
+class Source(StrEnum):
+    """Where a candidate's text comes from: the model's own passes, or where it was found (a found
+    text took no denoising passes of its own)."""
+
+    MODEL = ""  # the model wrote it, pass by pass
+    DOCUMENT = "document"  # retrieval found it in this document
+    CONTEXT = "context"  # ... in the other open files or the open folder
+    TABLE = "table"  # ... in the corpus line table
+    PHRASES = "phrases"  # ... in the documentation phrase table
+    PROSE_MODEL = "prose_model"  # the prose model (a second, causal model) wrote it for a gap in prose
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One alternative's text in a draft; ``tokens`` spell exactly ``text``. Ranked results carry
-    their ``score`` (log-odds of being right) and ``origin`` (how the text was found or made); a
-    text retrieval found, not the model, names its ``source``: "document", "context" (the other
-    open files) or "table" (the corpus line table). The text is cleaned on the way in
+    their ``score`` (log-odds of being right) and ``origin`` (how the text was found or made);
+    ``source`` is a ``Source`` (any other value is refused). The text is cleaned on the way in
     (``model.untrusted_text``): no control, NUL or lone surrogate, whatever the backend."""
 
     text: str
     tokens: tuple[TokenState, ...]
     score: float | None = None
     origin: str = ""
-    source: str = ""
+    source: Source = Source.MODEL
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "source", Source(self.source))
         cleaned = clean_model_text(self.text)
         if cleaned is not self.text:  # rare: the tokens are cleaned the same way, so they still spell it
             object.__setattr__(self, "text", cleaned)
@@ -127,9 +147,10 @@ class Draft:
     shows; every request of a batch has the same); ``forward_passes`` counts those this request's
     own rows needed: the batch's passes after they stopped do not count, so it is the denominator
     of ``tokens_per_pass``. ``final`` marks the last draft, whose candidates are the results.
-    Alternative 0 is ``text`` / ``tokens``. ``confident`` is False on a final draft whose best
-    alternative did not clear the ranker's bar: the editor then writes nothing and says
-    "no confident suggestion".
+    Alternative 0 is ``text`` / ``tokens``. ``confident`` is False on a final draft the engine
+    does not trust (the embedded one: its tokens' mean probability is under a bar; a ranking
+    engine: no alternative cleared the ranker's bar); the editor shows it all the same, marked
+    "Low confidence: check it".
     """
 
     batch_passes: int
@@ -188,14 +209,21 @@ class CancelFlag:
 
 @dataclass(frozen=True)
 class ModelInfo:
+    """What the editor shows of a loaded model, and what it must know of it. A ``served`` model's
+    backend also tells its connection, read on the worker thread after loading and after every
+    job: ``round_trip`` (the last request's ``seconds``, ``tokens_per_second`` and
+    ``tokens_exact``, or None), ``encrypted``, and ``streams_drafts`` (False: the server sends
+    finished text only, no intermediate drafts)."""
+
     name: str
-    backend: str  # "lm-denoiser" (the embedded one), "diffusion-gemma", "masked-diffusion" or "remote"
+    backend: str  # "lm-denoiser" (the embedded one), "diffusion-gemma", "masked-diffusion" or "remote"; for display
     device: str
     parameters: int
     instruction_tuned: bool
     license: str = "unknown"
     precision: str = ""  # "bfloat16", or "int8 (float32)": quantized weights (compute dtype); "": not known here
     memory_bytes: int = 0  # what the loaded weights hold, quantized tensors included; 0: not known here
+    served: bool = False  # the model runs on a server (``device`` names it): the editor waits for it
 
 
 class Backend(Protocol):

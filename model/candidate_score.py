@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import torch
 
 from model.api import InfillRequest
+from model.diffusion_gemma_library import decoder_hidden, encode_prompt
 from model.tokenizer import encode_text
 
 READ_STRIDE = 8
@@ -40,9 +41,7 @@ def mean_log_probs(backend, request: InfillRequest, texts: Sequence[str]) -> lis
     model, layout, C, device = backend.model, backend.layout, backend.canvas_length, backend.device
     prompt = backend.prompt_ids(request)
     P = len(prompt)
-    cache = model.model.encoder(
-        input_ids=torch.tensor([prompt], device=device), position_ids=torch.arange(P, device=device)[None, :]
-    ).cache
+    cache = encode_prompt(model, torch.tensor([prompt], device=device), torch.arange(P, device=device)[None, :])
     rows, positions, targets, owners = [], [], [], []
     for owner, text in enumerate(texts):
         ids = encode_text(backend.tokenizer, text)[: C - 1]
@@ -56,10 +55,9 @@ def mean_log_probs(backend, request: InfillRequest, texts: Sequence[str]) -> lis
                 owners.append(owner)
     R = len(rows)
     cache.batch_repeat_interleave(R)
-    hidden = model.model(
-        cache=cache, decoder_input_ids=torch.tensor(rows, device=device),
-        decoder_position_ids=torch.arange(P, P + C, device=device)[None, :],
-    ).last_hidden_state  # (R, C, H)
+    hidden = decoder_hidden(
+        model, cache, torch.tensor(rows, device=device), torch.arange(P, P + C, device=device)[None, :]
+    )  # (R, C, H)
     where = torch.tensor(positions, device=device)  # (T, 2): row, canvas position of each read token
     read = hidden[where[:, 0], where[:, 1]]  # (T, H)
     logits = model.lm_head(read).float()

@@ -7,8 +7,8 @@ that a truncated start of the prefix (the editor sends ~3,000 characters) does n
   next such line below parses with ``ast`` (this also checks that the indentation fits); None
   when the window does not parse with any text in the region (not Python, or cut mid-block);
 * ``bracket_errors``: brackets that close nothing or stay open in the candidate's lines, for any
-  language, with strings and comments skipped by pygments' lexer for the language guessed
-  from the window;
+  language, with strings and comments skipped as pygments' Python lexer sees them (the one lexer
+  used, whatever the language);
 * ``unknown_names``: identifiers of the candidate that appear nowhere in the document, the
   project context, Python's builtins or keywords, and that the candidate does not define.
 

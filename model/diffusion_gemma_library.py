@@ -1,4 +1,5 @@
-"""The fence around transformers' DiffusionGemma generation internals: the only module that calls them.
+"""The fence around transformers' internals: the only module that calls its private API or reaches
+into a model's submodules (``model.model.encoder``, ``model.model.decoder``).
 
 ``DiffusionGemmaForBlockDiffusion.generate()`` runs its whole loop and reports only argmax drafts,
 so the engine (``model.diffusion_gemma``) drives the loop itself from the library's parts. Those
@@ -16,6 +17,9 @@ parts are private, so this module is written against one version of the library'
 The contract test (``tests/test_diffusion_gemma_contract.py``) holds this to the library: with the
 library's way of drawing tokens (``draw_like_library``), a seeded plain infill gives the same text
 as ``generate()``. A library upgrade that changes the loop's meaning fails that test, not a user.
+
+Outside the loop: ``encode_prompt`` and ``decoder_hidden`` for scoring texts
+(``model.candidate_score``), and ``from_config`` (``_from_config``) for the memory estimate.
 
 Shapes: B rows, L = canvas length, V = vocabulary.
 """
@@ -66,6 +70,24 @@ def early_stop(config) -> StableAndConfident | None:
     if config.stability_threshold is None or config.confidence_threshold is None:
         return None
     return StableAndConfident(config.stability_threshold, config.confidence_threshold)
+
+
+def from_config(model_class, config):
+    """``model_class`` built from ``config`` alone, as ``from_pretrained`` builds it before reading
+    weights (on the ``meta`` device: the memory estimate, ``model.memory``)."""
+    return model_class._from_config(config)
+
+
+def encode_prompt(model, input_ids, position_ids):
+    """The encoder's cache of a prompt alone (no padding, no canvas)."""
+    return model.model.encoder(input_ids=input_ids, position_ids=position_ids).cache
+
+
+def decoder_hidden(model, cache, decoder_input_ids, decoder_position_ids):
+    """The decoder's last hidden states (B, L, H) of canvases ``decoder_input_ids`` over ``cache``."""
+    return model.model(
+        cache=cache, decoder_input_ids=decoder_input_ids, decoder_position_ids=decoder_position_ids
+    ).last_hidden_state
 
 
 def encode(model, input_ids, attention_mask, position_ids, cache, is_prefill: bool):

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from model.api import Backend, Cancelled, CancelFlag, EngineError, ModelInfo
+from model.api import SERVER_URL, Backend, Cancelled, CancelFlag, EngineError, ModelInfo
 from model.load_progress import LOAD_LOCK, Report, watch_loading
 from model.memory import measured_bytes
 from model.placement import LoadPlan, plan_load
@@ -22,7 +22,6 @@ from model.quantization import silence_import_noise
 EMBEDDED_DIR = Path(__file__).resolve().parent.parent / "resources" / "models"
 EMBEDDED_NAME = "sfumato-small"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-SERVER_URL = re.compile(r"^https?://[^\s/?#]+(/[^\s?#]*)?/v1/?$")
 
 
 def resolve_spec(spec: str) -> tuple[Path | None, str | None]:
@@ -197,7 +196,9 @@ def _builder(model_class, source: str, local_only: bool, trust_remote_code: bool
 
         config = AutoConfig.from_pretrained(source, local_files_only=local_only, trust_remote_code=trust_remote_code)
         if issubclass(model_class, PreTrainedModel):
-            return model_class._from_config(config)
+            from model.diffusion_gemma_library import from_config
+
+            return from_config(model_class, config)
         return model_class.from_config(config, trust_remote_code=trust_remote_code)  # an Auto class
 
     return build

@@ -84,11 +84,6 @@ def masked_diffusion_family(config) -> str | None:
     return None
 
 
-def is_masked_diffusion_config(config) -> bool:
-    """Whether ``config`` (a config object or the config.json dict) belongs to this backend."""
-    return masked_diffusion_family(config) is not None
-
-
 def predicts_next_position(config) -> bool:
     """Whether output i predicts token i + 1 (Dream) rather than token i (see the module note)."""
     flag = _field(config, "shift_logits")

@@ -4,14 +4,17 @@ The idea of llama.vim's ring buffer of chunks: cut the other files into chunks o
 keep the ones that share the most identifiers with the text around the cursor, and put them in
 the prompt before the document, within a fixed share of its budget; retrieval searches their lines
 too. The editor cuts the files (``file_chunks``: once per version of a folder's file) and picks the
-nearest (``nearest_chunks``); backends lay the snippets out (``context_tokens``).
+nearest (``nearest_chunks``); backends lay the snippets out (``context_tokens``). An open folder's
+files are read by ``read_folder_files``, for the editor (``app.folder_context``, which chooses the
+files that may be sent) and for the held-out measurement alike (``model.training.sibling_context``).
 """
 
 from __future__ import annotations
 
 import heapq
+import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 CHUNK_LINES = 16
@@ -85,6 +88,46 @@ def context_tokens(tokenizer, snippets: Sequence[str], budget: int) -> list[int]
         kept.append(ids)
         room -= len(ids)
     return [token for ids in reversed(kept) for token in ids]
+
+
+@dataclass(frozen=True)
+class FolderFile:
+    """One file as last read: its stamp (modification time, size) and its chunks (none when it
+    is not text, so that it is not read again until it changes)."""
+
+    stamp: tuple[int, int]
+    chunks: tuple[Chunk, ...]
+
+
+def read_folder_files(root: str, files: Iterable[str], previous: Mapping[str, FolderFile]) -> dict[str, FolderFile]:
+    """Absolute path -> ``FolderFile`` for ``files`` (paths relative to ``root``, taken in order)
+    within the bounds: at most ``MAX_FOLDER_FILES`` text files and ``MAX_FOLDER_BYTES`` of them,
+    none over ``MAX_FOLDER_FILE_BYTES``; binary and non-UTF-8 files count for nothing. Files
+    unchanged since ``previous`` keep their chunks unread. Plain Python: the editor runs it on a
+    worker thread."""
+    found: dict[str, FolderFile] = {}
+    total = kept = 0
+    for relative in files:
+        if kept >= MAX_FOLDER_FILES or total >= MAX_FOLDER_BYTES:
+            break
+        path = os.path.join(root, relative)
+        try:
+            status = os.stat(path)
+            if status.st_size > MAX_FOLDER_FILE_BYTES or total + status.st_size > MAX_FOLDER_BYTES:
+                continue
+            stamp = (status.st_mtime_ns, status.st_size)
+            known = previous.get(path)
+            if known is None or known.stamp != stamp:
+                with open(path, "rb") as file:
+                    text = as_context_text(file.read(MAX_FOLDER_FILE_BYTES + 1))
+                known = FolderFile(stamp, file_chunks(relative, text) if text is not None else ())
+        except OSError:  # gone, unreadable or not a regular file: left out
+            continue
+        found[path] = known
+        if known.chunks:
+            total += status.st_size
+            kept += 1
+    return found
 
 
 def as_context_text(data: bytes) -> str | None:

@@ -11,6 +11,7 @@ from model.api import InfillRequest
 from model.project_context import PROMPT_SNIPPETS
 
 CHARS_PER_TOKEN = 3  # rough; the in-process engine refines the cut with its tokenizer
+SERVER_PROMPT_TOKENS = 4096  # a served model's prompt budget (``RemoteOptions.context_tokens``)
 MAX_SNIPPETS = 4  # of the request's project context, nearest first
 
 

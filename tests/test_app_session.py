@@ -13,7 +13,8 @@ from app.textpositions import document_text
 from app.infill import InfillOptions, InfillStarter
 from app.commandkeys import DEFAULT_SESSION_KEYS
 from app.session import InfillSession
-from model.api import Candidate, Draft, TokenState
+from app.run_status import FOUND_IN
+from model.api import Candidate, Draft, Source, TokenState
 
 TEXT = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n"
 
@@ -421,6 +422,14 @@ def test_a_result_retrieval_found_says_where_it_was_found_not_a_speed(qtbot):
         assert lines[-1].startswith(expected)
         session.reject()
     assert "0.0 tokens/pass" not in " ".join(lines) and document_text(editor.document()) == TEXT
+
+
+def test_every_source_a_candidate_may_name_has_words_for_the_user_and_no_other_is_taken():
+    """``Source`` is closed: a backend cannot name a source the status line has no words for."""
+    assert set(FOUND_IN) == set(Source) - {Source.MODEL}
+    assert Candidate("x", (TokenState("x", 1.0, True),), source="document").source is Source.DOCUMENT
+    with pytest.raises(ValueError):
+        Candidate("x", (TokenState("x", 1.0, True),), source="the web")
 
 
 def test_esc_after_cycling_a_multi_line_rewrite_scrolled_away_warns_nothing(qtbot, setup, monkeypatch, qtlog):

@@ -7,7 +7,9 @@ Imports under ``if TYPE_CHECKING:`` are for type checkers only and do not count.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import graphlib
+import re
 import sys
 import tomllib
 from importlib.metadata import version
@@ -20,6 +22,9 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ["model", "app"]
 MAX_LINES = 500
 TRANSFORMERS_ADAPTER = "model.diffusion_gemma_library"
+ARCHITECTURE = "docs/architecture.md"
+STANDARD_PRIVATE = {"os._exit"}  # the standard library's private names the project may call
+SUBMODULES = ("encoder", "decoder")  # ``model.model.encoder``: a transformers model's own layout
 
 
 def modules(package: str) -> dict[str, Path]:
@@ -152,6 +157,79 @@ def private_calls(package: str, prefix: str) -> dict[str, set[str]]:
     return found
 
 
+def private_reaches(package: str, defined: set[str]) -> dict[str, set[str]]:
+    """Module -> what it reaches of another library's internals: private attributes that no name
+    in ``defined`` explains (``model._from_config``), and a model's ``model.encoder`` /
+    ``model.decoder`` submodules."""
+    found = {}
+    for name, path in modules(package).items():
+        reached = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Attribute):
+                continue
+            dotted = f"{node.value.id}.{node.attr}" if isinstance(node.value, ast.Name) else node.attr
+            private = node.attr.startswith("_") and not node.attr.startswith("__")
+            if private and node.attr not in defined and dotted not in STANDARD_PRIVATE:
+                reached.add(node.attr)
+            elif node.attr in SUBMODULES and isinstance(node.value, ast.Attribute) and node.value.attr == "model":
+                reached.add(f"model.{node.attr}")
+        if reached:
+            found[name] = reached
+    return found
+
+
+def defined_names(*packages: str) -> set[str]:
+    """Every name the packages define or bind: functions, classes, assigned names and attributes,
+    arguments, imports."""
+    names = set()
+    for package in packages:
+        for path in modules(package).values():
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    names.add(node.name)
+                elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    names.add(node.id)
+                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                    names.add(node.attr)
+                elif isinstance(node, ast.arg):
+                    names.add(node.arg)
+                elif isinstance(node, ast.alias):
+                    names.add((node.asname or node.name).split(".")[-1])
+    return names
+
+
+def documented_modules(label: str) -> set[str]:
+    """The modules the architecture page lists on its line that starts ``- {label}:``."""
+    text = (REPO / ARCHITECTURE).read_text(encoding="utf-8")
+    (line,) = [line for line in text.splitlines() if line.startswith(f"- {label}:")]
+    return {path.removesuffix(".py").replace("/", ".") for path in re.findall(r"`([\w/]+\.py)`", line)}
+
+
+def app_imports_of_model(in_functions: bool) -> dict[str, set[str]]:
+    """Module of ``model`` -> the app's modules that import it (when imported, or also inside functions)."""
+    known = modules("model")
+    users: dict[str, set[str]] = {}
+    for name, path in modules("app").items():
+        for imported in imported_names(name, path, in_functions):
+            if imported.split(".")[0] == "model":
+                users.setdefault(resolve(imported, known), set()).add(name)
+    return users
+
+
+def loaded_with(names: set[str], package: str) -> set[str]:
+    """``names`` and every module of ``package`` they load when imported, transitively."""
+    known = modules(package)
+    loaded, waiting = set(), list(names)
+    while waiting:
+        name = waiting.pop()
+        if name in loaded:
+            continue
+        loaded.add(name)
+        waiting += [resolve(imported, known) for imported in imported_names(name, known[name], in_functions=False)
+                    if imported.split(".")[0] == package and resolve(imported, known) is not None]
+    return loaded
+
+
 @pytest.mark.parametrize("package", PACKAGES)
 def test_no_import_cycles(package):
     assert import_cycle(import_graph(package)) is None
@@ -187,6 +265,51 @@ def test_transformers_private_generation_api_is_called_from_one_module():
     assert set(calls) == {TRANSFORMERS_ADAPTER}
 
 
+def test_transformers_internals_are_reached_from_one_module():
+    """Any private attribute the project does not define (``_from_config``), and a model's own
+    submodules, only in the fence; the training scripts read the encoder themselves."""
+    defined = defined_names(*PACKAGES)
+    reached = {**private_reaches("model", defined), **private_reaches("app", defined)}
+    outside = {name: names for name, names in reached.items()
+               if name != TRANSFORMERS_ADAPTER and not name.startswith("model.training")}
+    assert outside == {}
+    assert {"_prepare_sampler", "model.encoder", "model.decoder"} <= reached[TRANSFORMERS_ADAPTER]
+
+
+def test_the_model_never_imports_the_app():
+    graph = {name: {imported for imported in imported_names(name, path) if imported.split(".")[0] == "app"}
+             for name, path in modules("model").items()}
+    assert {name: names for name, names in graph.items() if names} == {}
+
+
+def test_the_app_loads_with_it_exactly_the_model_modules_the_architecture_names():
+    allowed = documented_modules("App import time")
+    loaded = loaded_with(set(app_imports_of_model(in_functions=False)), "model")
+    assert loaded - {"model", "model.remote"} == allowed  # the packages' __init__ come with their modules
+
+
+def test_the_app_imports_other_model_modules_only_inside_the_functions_the_architecture_names():
+    allowed = documented_modules("App import time") | documented_modules("App functions")
+    assert set(app_imports_of_model(in_functions=True)) <= allowed
+    assert documented_modules("App functions") <= set(app_imports_of_model(in_functions=True))
+
+
+def test_the_app_decides_nothing_by_a_backends_kind():
+    """What the app must know of a backend is in ``ModelInfo`` and ``Draft``, not its class or kind."""
+    found = []
+    for name, path in modules("app").items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+                if any(isinstance(o, ast.Attribute) and o.attr == "backend" for o in operands):
+                    found.append(f"{name}: compares a ModelInfo.backend")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
+                kinds = ast.unparse(node.args[1]) if len(node.args) == 2 else ""
+                if "Backend" in kinds:
+                    found.append(f"{name}: isinstance(..., {kinds})")
+    assert found == []
+
+
 def test_transformers_is_capped_below_its_next_major_version_and_installed_within_the_range():
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     (transformers,) = [Requirement(line) for line in project["dependencies"] if Requirement(line).name == "transformers"]
@@ -216,10 +339,17 @@ def test_the_helpers_find_a_cycle_a_long_module_and_a_missed_move(tmp_path, monk
     assert set(long_modules("pkg")) == {"pkg.b"}
     assert unresolved_imports("pkg") == {"pkg.c: pkg.gone"}
     assert private_calls("pkg", "_prepare_") == {"pkg.c": {"_prepare_sampler"}}
+    (package / "d.py").write_text("import os\nself._mine = 1\nself._mine\nm._from_config(c)\nos._exit(0)\nm.model.encoder(x)\n")
+    assert private_reaches("pkg", defined_names("pkg")) == {"pkg.c": {"_prepare_sampler"}, "pkg.d": {"_from_config", "model.encoder"}}
+    assert loaded_with({"pkg.a"}, "pkg") == {"pkg.a", "pkg.b"}  # b's import of a is inside a function
 
 
 def test_the_repo_explains_its_own_architecture():
-    doc = REPO / "docs" / "architecture.md"
-    assert doc.is_file()
-    for module in ("model/api.py", "model/loading.py", "model/worker.py", "app/session.py"):
-        assert f"`{Path(module).name}`" in doc.read_text(encoding="utf-8"), module
+    """Every module of the app and the runtime is named on the architecture page (by its file
+    name, or a pattern such as ``folder*.py``)."""
+    named = re.findall(r"`([\w*/]+\.py)`", (REPO / ARCHITECTURE).read_text(encoding="utf-8"))
+    patterns = {Path(name).name for name in named}
+    files = [path for package in PACKAGES for name, path in modules(package).items()
+             if not name.startswith("model.training") and path.name != "__init__.py"]
+    unnamed = [str(path.relative_to(REPO)) for path in files if not any(fnmatch.fnmatch(path.name, p) for p in patterns)]
+    assert unnamed == []

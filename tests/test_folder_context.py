@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 from test_app_support import qasync_loop, window, window_with_ranker  # noqa: F401 - fixtures
 
 import app.folder_context as folder_context
+import model.project_context as project_context
 from app.folder_context import read_folder
 from app.textpositions import document_text
 from model.project_context import PROMPT_SNIPPETS, context_tokens, file_chunks, nearest_chunks
@@ -25,7 +26,7 @@ def snippets_of(files) -> list[str]:
 
 
 def test_reading_a_folder_skips_binary_invalid_and_huge_files(tmp_path, monkeypatch):
-    monkeypatch.setattr(folder_context, "MAX_FOLDER_FILE_BYTES", 1000)
+    monkeypatch.setattr(project_context, "MAX_FOLDER_FILE_BYTES", 1000)
     (tmp_path / "helpers.py").write_text(HELPERS)
     (tmp_path / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR load_settings")
     (tmp_path / "latin.txt").write_bytes("load_settings café".encode("latin-1"))
@@ -82,11 +83,11 @@ def test_a_tab_of_a_secret_or_ignored_file_is_not_sent_and_settings_list_what_is
 def test_a_folder_is_read_within_its_file_and_byte_bounds(tmp_path, monkeypatch):
     for index in range(5):
         (tmp_path / f"module{index}.py").write_text(f"value_{index} = compute_value({index})\n")
-    monkeypatch.setattr(folder_context, "MAX_FOLDER_FILES", 3)
+    monkeypatch.setattr(project_context, "MAX_FOLDER_FILES", 3)
     assert len(snippets_of(read_folder(str(tmp_path), {}))) == 3
-    monkeypatch.setattr(folder_context, "MAX_FOLDER_FILES", 100)
+    monkeypatch.setattr(project_context, "MAX_FOLDER_FILES", 100)
     size = (tmp_path / "module0.py").stat().st_size
-    monkeypatch.setattr(folder_context, "MAX_FOLDER_BYTES", 2 * size)
+    monkeypatch.setattr(project_context, "MAX_FOLDER_BYTES", 2 * size)
     assert len(snippets_of(read_folder(str(tmp_path), {}))) == 2
 
 
@@ -137,6 +138,18 @@ def test_the_evaluation_opens_the_held_out_documents_directory_as_its_folder(tmp
 
     assert with_context.context == (f"# helpers.py\n{HELPERS}\n",)  # not itself, not binary, not a subfolder
     assert with_context.request().context == with_context.context
+
+
+def test_the_evaluation_reads_its_folder_with_the_editors_reader(tmp_path, monkeypatch):
+    """The same reader, so the same bounds: a binary file takes no place among the files read."""
+    import model.training.sibling_context as sibling_context
+
+    (tmp_path / "a.bin").write_bytes(b"\0load_settings\0")
+    (tmp_path / "b.py").write_text(HELPERS)
+    monkeypatch.setattr(project_context, "MAX_FOLDER_FILES", 1)
+    editor = snippets_of(read_folder(str(tmp_path), {}))
+    evaluation = [chunk.snippet for _, chunk in sibling_context.folder_chunks.__wrapped__(tmp_path)]
+    assert editor == evaluation == [f"# b.py\n{HELPERS}\n"]
 
 
 def test_the_folder_is_read_off_the_ui_thread_and_a_request_never_waits_for_it(window, qtbot, tmp_path, monkeypatch):  # noqa: F811

@@ -19,7 +19,7 @@ from model.gap_fill import gap_requests
 from model.loading import load_backend
 from model.masked_diffusion import (
     MaskedDiffusionBackend,
-    is_masked_diffusion_config,
+    masked_diffusion_family,
     predicts_next_position,
 )
 from model.masked_samplers import SAMPLERS
@@ -267,13 +267,13 @@ def test_modernbert_checkpoint_loads_and_fills_a_padded_batch(tmp_path, project_
 
 
 def test_config_detection():
-    assert is_masked_diffusion_config({"model_type": "bert", "architectures": ["BertForMaskedLM"]})
-    assert is_masked_diffusion_config({"model_type": "modernbert", "architectures": ["ModernBertForMaskedLM"]})
-    assert is_masked_diffusion_config({"model_type": "llada", "architectures": ["LLaDAModelLM"]})
-    assert is_masked_diffusion_config({"model_type": "Dream", "architectures": ["DreamModel"]})
-    assert is_masked_diffusion_config({"architectures": ["LLaDAModelLM"]})
-    assert not is_masked_diffusion_config({"model_type": "bert", "architectures": ["BertModel"]})
-    assert not is_masked_diffusion_config({"model_type": "diffusion_gemma"})
+    assert masked_diffusion_family({"model_type": "bert", "architectures": ["BertForMaskedLM"]}) == "masked-lm"
+    assert masked_diffusion_family({"model_type": "modernbert", "architectures": ["ModernBertForMaskedLM"]}) == "masked-lm"
+    assert masked_diffusion_family({"model_type": "llada", "architectures": ["LLaDAModelLM"]}) == "llada"
+    assert masked_diffusion_family({"model_type": "Dream", "architectures": ["DreamModel"]}) == "dream"
+    assert masked_diffusion_family({"architectures": ["LLaDAModelLM"]}) == "llada"
+    assert masked_diffusion_family({"model_type": "bert", "architectures": ["BertModel"]}) is None
+    assert masked_diffusion_family({"model_type": "diffusion_gemma"}) is None
     assert predicts_next_position({"model_type": "Dream"})
     assert not predicts_next_position({"model_type": "llada"})
     assert predicts_next_position({"model_type": "llada", "shift_logits": True})

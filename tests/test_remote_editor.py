@@ -267,6 +267,7 @@ def test_the_server_settings_choose_the_served_model(qtbot, replay_window):
         window.ai.start_engine()
         qtbot.waitUntil(lambda: window.ai.worker.info is not None, timeout=60000)
         assert window.ai.worker.info.backend == "remote" and window.ai.worker.info.name == "replay-model"
+        assert window.ai.worker.info.served
     finally:
         settings.use_server, settings.server_url, settings.server_model = False, "", ""
         window.ai.model_override = override

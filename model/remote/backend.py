@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from model.api import Candidate, CancelFlag, Draft, EngineError, InfillRequest, ModelInfo, TemplateRequest
 from model.gap_fill import fill_gaps_separately
+from model.region_prompt import SERVER_PROMPT_TOKENS
 from model.remote.connection import DONE, MAX_RESPONSE_BYTES, Connection, HttpStatusError, Timeouts
 from model.remote.credentials import api_key_for, clean_api_key
 from model.remote.pieces import SettledText, draft_candidate, settled_candidate, split_pieces
@@ -37,7 +38,7 @@ BARE_FAILURES = ("", "internal server error")  # a 5xx that gives no reason: per
 class RemoteOptions:
     model: str | None = None  # None: the first model the server lists
     api_key: str | None = None  # None: SFUMATO_API_KEY or the OS keyring
-    context_tokens: int = 4096  # prompt budget; longer documents lose the prefix's start
+    context_tokens: int = SERVER_PROMPT_TOKENS  # longer documents lose the prefix's start
     canvas_length: int = 256  # the served DiffusionGemma's canvas (vLLM seeds exactly this many ids)
     timeouts: Timeouts = field(default_factory=Timeouts)
     max_response_bytes: int = MAX_RESPONSE_BYTES
@@ -83,6 +84,7 @@ class RemoteBackend:
             device=connection.label,
             parameters=0,  # unknown: the server does not say
             instruction_tuned=profile.chat and profile.fim is None,
+            served=True,
         )
         self.round_trip: RoundTrip | None = None
 

@@ -1,8 +1,9 @@
 """The evaluation's "open folder": the other files of a held-out document's directory.
 
-A held-out document stands for the file being edited; the other files of its directory, read from
-disk as the editor reads an open folder's files (``model.project_context``'s bounds, binary and
-non-UTF-8 files skipped), give the task its ``context`` snippets the way the editor picks them.
+A held-out document stands for the file being edited; the other files of its directory (not its
+subfolders), read by the editor's own reader of an open folder (``read_folder_files``: its bounds,
+binary and non-UTF-8 files skipped and not counted), give the task its ``context`` snippets the
+way the editor picks them.
 """
 
 from __future__ import annotations
@@ -11,15 +12,7 @@ import dataclasses
 import functools
 from pathlib import Path
 
-from model.project_context import (
-    MAX_FOLDER_BYTES,
-    MAX_FOLDER_FILE_BYTES,
-    MAX_FOLDER_FILES,
-    Chunk,
-    as_context_text,
-    file_chunks,
-    nearest_chunks,
-)
+from model.project_context import Chunk, nearest_chunks, read_folder_files
 from model.training.corpus import source_roots
 
 
@@ -35,19 +28,9 @@ def document_path(name: str) -> Path | None:
 @functools.cache
 def folder_chunks(folder: Path) -> tuple[tuple[str, Chunk], ...]:
     """(file name, chunk) of ``folder``'s text files (not its subfolders), within the bounds."""
-    found: list[tuple[str, Chunk]] = []
-    total = 0
-    files = sorted(path for path in folder.iterdir() if path.is_file() and not path.is_symlink())
-    for path in files[:MAX_FOLDER_FILES]:
-        size = path.stat().st_size
-        if size > MAX_FOLDER_FILE_BYTES or total + size > MAX_FOLDER_BYTES:
-            continue
-        text = as_context_text(path.read_bytes())
-        if text is None:
-            continue
-        total += size
-        found += [(path.name, chunk) for chunk in file_chunks(path.name, text)]
-    return tuple(found)
+    names = sorted(path.name for path in folder.iterdir() if path.is_file() and not path.is_symlink())
+    files = read_folder_files(str(folder), names, {})
+    return tuple((Path(path).name, chunk) for path, file in files.items() for chunk in file.chunks)
 
 
 def sibling_snippets(document: str, prefix: str, suffix: str, limit: int) -> tuple[str, ...]:
