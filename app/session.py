@@ -332,14 +332,18 @@ class InfillSession(QObject):
             return
         self._inside_user_edit = True
         had_draft = self.has_draft
+        bars = self.editor.horizontalScrollBar(), self.editor.verticalScrollBar()
+        scrolled = [bar.value() for bar in bars]
         cursor = self.editor.textCursor()
         anchor, position = self._to_original(cursor.anchor()), self._to_original(cursor.position())
         self._take_out_draft()
         if had_draft:  # Qt's undo carries a cursor at a region's start past the original text
             self._move_cursor(anchor, position)
+        revision = self.document.revision()
         try:
             yield
         finally:
+            edited = self.document.revision() != revision  # an edit, not a save
             self._inside_user_edit = False
             if self._modified != self.document.isModified():
                 self._modified = self.document.isModified()
@@ -350,6 +354,9 @@ class InfillSession(QObject):
                 self._write(self.texts(), as_draft=True)
                 self._move_cursor(self._to_shown(before, anchor), self._to_shown(before, position))
                 self._paint()
+            if not edited:  # a save: the view stays where the user had it (putting the draft back scrolls)
+                for bar, value in zip(bars, scrolled):
+                    bar.setValue(value)
 
     # --- drawing ------------------------------------------------------------------------------
 
