@@ -17,12 +17,13 @@ FOUND_IN = {  # Candidate.source -> what the user reads
 
 
 def speed(drafts: tuple[Draft, ...], seconds: float) -> str:
-    """Tokens per second; tokens per pass too where the backend counts passes (a server does
-    not) and its passes wrote something."""
+    """Tokens per second (a tenth under 10: a slow run is no "0 tokens/s"); tokens per pass too
+    where the backend counts passes (a server does not) and its passes wrote something."""
     draft = drafts[0]
     generated = sum(d.generated_tokens for d in drafts)
     per_pass = f"{draft.tokens_per_pass:.1f} tokens/pass · " if draft.forward_passes and draft.generated_tokens else ""
-    return f"{per_pass}{generated / max(seconds, 1e-6):.0f} tokens/s"
+    rate = generated / max(seconds, 1e-6)
+    return f"{per_pass}{rate:.0f} tokens/s" if rate >= 10 or not generated else f"{per_pass}{rate:.1f} tokens/s"
 
 
 def found_where(drafts: tuple[Draft, ...]) -> str | None:

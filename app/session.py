@@ -348,14 +348,18 @@ class InfillSession(QObject):
             return
         self._inside_user_edit = True
         had_draft = self.has_draft
+        bars = self.editor.horizontalScrollBar(), self.editor.verticalScrollBar()
+        scrolled = [bar.value() for bar in bars]
         cursor = self.editor.textCursor()
         anchor, position = self._regions.to_original(cursor.anchor()), self._regions.to_original(cursor.position())
         self._regions.take_out()
         if had_draft:  # Qt's undo carries a cursor at a region's start past the original text
             self._move_cursor(anchor, position)
+        revision = self.document.revision()
         try:
             yield
         finally:
+            edited = self.document.revision() != revision  # an edit, not a save
             self._inside_user_edit = False
             if self._modified != self.document.isModified():
                 self._modified = self.document.isModified()
@@ -366,6 +370,9 @@ class InfillSession(QObject):
                 self._regions.write(self.texts(), as_draft=True)
                 self._move_cursor(self._regions.to_shown(before, anchor), self._regions.to_shown(before, position))
                 self._paint()
+            if not edited:  # a save: the view stays where the user had it (putting the draft back scrolls)
+                for bar, value in zip(bars, scrolled):
+                    bar.setValue(value)
 
     # --- drawing ------------------------------------------------------------------------------
 

@@ -43,6 +43,7 @@ class Welcome:
         self.editor = editor
         self.shown = True
         editor.document().contentsChange.connect(self._edited)
+        editor.destroyed.connect(self._closed)  # its tab closed, or replaced by a file opened
 
     def show(self, text: str) -> None:
         """Show ``text``, drawn at once: Qt repaints a placeholder only when it appears or goes."""
@@ -55,3 +56,6 @@ class Welcome:
             self.shown = False
             self.editor.setPlaceholderText("")
             self.editor.document().contentsChange.disconnect(self._edited)
+
+    def _closed(self) -> None:
+        self.shown = False

@@ -8,6 +8,7 @@ with ``loop.call_soon_threadsafe`` and runs on the Qt thread. ``torch`` is impor
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Callable, Sequence
 
@@ -15,6 +16,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.server_status import server_status_line
 from model.api import Backend, CancelFlag, Cancelled, Draft, InfillRequest, ModelInfo, TemplateRequest
+from model.untrusted_text import terminal_safe
 from model.worker import InferenceWorker, Job
 
 Progress = Callable[[int, int], None]  # (tensors read, tensors in all), called on the worker thread
@@ -42,10 +44,13 @@ class WorkerAdapter(QObject):
     """The UI's adapter to the one inference worker (model/worker.py) of the application: it
     starts and stops the worker and hands its callbacks to the Qt thread.
 
-    ``status`` carries a status-bar line: loading, loaded (model and device) or the load error.
+    ``status`` carries a status-bar line: loading, loaded (model and device) or the load error;
+    ``part_failed`` a line for an optional part of the loaded engine that did not load (the prose
+    model). Both failures are written to stderr too, for a window started from a terminal.
     """
 
     status = Signal(str)
+    part_failed = Signal(str)
     load_progress = Signal(int, int)  # tensors read, tensors in all
     served = Signal(str)  # a served model's status line: on load, then after every finished job
 
@@ -72,6 +77,9 @@ class WorkerAdapter(QObject):
         def on_loaded(backend: Backend) -> None:
             self._loop.call_soon_threadsafe(self._on_loaded, generation, backend.info)
             self._report_server(backend, generation)
+            watch = getattr(backend, "watch_optional", None)
+            if watch is not None:
+                watch(lambda line: self._loop.call_soon_threadsafe(self._on_part_failed, generation, line))
 
         self._worker = InferenceWorker(
             load,
@@ -141,7 +149,14 @@ class WorkerAdapter(QObject):
         if generation != self._generation:
             return
         self.error = str(error) or type(error).__name__
+        if not isinstance(error, Cancelled):  # the user's own cancel needs no terminal line
+            _tell_terminal(f"no model: {self.error}")
         self.status.emit(f"No model: {self.error}. Editing works; AI edits are off.")
+
+    def _on_part_failed(self, generation: int, line: str) -> None:
+        if generation == self._generation:
+            _tell_terminal(line)
+            self.part_failed.emit(line[:1].upper() + line[1:])
 
     def submit(
         self,
@@ -193,6 +208,11 @@ def model_label(info: ModelInfo) -> str:
     """The status bar's short label: name, device, precision and the weights' memory."""
     parts = [info.name, info.device, info.precision, _size(info.memory_bytes) if info.memory_bytes else ""]
     return " · ".join(part for part in parts if part)
+
+
+def _tell_terminal(line: str) -> None:
+    """``line`` on stderr as the ``sfumato`` command writes its errors."""
+    print(f"sfumato: {terminal_safe(line)}", file=sys.stderr, flush=True)
 
 
 def _size(count: int) -> str:

@@ -27,6 +27,15 @@ class EngineError(RuntimeError):
     """A failure the user should read: a bad model folder, an impossible request."""
 
 
+def failure_line(error: BaseException) -> str:
+    """``error`` in one line for a user: its first line, or for a missing package, which one and
+    the command that installs it."""
+    if isinstance(error, ModuleNotFoundError) and error.name:
+        return f"the {error.name} package is missing; pip install {error.name}"
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
 class Cancelled(Exception):
     """Raised inside a backend when the request's cancel flag was set between passes."""
 
@@ -227,7 +236,12 @@ class ModelInfo:
 
 
 class Backend(Protocol):
-    """A loaded model that turns requests into drafts. Not thread-safe: one worker owns it."""
+    """A loaded model that turns requests into drafts. Not thread-safe: one worker owns it.
+
+    Optional methods, looked up with ``getattr``: ``warm(request, cancel)`` reads a request's
+    prompt ahead of time; ``watch_optional(report)`` calls ``report(line)`` (on any thread) for
+    each optional part of the engine that fails to load, such as the prose model.
+    """
 
     info: ModelInfo
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from model.api import SERVER_URL, Backend, Cancelled, CancelFlag, EngineError, ModelInfo
+from model.api import SERVER_URL, Backend, Cancelled, CancelFlag, EngineError, ModelInfo, failure_line
 from model.load_progress import LOAD_LOCK, Report, watch_loading
 from model.memory import measured_bytes
 from model.placement import LoadPlan, plan_load
@@ -117,7 +117,7 @@ def load_backend(
     try:
         raw, _ = PreTrainedConfig.get_config_dict(source, local_files_only=local_only)
     except Exception as error:  # transformers raises many types for a bad config
-        raise EngineError(f"{source}: cannot read the model config ({_first_line(error)})") from None
+        raise EngineError(f"{source}: cannot read the model config ({failure_line(error)})") from None
     family = masked_diffusion_family(raw)
     if raw.get("model_type") != "diffusion_gemma" and family is None:
         raise EngineError(f"{source}: unsupported architecture {architecture_name(raw)}")
@@ -173,7 +173,7 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     except BaseMissing as error:
         raise EngineError(f"embedded model: {error}") from None
     except Exception as error:
-        raise EngineError(f"embedded model: cannot load it ({_first_line(error)})") from None
+        raise EngineError(f"embedded model: cannot load it ({failure_line(error)})") from None
     target = device if device.startswith("cuda") else "cpu"  # auto: 135M parameters run well on a CPU
     if target == "cuda":
         if not torch.cuda.is_available():
@@ -218,7 +218,7 @@ def _load_weights(model_class, gemma: bool, source: str, plan: LoadPlan, local_o
     except Cancelled:
         raise
     except Exception as error:
-        raise EngineError(f"{source}: cannot load the model ({_first_line(error)})") from None
+        raise EngineError(f"{source}: cannot load the model ({failure_line(error)})") from None
     return model, tokenizer
 
 
@@ -259,8 +259,3 @@ def _read_license(folder: Path | None) -> str:
         if match:
             return match.group(1)
     return "unknown"
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__

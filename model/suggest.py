@@ -13,7 +13,7 @@ and says whether the best is ``confident``; the editor writes nothing when it is
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +75,11 @@ class SuggestingBackend:
         """Block until the prose model (if any) has loaded or failed: for measurements."""
         if self.prose_model is not None:
             self.prose_model.wait()
+
+    def watch_optional(self, report: Callable[[str], None]) -> None:
+        """``report`` the prose model's load failure in one line, now or when it happens."""
+        if self.prose_model is not None:
+            self.prose_model.watch(report)
 
     def stream(self, requests: Sequence[InfillRequest], cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
         plans = [self.plan(request) for request in requests]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 
@@ -147,6 +149,24 @@ def test_a_save_and_a_recovery_copy_during_the_review_hold_no_diff(window, qtbot
     assert window.tabs.save(document)
     assert path.read_bytes() == CODE.replace("\n", "\r\n").encode()
     assert session.showing_diff and document_text(editor.document()) == RESULT + CODE[31:]
+
+
+def test_esc_after_a_diff_review_leaves_the_file_byte_identical(window, qtbot, tmp_path):
+    path = tmp_path / "add.py"
+    original = codecs.BOM_UTF8 + CODE.replace("\n", "\r\n").encode()
+    path.write_bytes(original)
+    document = window.tabs.open_path(str(path))
+    editor = document.editor
+    session = InfillSession(editor, [(0, 31)])
+    session.finish(result(RESULT, "def add(a, b):\n    return b - a"))
+    for key in (Qt.Key.Key_D, Qt.Key.Key_D, Qt.Key.Key_BracketRight):  # clean, the diff again, the next one
+        qtbot.keyClick(editor, key, ALT)
+    assert session.showing_diff and ghost_text(editor)
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert not editor.document().isModified() and "•" not in window.tabs.tabText(window.tabs.currentIndex())
+    editor.document().setModified(True)  # so that the save writes the file rather than skip an unedited one
+    assert window.tabs.save(document)
+    assert path.read_bytes() == original
 
 
 def test_the_choice_of_diff_or_clean_is_remembered_for_the_next_reviews(window, qtbot):

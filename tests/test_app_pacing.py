@@ -112,3 +112,12 @@ def test_a_passing_draft_of_a_rewrite_never_has_more_lines_than_its_original():
     assert shown.text == "one two  three four" and "".join(token.text for token in shown.tokens) == shown.text
     assert with_noise((draft,), ["first\nsecond"])[0].text == "one\ntwo  three four"
     assert with_noise((draft,), [""]) == (draft,), "an infill grows as its draft does"
+
+
+def test_the_speed_of_a_slow_run_is_no_zero():
+    """Seen under Xvfb on a loaded machine: a rewrite's result said '0 tokens/s'."""
+    from app.run_status import speed
+
+    draft = Draft(12, (Candidate("x", (TokenState("x", 0.9, True),)),), True, forward_passes=12, generated_tokens=12)
+    assert speed((draft,), 40.0) == "1.0 tokens/pass · 0.3 tokens/s"
+    assert speed((draft,), 0.5) == "1.0 tokens/pass · 24 tokens/s"

@@ -495,3 +495,21 @@ def test_the_start_of_a_long_rewritten_line_is_in_view_during_and_after_the_revi
     assert bar.value() == 0
     qtbot.keyClick(editor, key)
     assert session.state == "ended" and bar.value() == 0
+
+
+def test_a_save_during_the_review_of_a_long_line_leaves_the_view_at_its_start(qtbot, setup, monkeypatch):
+    """Seen under Xvfb (packaging/review_check.py): Ctrl+S took the draft out and put it back, and
+    the cursor put back at the end of the long result scrolled the view sideways to it."""
+    line = "A long line of Markdown prose that runs far past the right edge of a narrow window. " * 3
+    monkeypatch.setattr(FakeBackend, "result", staticmethod(lambda index, alternative=0: line.upper()))
+    editor, starter, _, _ = setup(f"# Title\n{line}\nnext\n")
+    editor.resize(300, 200)
+    editor.show()
+    select(editor, 8, 8 + len(line))
+    session = starter.rewrite(editor)
+    wait_ready(qtbot, session)
+    bar = editor.horizontalScrollBar()
+    assert bar.value() == 0
+    with session.draft_taken_out():  # what a save does
+        assert document_text(editor.document()) == f"# Title\n{line}\nnext\n"
+    assert session.texts() == [line.upper()] and bar.value() == 0

