@@ -7,7 +7,7 @@ the adapted LM beside the base model's own left-to-right greedy and the engine b
 
 Tasks (``model.training.edit_tasks`` shapes, documents from ``model.training.lm_corpus``'s held-out units):
 ``line``: one line of code with ~3,000 characters before and ~1,500 after, infilled as Ctrl+K at the
-cursor does (one line); ``prose``: 1-4 words cut from a line of English documentation; ``repair``: a
+cursor does (one line); ``prose``: 1-4 words cut from a line of English documentation, infilled at the cursor the same way; ``repair``: a
 line with one corruption (a swapped, dropped or doubled letter, or a wrong name from the same file),
 rewritten at strength 0.3, fixed when the result is the line exactly; ``body``: a function body from
 its signature and docstring (parse rate of the function with the result, similarity).
@@ -125,7 +125,7 @@ def request_for(task: EditTask, kind: str, broken: str | None = None, **options)
                              strength=REPAIR_STRENGTH, **options)
     if kind == "body":
         return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=128, **options)
-    return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=32, one_line=(kind == "line"), **options)
+    return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=32, one_line=kind in ("line", "prose"), **options)
 
 
 def run_engine(backend, requests) -> list[dict]:
