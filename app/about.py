@@ -19,7 +19,7 @@ from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 if TYPE_CHECKING:
-    from model.api import ModelInfo
+    from sfumato.model.api import ModelInfo
 
 ICON_PATH = Path(__file__).resolve().parent.parent / "resources" / "icons" / "sfumato.svg"
 ICON_SIZES = (16, 24, 32, 48, 64, 128, 256)

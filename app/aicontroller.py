@@ -9,21 +9,21 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QToolButton
 
-from app.codeeditor import CodeEditor
-from app.commandkeys import session_keys
-from app.documenttabs import DocumentTabs
-from app.folder_context import FolderContext
-from app.infill import InfillOptions, InfillStarter
-from app.inlinebox import InlineBox
-from app.notices import Notices
-from app.server_consent import ServerConsent
-from app.session import InfillSession, Outcome
-from app.settings import Settings
-from app.textpositions import document_text
-from app.worker_adapter import WorkerAdapter, load_from_spec, model_label
-from model.api import SERVER_URL
-from model.remote.credentials import origin, shown_url
-from model.project_context import Chunk, file_chunks
+from sfumato.app.codeeditor import CodeEditor
+from sfumato.app.commandkeys import session_keys
+from sfumato.app.documenttabs import DocumentTabs
+from sfumato.app.folder_context import FolderContext
+from sfumato.app.infill import InfillOptions, InfillStarter
+from sfumato.app.inlinebox import InlineBox
+from sfumato.app.notices import Notices
+from sfumato.app.server_consent import ServerConsent
+from sfumato.app.session import InfillSession, Outcome
+from sfumato.app.settings import Settings
+from sfumato.app.textpositions import document_text
+from sfumato.app.worker_adapter import WorkerAdapter, load_from_spec, model_label
+from sfumato.model.api import SERVER_URL
+from sfumato.model.remote.credentials import origin, shown_url
+from sfumato.model.project_context import Chunk, file_chunks
 
 
 REST_MS = 400  # the cursor is still this long: Ctrl+K may come there

@@ -18,9 +18,9 @@ def run(files: list[str], model_spec: str | None = None, device: str | None = No
     ``model_spec``, ``device`` and ``quantize`` (None: Settings') hold for this run only."""
     import qasync
 
-    from app.about import app_icon
-    from app.mainwindow import MainWindow, first_show, open_files
-    from app.recovery import attach
+    from sfumato.app.about import app_icon
+    from sfumato.app.mainwindow import MainWindow, first_show, open_files
+    from sfumato.app.recovery import attach
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Sfumato")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from model.quantization import CHOICES as QUANTIZE_CHOICES  # imports no torch
+from sfumato.model.quantization import CHOICES as QUANTIZE_CHOICES  # imports no torch
 
 
 class UsageError(Exception):

@@ -3,12 +3,12 @@
     sfumato bench [--json] [--model SPEC] [--quick] [--plot PATH]
 
 With a server URL as the model, the figures are the server's: first-chunk latency, tokens/s and
-cancel-to-closed time (``model.remote.figures``).
+cancel-to-closed time (``sfumato.model.remote.figures``).
 
 Process-level figures (window shown, model ready, GUI stall, peak memory) come from
-``app.bench_probe`` subprocesses, medians of several runs; engine figures (first pass cold and
+``sfumato.app.bench_probe`` subprocesses, medians of several runs; engine figures (first pass cold and
 warm, a whole line, a rewrite, tokens per pass against one per pass at their exact match) from
-``model.training.benchmark`` on a loaded model. The load average at the start and the end goes
+``sfumato.model.training.benchmark`` on a loaded model. The load average at the start and the end goes
 with them: on a shared machine it says how far the times are the machine's and not the engine's.
 """
 
@@ -43,7 +43,7 @@ def probe(name: str, *args: str) -> tuple[float, dict]:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     began = time.time()
     result = subprocess.run(
-        [sys.executable, "-m", "app.bench_probe", name, *args], capture_output=True, text=True, env=env, timeout=600
+        [sys.executable, "-m", "sfumato.app.bench_probe", name, *args], capture_output=True, text=True, env=env, timeout=600
     )
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     if result.returncode != 0 or not lines:
@@ -138,7 +138,7 @@ def table(figures: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from app.arguments import ArgumentParser, hardware_options
+    from sfumato.app.arguments import ArgumentParser, hardware_options
 
     parser = ArgumentParser(prog="sfumato bench", description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -150,16 +150,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--plot", default="bench.png", help="where to write the PNG plot")
     args = parser.parse_args(argv)
 
-    from model.loading import load_backend
+    from sfumato.model.loading import load_backend
 
     backend = load_backend(args.model, remote_model=args.remote_model, device=args.device, quantize=args.quantize)
     if backend.info.served:  # a served model: round trips and cancel, not passes
-        from model.remote.figures import remote_figures
+        from sfumato.model.remote.figures import remote_figures
 
         figures = {"model": backend.info.name, **remote_figures(backend, runs=5 if args.quick else 20)}
         print(json.dumps(figures, indent=1) if args.json else table(figures))
         return 0
-    from model.training.benchmark import engine_figures
+    from sfumato.model.training.benchmark import engine_figures
 
     figures: dict = {"model": backend.info.name, "machine": machine(), "device": backend.info.device,
                      "precision": backend.info.precision, "weights_mb": round(backend.info.memory_bytes / 1e6, 1)}

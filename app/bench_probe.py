@@ -1,9 +1,9 @@
 """Measurements that need a process of their own, run by ``sfumato bench`` as subprocesses.
 
-    python -m app.bench_probe window          print the time the main window is shown
-    python -m app.bench_probe ready SPEC      print the time the model is loaded
-    python -m app.bench_probe stall SPEC      print the largest GUI-thread stall during a rewrite
-    python -m app.bench_probe rss SPEC [N]    print peak resident memory after N infills (20)
+    python -m sfumato.app.bench_probe window          print the time the main window is shown
+    python -m sfumato.app.bench_probe ready SPEC      print the time the model is loaded
+    python -m sfumato.app.bench_probe stall SPEC      print the largest GUI-thread stall during a rewrite
+    python -m sfumato.app.bench_probe rss SPEC [N]    print peak resident memory after N infills (20)
 
 Each prints one JSON line. Times are ``time.time()`` stamps, so the parent, which noted when it
 started the process, gets process start -> event, interpreter start-up included.
@@ -40,7 +40,7 @@ def _window(spec: str | None):
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from app.mainwindow import MainWindow, first_show
+    from sfumato.app.mainwindow import MainWindow, first_show
 
     app = QApplication.instance() or QApplication([])
     loop = qasync.QEventLoop(app)
@@ -67,7 +67,7 @@ def window() -> dict:
 
 
 def ready(spec: str) -> dict:
-    from model.loading import load_backend
+    from sfumato.model.loading import load_backend
 
     load_backend(spec)
     return {"ready_at": time.time()}
@@ -114,9 +114,9 @@ def stall(spec: str) -> dict:
 
 
 def rss(spec: str, infills: str = "20") -> dict:
-    from model.api import InfillRequest
-    from model.loading import load_backend
-    from model.soak import peak_resident_mb
+    from sfumato.model.api import InfillRequest
+    from sfumato.model.loading import load_backend
+    from sfumato.model.soak import peak_resident_mb
 
     backend = load_backend(spec)
     for index in range(int(infills)):

@@ -7,7 +7,7 @@
 
 Exit codes: 0 success, 1 runtime error, 2 usage error; errors are one line on stderr. Standard
 output is always UTF-8; no control, bidi or zero-width character reaches a terminal unescaped
-(``model.untrusted_text``).
+(``sfumato.model.untrusted_text``).
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
-from app.arguments import ArgumentParser, UsageError, hardware_options
-from model.api import EngineError, InfillRequest, TemplateRequest
-from model.untrusted_text import invisible_report, terminal_safe
+from sfumato.app.arguments import ArgumentParser, UsageError, hardware_options
+from sfumato.model.api import EngineError, InfillRequest, TemplateRequest
+from sfumato.model.untrusted_text import invisible_report, terminal_safe
 
 VERSION = metadata.version("sfumato")  # pyproject.toml's, as installed
 COMMANDS = ("infill", "fill", "bench")
 MAX_NEW_TOKENS = 4096  # per JSONL request; a larger number would keep the model busy for hours
 MAX_LINE_BYTES = 16 << 20  # one JSONL request (its line end included)
-MAX_INPUT_BYTES = 64 << 20  # all of them: the editor's own file limit (app.fileio.MAX_FILE_BYTES)
+MAX_INPUT_BYTES = 64 << 20  # all of them: the editor's own file limit (sfumato.app.fileio.MAX_FILE_BYTES)
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         if argv and argv[0] in COMMANDS:
             command, rest = argv[0], argv[1:]
             if command == "bench":
-                from app.bench import main as bench_main
+                from sfumato.app.bench import main as bench_main
 
                 return bench_main(rest)  # runtime failures below exit 1 like the other commands
             args = parsers[command].parse_args(rest)
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(1, str(error))
     except KeyboardInterrupt:
         return _fail(1, "interrupted")
-    from app.application import run
+    from sfumato.app.application import run
 
     run(args.files, args.model, args.device, args.quantize)  # ends the process when the window closes
 
@@ -108,8 +108,8 @@ def _write_out(text: str) -> None:
 
 
 def _load(args):
-    from model.load_progress import terminal_bar
-    from model.loading import load_backend
+    from sfumato.model.load_progress import terminal_bar
+    from sfumato.model.loading import load_backend
 
     engine = load_backend(
         args.model, device=args.device, allow_downloads=args.allow_downloads, remote_model=args.remote_model,
@@ -166,7 +166,7 @@ class _WithId(ValueError):
 def run_infill(args) -> int:
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
-    from app.fileio import open_regular
+    from sfumato.app.fileio import open_regular
 
     with _named(args.input):
         source = sys.stdin.buffer if args.input == "-" else open_regular(args.input)
@@ -181,7 +181,7 @@ def run_infill(args) -> int:
 @contextmanager
 def _named(path: str) -> Iterator[None]:
     """A file the editor would refuse (``NotTextError``) is refused here too, with its name."""
-    from app.fileio import NotTextError
+    from sfumato.app.fileio import NotTextError
 
     try:
         yield
@@ -269,7 +269,7 @@ def _run_to_end(stream: Iterable) -> tuple:
 
 
 def run_fill(args) -> int:
-    from model.template import apply_fills, find_gaps, segments_of
+    from sfumato.model.template import apply_fills, find_gaps, segments_of
 
     template_path = Path(args.template)
     if template_path.is_dir():
@@ -281,7 +281,7 @@ def run_fill(args) -> int:
         output = template_path
     elif output is not None and output.exists() and output.resolve() == template_path.resolve():
         raise UsageError("-o names the template itself; add --in-place to overwrite it")
-    from app.fileio import read_bounded
+    from sfumato.app.fileio import read_bounded
 
     with _named(args.template):
         data = read_bounded(args.template)
@@ -303,7 +303,7 @@ def run_fill(args) -> int:
     if output is None:
         _write_out(terminal_safe(filled, keep_lines=True) if sys.stdout.isatty() else filled)
     else:
-        from app.fileio import write_atomic
+        from sfumato.app.fileio import write_atomic
 
         write_atomic(str(output), filled.encode("utf-8"))
     return 0

@@ -27,18 +27,18 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QToolTip, QWidget
 
-from app import linecommands
-from app.brackets import AUTO_CLOSED, ROOM_FOR_A_PAIR, matching_bracket
-from app.commandkeys import default_command_keys, is_command_key
-from app.comments import Marker
-from app.ghostlines import GhostLayout, Pieces, lay_out, paint_ghosts
-from app.gutter import LineNumberArea
-from app.invisibles import invisible_at, paint_invisibles
-from app.multicursor import ExtraCursors
-from app.textpositions import document_text, index_of, position_of, utf16_length
+from sfumato.app import linecommands
+from sfumato.app.brackets import AUTO_CLOSED, ROOM_FOR_A_PAIR, matching_bracket
+from sfumato.app.commandkeys import default_command_keys, is_command_key
+from sfumato.app.comments import Marker
+from sfumato.app.ghostlines import GhostLayout, Pieces, lay_out, paint_ghosts
+from sfumato.app.gutter import LineNumberArea
+from sfumato.app.invisibles import invisible_at, paint_invisibles
+from sfumato.app.multicursor import ExtraCursors
+from sfumato.app.textpositions import document_text, index_of, position_of, utf16_length
 
 if TYPE_CHECKING:
-    from app.session import InfillSession
+    from sfumato.app.session import InfillSession
 
 _NAVIGATION_KEYS = {
     Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Up, Qt.Key.Key_Down, Qt.Key.Key_Home,

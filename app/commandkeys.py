@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
 
-from app.settings import DEFAULT_KEYS
+from sfumato.app.settings import DEFAULT_KEYS
 
 REVIEW_ONLY = ("accept", "reject")  # Tab and Esc are ordinary keys outside a review
 

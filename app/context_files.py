@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from pathspec import GitIgnoreSpec
 
-from app.folder import is_skipped_folder
+from sfumato.app.folder import is_skipped_folder
 
 SECRET_PATTERNS = (
     ".env*", "*.env", ".netrc", "_netrc", ".pgpass", ".npmrc", ".pypirc", ".git-credentials",

@@ -9,15 +9,15 @@ from contextlib import nullcontext
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QTextCursor
 
-from app import fileio
-from app.codeeditor import CodeEditor
-from app.textpositions import document_text
-from app.comments import line_comment_marker
-from app.gitdiff import committed_text, line_changes
-from app.highlighter import attach_highlighter
-from app.indentation import detect_indentation
-from app.theme import current_style
-from model.untrusted_text import INVISIBLE, invisible_report
+from sfumato.app import fileio
+from sfumato.app.codeeditor import CodeEditor
+from sfumato.app.textpositions import document_text
+from sfumato.app.comments import line_comment_marker
+from sfumato.app.gitdiff import committed_text, line_changes
+from sfumato.app.highlighter import attach_highlighter
+from sfumato.app.indentation import detect_indentation
+from sfumato.app.theme import current_style
+from sfumato.model.untrusted_text import INVISIBLE, invisible_report
 
 MARKS_DELAY_MS = 300  # the changed-line marks follow typing after this pause
 PROSE_SUFFIXES = (".md", ".markdown", ".txt", ".text", ".rst", ".adoc")  # files of paragraphs, not code

@@ -11,11 +11,11 @@ from PySide6.QtCore import QEvent, QFileSystemWatcher, Qt, QTimer, Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QApplication, QFileDialog, QMenu, QMessageBox, QTabWidget
 
-from app import fileio
-from app.codeeditor import CodeEditor
-from app.document import Document
-from app.notices import Notices
-from app.reopen import OpenFile
+from sfumato.app import fileio
+from sfumato.app.codeeditor import CodeEditor
+from sfumato.app.document import Document
+from sfumato.app.notices import Notices
+from sfumato.app.reopen import OpenFile
 
 MAX_CLOSED_REMEMBERED = 20
 LONG_LINE = 100_000  # characters; Qt lays out a whole line at once, so longer ones get a warning

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from PySide6.QtGui import QColor, QPalette, QTextCharFormat, QTextCursor, QTextDocument
 from PySide6.QtWidgets import QTextEdit
 
-from app.ghostlines import Pieces
-from app.reviewdiff import ReviewDiff
-from app.textpositions import as_stored, position_of, utf16_length
-from model.api import Candidate
+from sfumato.app.ghostlines import Pieces
+from sfumato.app.reviewdiff import ReviewDiff
+from sfumato.app.textpositions import as_stored, position_of, utf16_length
+from sfumato.model.api import Candidate
 
 LOW_CONFIDENCE = 0.5
 ADDED = QColor("#3fa34d")  # new text of a reviewed diff

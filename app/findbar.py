@@ -10,7 +10,7 @@ from PySide6.QtCore import QRegularExpression, Qt, Signal
 from PySide6.QtGui import QKeySequence, QPalette, QShortcut, QTextCursor, QTextDocument
 from PySide6.QtWidgets import QCheckBox, QGridLayout, QLabel, QLineEdit, QPushButton, QTextEdit, QWidget
 
-from app.codeeditor import CodeEditor
+from sfumato.app.codeeditor import CodeEditor
 
 MAX_MARKED = 5_000  # matches marked and counted; beyond this the count says "5000+"
 

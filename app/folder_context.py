@@ -1,8 +1,8 @@
 """The open folder's text files as project context: read off the UI thread, bounded, cached.
 
 ``read_folder`` is plain Python (it runs on a worker thread): it walks the folder's files that
-may be sent (``app.context_files``: no hidden, secret or git-ignored file) and reads them with
-``model.project_context.read_folder_files``, the reader the held-out measurement uses too: the
+may be sent (``sfumato.app.context_files``: no hidden, secret or git-ignored file) and reads them with
+``sfumato.model.project_context.read_folder_files``, the reader the held-out measurement uses too: the
 text files within its bounds (file count, bytes per file, total bytes; binary and non-UTF-8 files
 are skipped), cut into scored-ready chunks. A file whose modification time and size are unchanged
 is not read again. ``FolderContext`` holds the
@@ -16,9 +16,9 @@ import asyncio
 import itertools
 import os
 
-from app.context_files import ContextRules, is_hidden_or_secret
-from app.folder import MAX_FILES
-from model.project_context import Chunk, FolderFile, read_folder_files
+from sfumato.app.context_files import ContextRules, is_hidden_or_secret
+from sfumato.app.folder import MAX_FILES
+from sfumato.model.project_context import Chunk, FolderFile, read_folder_files
 
 
 def read_folder(root: str, previous: dict[str, FolderFile]) -> dict[str, FolderFile]:

@@ -9,9 +9,9 @@ import os
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QWidget
 
-from app.folder import FolderTree
-from app.folder_context import FolderContext
-from app.search import SearchPanel
+from sfumato.app.folder import FolderTree
+from sfumato.app.folder_context import FolderContext
+from sfumato.app.search import SearchPanel
 
 
 class FolderPanels:

@@ -16,10 +16,10 @@ from PySide6.QtCore import QPointF, QRect, QRectF
 from PySide6.QtGui import QColor, QFont, QPainter, QTextBlock, QTextCharFormat, QTextLayout, QTextOption
 from PySide6.QtWidgets import QPlainTextDocumentLayout
 
-from app.textpositions import utf16_length
+from sfumato.app.textpositions import utf16_length
 
 if TYPE_CHECKING:
-    from app.codeeditor import CodeEditor
+    from sfumato.app.codeeditor import CodeEditor
 
 Pieces = Sequence[tuple[str, QTextCharFormat]]  # a ghost's text, piece by piece, with its look
 UNWRAPPED_WIDTH = 1e6  # a ghost of a text that does not wrap is one row per line, however long

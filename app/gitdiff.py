@@ -10,7 +10,7 @@ import os
 import subprocess
 from difflib import SequenceMatcher
 
-from app import fileio
+from sfumato.app import fileio
 
 MAX_COMPARED_CHARS = 2_000_000  # larger files get no marks: comparing them on every edit would lag
 GIT_TIMEOUT_S = 5

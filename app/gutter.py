@@ -10,7 +10,7 @@ from PySide6.QtGui import QColor, QPainter, QPalette
 from PySide6.QtWidgets import QWidget
 
 if TYPE_CHECKING:
-    from app.codeeditor import CodeEditor
+    from sfumato.app.codeeditor import CodeEditor
 
 MARK_COLORS = {"added": QColor("#3fa34d"), "modified": QColor("#3b7dd8"), "deleted": QColor("#d04040")}
 

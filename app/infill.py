@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from app.codeeditor import CodeEditor
-from app.textpositions import document_text, index_of, position_of
-from app.worker_adapter import WorkerAdapter
-from app.commandkeys import SessionKeys
-from app.session import InfillSession
-from model.api import InfillRequest, TemplateRequest
-from model.project_context import Chunk, nearest_chunks
-from model.template import Gap, find_gaps, segments_of
+from sfumato.app.codeeditor import CodeEditor
+from sfumato.app.textpositions import document_text, index_of, position_of
+from sfumato.app.worker_adapter import WorkerAdapter
+from sfumato.app.commandkeys import SessionKeys
+from sfumato.app.session import InfillSession
+from sfumato.model.api import InfillRequest, TemplateRequest
+from sfumato.model.project_context import Chunk, nearest_chunks
+from sfumato.model.template import Gap, find_gaps, segments_of
 
 CONTEXT_CHARS = 6000  # text sent on each side of the region; the engine trims to the model's window
 CHARS_PER_TOKEN = 3.0

@@ -7,7 +7,7 @@ from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QTextCursor
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QSlider
 
-from app.codeeditor import CodeEditor
+from sfumato.app.codeeditor import CodeEditor
 
 
 class InlineBox(QFrame):

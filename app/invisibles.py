@@ -14,8 +14,8 @@ from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QPlainTextEdit
 
-from app.textpositions import position_of
-from model.untrusted_text import INVISIBLE
+from sfumato.app.textpositions import position_of
+from sfumato.model.untrusted_text import INVISIBLE
 
 MARK = QColor(230, 100, 0)  # reads on light and dark themes alike
 MARK_WIDTH = 2.0

@@ -11,8 +11,8 @@ from difflib import SequenceMatcher
 from PySide6.QtGui import QTextBlock, QTextCursor
 from PySide6.QtWidgets import QPlainTextEdit
 
-from app.comments import Marker, toggle_line_comments
-from app.textpositions import position_of
+from sfumato.app.comments import Marker, toggle_line_comments
+from sfumato.app.textpositions import position_of
 
 
 def selected_blocks(editor: QPlainTextEdit) -> tuple[QTextBlock, QTextBlock]:

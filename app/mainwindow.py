@@ -15,23 +15,23 @@ from PySide6.QtCore import QEvent, QSettings, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence, QTextDocument
 from PySide6.QtWidgets import QApplication, QFileDialog, QInputDialog, QLabel, QMainWindow, QVBoxLayout, QWidget
 
-from app.aicontroller import AiController
-from app.commandkeys import command_keys_of
-from app.document import Document
-from app.documenttabs import DocumentTabs
-from app.findbar import FindBar, replace_every
-from app.folder import folder_files
-from app.folderpanels import FolderPanels
-from app.menus import build_menus
-from app.notices import Notices
-from app.palette import Picker, menu_commands
-from app.reopen import recall, remember
-from app.settings import Settings
-from app.settings_dialog import SettingsDialog
-from app.symbols import symbols
-from app.textpositions import position_of
-from app.theme import apply_theme, current_style, editor_font, editor_palette
-from app.welcome import Welcome, welcome_text
+from sfumato.app.aicontroller import AiController
+from sfumato.app.commandkeys import command_keys_of
+from sfumato.app.document import Document
+from sfumato.app.documenttabs import DocumentTabs
+from sfumato.app.findbar import FindBar, replace_every
+from sfumato.app.folder import folder_files
+from sfumato.app.folderpanels import FolderPanels
+from sfumato.app.menus import build_menus
+from sfumato.app.notices import Notices
+from sfumato.app.palette import Picker, menu_commands
+from sfumato.app.reopen import recall, remember
+from sfumato.app.settings import Settings
+from sfumato.app.settings_dialog import SettingsDialog
+from sfumato.app.symbols import symbols
+from sfumato.app.textpositions import position_of
+from sfumato.app.theme import apply_theme, current_style, editor_font, editor_palette
+from sfumato.app.welcome import Welcome, welcome_text
 
 MAX_FILES_REPLACED = 200  # Replace All in Folder opens at most this many tabs at once
 MODEL_SETTINGS = {  # a change reloads
@@ -334,13 +334,13 @@ class MainWindow(QMainWindow):
             self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
 
     def show_shortcuts(self) -> None:
-        from app.shortcuts import ShortcutsDialog
+        from sfumato.app.shortcuts import ShortcutsDialog
 
         self.shortcuts = ShortcutsDialog(self.menuBar(), self)
         self.shortcuts.open()
 
     def show_about(self) -> None:
-        from app.about import show_about
+        from sfumato.app.about import show_about
 
         show_about(self, self.ai.worker.info)
 

@@ -11,12 +11,12 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMenu
 
-from app.codeeditor import CodeEditor
-from app.session import InfillSession
-from app.theme import THEMES
+from sfumato.app.codeeditor import CodeEditor
+from sfumato.app.session import InfillSession
+from sfumato.app.theme import THEMES
 
 if TYPE_CHECKING:
-    from app.mainwindow import MainWindow
+    from sfumato.app.mainwindow import MainWindow
 
 
 @dataclass

@@ -22,7 +22,7 @@ import random
 import string
 from collections.abc import Sequence
 
-from model.api import Candidate, Draft, TokenState
+from sfumato.model.api import Candidate, Draft, TokenState
 
 GLYPHS = string.ascii_letters + string.digits + "_.,:;=+-*/()[]{}<>#'\""
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Qt, QTimer
 
-from model.api import Draft
+from sfumato.model.api import Draft
 
 FRAME_MS = 16  # the first pass waits one frame, so a burst of passes is drawn once
 MIN_PASS_MS = 90  # every shown pass stays at least this long

@@ -31,8 +31,8 @@ from pathlib import Path
 from PySide6.QtCore import QLockFile, QObject, QStandardPaths, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from app import fileio
-from app.document import Document
+from sfumato.app import fileio
+from sfumato.app.document import Document
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from dataclasses import replace
 
 from PySide6.QtGui import QTextCursor, QTextDocument
 
-from app.textpositions import as_stored, document_text, index_of, utf16_length
-from model.api import Candidate, TokenState
+from sfumato.app.textpositions import as_stored, document_text, index_of, utf16_length
+from sfumato.model.api import Candidate, TokenState
 
 log = logging.getLogger(__name__)
 

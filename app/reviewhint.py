@@ -7,7 +7,7 @@ from collections.abc import Callable
 from PySide6.QtGui import QKeySequence, QPalette, QTextCursor
 from PySide6.QtWidgets import QLabel
 
-from app.codeeditor import CodeEditor
+from sfumato.app.codeeditor import CodeEditor
 
 
 class ReviewHint(QLabel):

@@ -4,8 +4,8 @@ where it was found (a found text took no denoising passes of its own: a speed wo
 
 from __future__ import annotations
 
-from model.api import Draft, Source
-from model.untrusted_text import invisible_report
+from sfumato.model.api import Draft, Source
+from sfumato.model.untrusted_text import invisible_report
 
 FOUND_IN = {  # Candidate.source -> what the user reads
     Source.DOCUMENT: "Found in this document",

@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import fileio
-from app.folder import folder_files
+from sfumato.app import fileio
+from sfumato.app.folder import folder_files
 
 MAX_MATCHES = 2_000
 MAX_SEARCHED_BYTES = 4 << 20  # larger files (logs, data) are left out of the search

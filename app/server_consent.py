@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from app.settings import Settings
-from model.remote.addresses import LOOPBACK, PRIVATE, PUBLIC, address_kind, is_encrypted, literal_kind, within
-from model.remote.credentials import origin
+from sfumato.app.settings import Settings
+from sfumato.model.remote.addresses import LOOPBACK, PRIVATE, PUBLIC, address_kind, is_encrypted, literal_kind, within
+from sfumato.model.remote.credentials import origin
 
 Ask = Callable[[str, str], bool]  # (title, question) -> yes
 

@@ -1,6 +1,6 @@
 """Settings > Server: a model served elsewhere (URL, model name, API key) and what is sent to it.
 
-The API key goes to the OS keyring (``model.remote.credentials``) when the dialog is accepted,
+The API key goes to the OS keyring (``sfumato.model.remote.credentials``) when the dialog is accepted,
 never into the settings file; an empty key field leaves a stored key as it is.
 """
 
@@ -11,11 +11,11 @@ from collections.abc import Sequence
 
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QWidget
 
-from app.context_files import SECRET_PATTERNS
-from app.settings import Settings
-from model.api import SERVER_URL
-from model.region_prompt import SERVER_PROMPT_TOKENS, character_budgets
-from model.remote.credentials import ENV_VARIABLE, shown_url
+from sfumato.app.context_files import SECRET_PATTERNS
+from sfumato.app.settings import Settings
+from sfumato.model.api import SERVER_URL
+from sfumato.model.region_prompt import SERVER_PROMPT_TOKENS, character_budgets
+from sfumato.model.remote.credentials import ENV_VARIABLE, shown_url
 
 
 def sent_description(context_tokens: int = SERVER_PROMPT_TOKENS) -> str:

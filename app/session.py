@@ -2,7 +2,7 @@
 
 How the draft is shown without ever becoming part of the user's history (docs/architecture.md,
 "The rules that protect the user's text"): each pass's text is written into the regions as **one edit block that is always the
-top of the undo stack** (``app.regions.DraftRegions``). Before any edit of the user's runs (``user_edit``), that block is taken
+top of the undo stack** (``sfumato.app.regions.DraftRegions``). Before any edit of the user's runs (``user_edit``), that block is taken
 out again with a single ``undo()`` and the redo entry it leaves is dropped; the user's edit then
 lands on the original text and becomes an ordinary undo step of its own; the draft is written
 back afterwards. So at every moment the document minus one undo step is exactly what the user
@@ -27,22 +27,22 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QColor, QKeyEvent, QKeySequence, QTextCursor
 
-from app.commandkeys import DEFAULT_SESSION_KEYS, SessionKeys, key_matches
-from app.draftpaint import diff_view, draft_selections
-from app.noise import with_noise
-from app.pacing import DraftPacer
-from app.reviewdiff import review_diff
-from app.regions import DraftRegions
-from app.reviewhint import ReviewHint
-from app.run_status import passing_line, result_line
-from app.textpositions import as_stored
-from model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
-from model.untrusted_text import terminal_safe
+from sfumato.app.commandkeys import DEFAULT_SESSION_KEYS, SessionKeys, key_matches
+from sfumato.app.draftpaint import diff_view, draft_selections
+from sfumato.app.noise import with_noise
+from sfumato.app.pacing import DraftPacer
+from sfumato.app.reviewdiff import review_diff
+from sfumato.app.regions import DraftRegions
+from sfumato.app.reviewhint import ReviewHint
+from sfumato.app.run_status import passing_line, result_line
+from sfumato.app.textpositions import as_stored
+from sfumato.model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
+from sfumato.model.untrusted_text import terminal_safe
 
 if TYPE_CHECKING:
-    from app.codeeditor import CodeEditor
-    from app.worker_adapter import WorkerAdapter
-    from model.worker import Job
+    from sfumato.app.codeeditor import CodeEditor
+    from sfumato.app.worker_adapter import WorkerAdapter
+    from sfumato.model.worker import Job
 
 
 class State(StrEnum):

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, fields
 
 from PySide6.QtCore import QSettings
 
-from model.remote.credentials import shown_url
+from sfumato.model.remote.credentials import shown_url
 
 DEFAULT_KEYS = {
     "rewrite": "Ctrl+K",

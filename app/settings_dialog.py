@@ -27,11 +27,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.server_page import ServerPage
-from app.settings import DEFAULT_KEYS, Settings
-from app.theme import THEMES, editor_font, style_names
-from model.api import EngineError
-from model.remote.credentials import store_api_key
+from sfumato.app.server_page import ServerPage
+from sfumato.app.settings import DEFAULT_KEYS, Settings
+from sfumato.app.theme import THEMES, editor_font, style_names
+from sfumato.model.api import EngineError
+from sfumato.model.remote.credentials import store_api_key
 
 KEY_LABELS = {
     "rewrite": "Rewrite selection / infill at cursor",

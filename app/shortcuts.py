@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QDialog, QHeaderView, QLineEdit, QMenuBar, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
-from app.palette import menu_commands
+from sfumato.app.palette import menu_commands
 
 
 class ShortcutsDialog(QDialog):

@@ -1,6 +1,6 @@
 """GUI soak: many infill sessions in one editor window, each accepted or rejected at random.
 
-    python -m app.soak_gui --model FOLDER --n 200 [--seed 0] [--tokens 64]
+    python -m sfumato.app.soak_gui --model FOLDER --n 200 [--seed 0] [--tokens 64]
 
 The real window, engine, worker thread and model run (offscreen unless a display is set). Every
 session is a rewrite of a random selection, an infill at a random cursor, or a gap fill of a
@@ -56,7 +56,7 @@ class Soak:
         return self.window.tabs.current_editor()
 
     def text(self) -> str:
-        from app.textpositions import document_text
+        from sfumato.app.textpositions import document_text
 
         return document_text(self.editor.document())
 
@@ -71,7 +71,7 @@ class Soak:
         """Start one session of a random kind; the session, or None when none could start."""
         from PySide6.QtGui import QTextCursor
 
-        from app.textpositions import position_of
+        from sfumato.app.textpositions import position_of
 
         editor, text = self.editor, self.text()
         kind = self.rng.choice(["rewrite", "infill", "gap"])
@@ -154,8 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from app.mainwindow import MainWindow
-    from model.soak import resident_mb
+    from sfumato.app.mainwindow import MainWindow
+    from sfumato.model.soak import resident_mb
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     loop = qasync.QEventLoop(app)

@@ -19,7 +19,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
-from app.settings import Settings
+from sfumato.app.settings import Settings
 
 THEMES = {"system": "Follow the desktop", "light": "Light", "dark": "Dark"}
 

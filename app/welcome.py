@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QKeySequence
 
-from app.codeeditor import CodeEditor
+from sfumato.app.codeeditor import CodeEditor
 
 
 def _key(name: str | QKeySequence.StandardKey) -> str:

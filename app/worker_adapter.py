@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal
 
-from app.server_status import server_status_line
-from model.api import Backend, CancelFlag, Cancelled, Draft, InfillRequest, ModelInfo, TemplateRequest
-from model.untrusted_text import terminal_safe
-from model.worker import InferenceWorker, Job
+from sfumato.app.server_status import server_status_line
+from sfumato.model.api import Backend, CancelFlag, Cancelled, Draft, InfillRequest, ModelInfo, TemplateRequest
+from sfumato.model.untrusted_text import terminal_safe
+from sfumato.model.worker import InferenceWorker, Job
 
 Progress = Callable[[int, int], None]  # (tensors read, tensors in all), called on the worker thread
 Loader = Callable[[Progress, CancelFlag], Backend]
@@ -29,7 +29,7 @@ def load_from_spec(spec: str, device: str | None, quantize: str | None, allow_do
     """A loader for ``start_loading``; imports the model code (and torch) only when called."""
 
     def load(progress: Progress, cancel: CancelFlag) -> Backend:
-        from model.loading import load_backend
+        from sfumato.model.loading import load_backend
 
         return load_backend(
             spec, device=device, quantize=quantize, allow_downloads=allow_downloads,

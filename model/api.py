@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from model.untrusted_text import clean_model_text
+from sfumato.model.untrusted_text import clean_model_text
 
 # A model spec that names a server (``http(s)://host[:port][/path]/v1``): the model runs there, and
 # nothing, not even model discovery, goes to it before the user allows that server.
@@ -131,7 +131,7 @@ class Candidate:
     """One alternative's text in a draft; ``tokens`` spell exactly ``text``. Ranked results carry
     their ``score`` (log-odds of being right) and ``origin`` (how the text was found or made);
     ``source`` is a ``Source`` (any other value is refused). The text is cleaned on the way in
-    (``model.untrusted_text``): no control, NUL or lone surrogate, whatever the backend."""
+    (``sfumato.model.untrusted_text``): no control, NUL or lone surrogate, whatever the backend."""
 
     text: str
     tokens: tuple[TokenState, ...]

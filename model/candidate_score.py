@@ -20,9 +20,9 @@ from collections.abc import Sequence
 
 import torch
 
-from model.api import InfillRequest
-from model.diffusion_gemma_library import decoder_hidden, encode_prompt
-from model.tokenizer import encode_text
+from sfumato.model.api import InfillRequest
+from sfumato.model.diffusion_gemma_library import decoder_hidden, encode_prompt
+from sfumato.model.tokenizer import encode_text
 
 READ_STRIDE = 8
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from model.api import EngineError
+from sfumato.model.api import EngineError
 
 DEVICE_SPEC = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 DEVICE_HELP = "auto, cpu, cuda, cuda:N or mps"

@@ -4,7 +4,7 @@
 see which tokens the sampler accepted nor cancel between passes, and a rewrite could not keep
 tokens fixed. This module therefore drives the loop itself from the library's own parts (the
 encoder prefill and canvas masks, the temperature schedule, the entropy-bound sampler, the
-stopping criteria and self-conditioning), reached only through ``model.diffusion_gemma_library``,
+stopping criteria and self-conditioning), reached only through ``sfumato.model.diffusion_gemma_library``,
 which composes each pass as the library's ``_denoising_step`` does. Two small additions:
 
 * ``PinnedTokens``, a logits processor that forces chosen canvas positions to chosen tokens:
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 import torch
 from transformers.generation import LogitsProcessor, SuppressTokensLogitsProcessor
 
-from model import diffusion_gemma_library as library
+from sfumato.model import diffusion_gemma_library as library
 
-from model.api import (
+from sfumato.model.api import (
     Candidate,
     CancelFlag,
     Draft,
@@ -36,14 +36,14 @@ from model.api import (
     TemplateRequest,
     TokenState,
 )
-from model.gap_fill import fill_gaps_separately
-from model.layout import Layout
-from model.project_context import context_tokens
-from model.prompt_cache import PromptCache
-from model.quantization import grad_free
-from model.region_prompt import region_messages
-from model.token_text import drop_incomplete_tail, split_text, token_bytes_table
-from model.tokenizer import decode_ids, encode_text
+from sfumato.model.gap_fill import fill_gaps_separately
+from sfumato.model.layout import Layout
+from sfumato.model.project_context import context_tokens
+from sfumato.model.prompt_cache import PromptCache
+from sfumato.model.quantization import grad_free
+from sfumato.model.region_prompt import region_messages
+from sfumato.model.token_text import drop_incomplete_tail, split_text, token_bytes_table
+from sfumato.model.tokenizer import decode_ids, encode_text
 
 PIN_LOGIT = 1e4
 
@@ -53,7 +53,7 @@ class Profile:
     """How a checkpoint expects to be prompted and noised (``sfumato.json`` in its folder)."""
 
     prompt_layout: str = "chat"  # "fim" (trained by this project) or "chat" (released -it checkpoints)
-    fim_order: str = "psm"  # "fim" layout only: "psm" or "spm" (see model.layout)
+    fim_order: str = "psm"  # "fim" layout only: "psm" or "spm" (see sfumato.model.layout)
     canvas_noise: str = "uniform"  # "uniform" (DiffusionGemma's) or "mask" (absorbing)
     context_tokens: int = 4096  # prompt budget; longer prefixes lose their start
     joint_gaps: bool = False  # trained to fill several gap sentinels on one canvas

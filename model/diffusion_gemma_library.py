@@ -2,7 +2,7 @@
 into a model's submodules (``model.model.encoder``, ``model.model.decoder``).
 
 ``DiffusionGemmaForBlockDiffusion.generate()`` runs its whole loop and reports only argmax drafts,
-so the engine (``model.diffusion_gemma``) drives the loop itself from the library's parts. Those
+so the engine (``sfumato.model.diffusion_gemma``) drives the loop itself from the library's parts. Those
 parts are private, so this module is written against one version of the library's
 ``generation_diffusion_gemma.py`` (transformers 5.24; ``pyproject.toml`` caps it below 6):
 
@@ -19,7 +19,7 @@ library's way of drawing tokens (``draw_like_library``), a seeded plain infill g
 as ``generate()``. A library upgrade that changes the loop's meaning fails that test, not a user.
 
 Outside the loop: ``encode_prompt`` and ``decoder_hidden`` for scoring texts
-(``model.candidate_score``), and ``from_config`` (``_from_config``) for the memory estimate.
+(``sfumato.model.candidate_score``), and ``from_config`` (``_from_config``) for the memory estimate.
 
 Shapes: B rows, L = canvas length, V = vocabulary.
 """
@@ -74,7 +74,7 @@ def early_stop(config) -> StableAndConfident | None:
 
 def from_config(model_class, config):
     """``model_class`` built from ``config`` alone, as ``from_pretrained`` builds it before reading
-    weights (on the ``meta`` device: the memory estimate, ``model.memory``)."""
+    weights (on the ``meta`` device: the memory estimate, ``sfumato.model.memory``)."""
     return model_class._from_config(config)
 
 

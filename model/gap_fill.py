@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from model.api import Backend, CancelFlag, Draft, InfillRequest, TemplateRequest
+from sfumato.model.api import Backend, CancelFlag, Draft, InfillRequest, TemplateRequest
 
 
 def gap_requests(template: TemplateRequest) -> list[InfillRequest]:

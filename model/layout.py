@@ -1,6 +1,6 @@
 """How infill requests are laid out as DiffusionGemma prompts and canvases.
 
-Training (``model.training.train``) and decoding (``model.diffusion_gemma``) share these functions, so the
+Training (``sfumato.model.training.train``) and decoding (``sfumato.model.diffusion_gemma``) share these functions, so the
 model sees at inference exactly the layout it was trained on.
 
 Single gap, prefix-suffix-middle (PSM) order::
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from model.tokenizer import FIM_MIDDLE, FIM_PREFIX, FIM_SUFFIX, GAP_TOKENS, special_id
+from sfumato.model.tokenizer import FIM_MIDDLE, FIM_PREFIX, FIM_SUFFIX, GAP_TOKENS, special_id
 
 
 class Layout:

@@ -7,7 +7,7 @@ For every non-blank line of the training split, its nearest non-blank neighbours
 * ``above1`` / ``below``: one neighbour alone, the weakest.
 
 Each key keeps the few lines seen most often under it, with their counts. Neighbour text is
-whitespace-normalised before hashing; the storage is ``model.hashed_table``.
+whitespace-normalised before hashing; the storage is ``sfumato.model.hashed_table``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.hashed_table import HashedTable, key_hash, write
+from sfumato.model.hashed_table import HashedTable, key_hash, write
 
 KEY_KINDS = ("pair", "above", "above1", "below")
 START, END = "\x02", "\x03"  # the neighbour of a file's first / last line

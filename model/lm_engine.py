@@ -1,7 +1,7 @@
 """The embedded engine: a pretrained causal LM adapted to block denoising, behind ``Backend``.
 
-Every draft is one pass of the model over a canvas (``model.lm_layout``): the prompt is read once
-(and its KV cache kept across requests, ``model.prompt_cache``), then each pass reads the canvas
+Every draft is one pass of the model over a canvas (``sfumato.model.lm_layout``): the prompt is read once
+(and its KV cache kept across requests, ``sfumato.model.prompt_cache``), then each pass reads the canvas
 with attention both ways and accepts every masked token whose probability clears
 ``ACCEPT_PROBABILITY`` (Fast-dLLM's threshold rule, Wu et al. 2025); when none does, one position:
 the leftmost open one for the rest of a line, else the surest one.
@@ -24,14 +24,14 @@ from dataclasses import dataclass, field
 
 import torch
 
-from model.api import CancelFlag, Candidate, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
-from model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
-from model.prompt_cache import PromptCache
-from model.token_text import split_text, token_bytes_table
+from sfumato.model.api import CancelFlag, Candidate, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
+from sfumato.model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
+from sfumato.model.prompt_cache import PromptCache
+from sfumato.model.token_text import split_text, token_bytes_table
 
 ACCEPT_PROBABILITY = 0.9
 CONFIDENT_PROBABILITY = 0.5  # a result whose tokens average less than this is marked not confident
-PREFIX_TOKENS, SUFFIX_TOKENS = 224, 96  # what training shows it (model.training.adapt)
+PREFIX_TOKENS, SUFFIX_TOKENS = 224, 96  # what training shows it (sfumato.model.training.adapt)
 MAX_CANVAS = 32
 LINE_CANVAS = 16  # the rest of one line rarely needs more; a longer one goes on in the next canvas
 PREFILL_CHUNK = 128  # prompt tokens read between two cancel checks

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from model.api import CancelFlag
+from sfumato.model.api import CancelFlag
 
 # One model load at a time in a process: transformers' loading sets process-wide state while it
 # builds a model (weight-initialisation switches, empty-weight patches), so two threads loading at

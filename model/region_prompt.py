@@ -7,8 +7,8 @@ model reads the same wording wherever it runs.
 
 from __future__ import annotations
 
-from model.api import InfillRequest
-from model.project_context import PROMPT_SNIPPETS
+from sfumato.model.api import InfillRequest
+from sfumato.model.project_context import PROMPT_SNIPPETS
 
 CHARS_PER_TOKEN = 3  # rough; the in-process engine refines the cut with its tokenizer
 SERVER_PROMPT_TOKENS = 4096  # a served model's prompt budget (``RemoteOptions.context_tokens``)

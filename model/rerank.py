@@ -2,9 +2,9 @@
 
 Each alternative is described by a few features: where it came from (retrieval key kind and
 source, a fresh denoised sample, a retrieval-started one, or the region's current text), how
-often retrieval saw it, the model's own score (``model.candidate_score``: mean log-probability
-per token), and the cheap checks of ``model.checks``. A logistic model over these features (fit
-on the held-out dev part by ``model.training.tune_rerank``, stored as ``rerank.json`` beside the weights)
+often retrieval saw it, the model's own score (``sfumato.model.candidate_score``: mean log-probability
+per token), and the cheap checks of ``sfumato.model.checks``. A logistic model over these features (fit
+on the held-out dev part by ``sfumato.model.training.tune_rerank``, stored as ``rerank.json`` beside the weights)
 gives each alternative the log-odds that it is exactly what belongs there. Alternatives are
 ordered by it; the best is confident when its probability clears the stored bar (a bar of its own
 for a gap inside a sentence) and it is not a guess (``GUESSES``: kinds that were never exact on dev).
@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.phrase_table import GAP_KINDS, SIDES
+from sfumato.model.phrase_table import GAP_KINDS, SIDES
 
 # Never exactly right on dev unless retrieval proposed the same text (a name alone, a denoised
 # text): ranked like the rest, never confident.

@@ -7,7 +7,7 @@ takes. Sources, strongest first within each key kind:
 
 1. the open document itself (the request's prefix and suffix);
 2. other open files and folder snippets (``InfillRequest.context``);
-3. the table built from the training corpus (``model.line_table``).
+3. the table built from the training corpus (``sfumato.model.line_table``).
 
 Keys are the line's nearest non-blank neighbours, as in the table: the line that sat between the
 same two lines, then after the same two lines, then after the same line, then before it.
@@ -15,7 +15,7 @@ same two lines, then after the same two lines, then after the same line, then be
 A region inside a line (a few words of prose, a template gap after ``return``) also gets
 ``span`` candidates: text that sat elsewhere in the document or the context between the same two
 words before and the same word after (word n-grams around the gap), then the phrase table's
-(``model.phrase_table``: phrases of the training corpus's documentation between the same words). Where the line so far asks
+(``sfumato.model.phrase_table``: phrases of the training corpus's documentation between the same words). Where the line so far asks
 for an expression (``return ``, ``x = ``, an open bracket), each name in scope (the enclosing
 function's parameters and the names assigned in it) is a ``scope`` candidate: short, but it parses.
 For a whole line, the nearest line above is a last ``repeat`` candidate: never right as it is, but
@@ -28,8 +28,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from model.line_table import END, KEY_KINDS, START, LineTable, lines_with_neighbours, normalise
-from model.phrase_table import PhraseTable, words_around
+from sfumato.model.line_table import END, KEY_KINDS, START, LineTable, lines_with_neighbours, normalise
+from sfumato.model.phrase_table import PhraseTable, words_around
 
 CURSOR_LINE = "\x04"  # stands for the cursor's line: a neighbour that equals no key
 MAX_CANDIDATES = 8  # from the line keys

@@ -1,6 +1,6 @@
 """Soak test: many consecutive infills in one process, watching resident memory.
 
-    python -m model.soak --model embedded --n 1000
+    python -m sfumato.model.soak --model embedded --n 1000
 
 Requests vary in prefix, suffix, length, rewrite strength and alternatives, and every tenth one
 is cancelled mid-run, so the loop exercises every path the editor uses. Resident memory is read
@@ -16,8 +16,8 @@ import random
 import resource
 import time
 
-from model.api import CancelFlag, Cancelled, InfillRequest
-from model.loading import load_backend
+from sfumato.model.api import CancelFlag, Cancelled, InfillRequest
+from sfumato.model.loading import load_backend
 
 WARM_UP = 20
 

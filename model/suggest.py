@@ -1,12 +1,12 @@
 """Suggestions: retrieval-started block denoising, reranked, for a backend that can score text.
 
 ``SuggestingBackend`` wraps a loaded backend and keeps its API. For each infill request it
-retrieves candidate lines (``model.retrieval``: the document, the project context, the corpus
+retrieves candidate lines (``sfumato.model.retrieval``: the document, the project context, the corpus
 table); the best few may also start a rewrite at partial ``strength`` (the engine pins the kept
 tokens), and fresh denoised samples join the same batch. Everything is still block denoising:
 retrieval only chooses where some rows start. When the batch is done, every text (the retrieved
 ones unchanged, the denoised ones, and for a rewrite the region's current text) is scored by the
-model and the cheap checks and ordered by ``model.rerank``. The final draft lists them best first
+model and the cheap checks and ordered by ``sfumato.model.rerank``. The final draft lists them best first
 and says whether the best is ``confident``; the editor writes nothing when it is not.
 """
 
@@ -17,17 +17,17 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.api import Candidate, CancelFlag, Draft, InfillRequest, TemplateRequest, TokenState
-from model.candidate_score import mean_log_probs
-from model.checks import bracket_errors, parses, unknown_names, window
-from model.gap_fill import fill_gaps_separately
-from model.line_table import LineTable, normalise
-from model.phrase_table import PhraseTable
-from model.prose_model import ProseModelLoader, prose_model_path
-from model.rerank import DEFAULT, Alternative, Evidence, Ranker
-from model.retrieval import cursor_of, reads_as_prose, retrieve
-from model.token_text import split_text
-from model.tokenizer import encode_text
+from sfumato.model.api import Candidate, CancelFlag, Draft, InfillRequest, TemplateRequest, TokenState
+from sfumato.model.candidate_score import mean_log_probs
+from sfumato.model.checks import bracket_errors, parses, unknown_names, window
+from sfumato.model.gap_fill import fill_gaps_separately
+from sfumato.model.line_table import LineTable, normalise
+from sfumato.model.phrase_table import PhraseTable
+from sfumato.model.prose_model import ProseModelLoader, prose_model_path
+from sfumato.model.rerank import DEFAULT, Alternative, Evidence, Ranker
+from sfumato.model.retrieval import cursor_of, reads_as_prose, retrieve
+from sfumato.model.token_text import split_text
+from sfumato.model.tokenizer import encode_text
 
 TABLE_FOLDER = "lines"
 PHRASE_FOLDER = "phrases"

@@ -1,4 +1,4 @@
-"""The project's tokenizer: byte-level BPE trained on local code and prose (``model.training.tokenizer_training``).
+"""The project's tokenizer: byte-level BPE trained on local code and prose (``sfumato.model.training.tokenizer_training``).
 
 Byte-level BPE can spell any string, so encode -> decode is the identity for every text
 (tabs, CRLF, NBSP, CJK, emoji). Special tokens are only recognised when the engine builds

@@ -3,7 +3,7 @@
 * ``clean_model_text``: what may reach a document or a file. C0 controls other than tab, line
   feed and carriage return, DEL, C1 controls (so every ESC/CSI/OSC sequence loses its introducer)
   and NUL are dropped; a lone surrogate (a server's ``"\\ud800"``) becomes U+FFFD. Every
-  ``Candidate`` is cleaned so (``model.api``): no backend can hand the editor or the CLI anything else.
+  ``Candidate`` is cleaned so (``sfumato.model.api``): no backend can hand the editor or the CLI anything else.
 * Bidi controls and zero-width characters (``INVISIBLE``) are kept, because right-to-left text
   and emoji sequences need them, but they are never hidden: ``invisible_report`` names them for
   the warning that goes with a result (the editor's status bar, ``sfumato fill``'s stderr).

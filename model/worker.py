@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from model.api import Backend, CancelFlag, Cancelled, Draft, InfillRequest, TemplateRequest
+from sfumato.model.api import Backend, CancelFlag, Cancelled, Draft, InfillRequest, TemplateRequest
 
 DraftCallback = Callable[[tuple[Draft, ...]], None]
 DoneCallback = Callable[[tuple[Draft, ...]], None]

@@ -79,7 +79,7 @@ def check(args, path: Path, launched: float) -> int:
     app.setCursorFlashTime(0)  # a blinking cursor would count as frames of its own
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    from app.mainwindow import MainWindow, first_show, open_files
+    from sfumato.app.mainwindow import MainWindow, first_show, open_files
 
     window = MainWindow(loop, QSettings(), model_spec=args.model)
     open_files(window, [str(path)])
@@ -105,7 +105,7 @@ def check(args, path: Path, launched: float) -> int:
         await asyncio.sleep(0.3)
         press("ctrl+a")
         press("ctrl+k")
-        from app.inlinebox import InlineBox
+        from sfumato.app.inlinebox import InlineBox
 
         while editor.viewport().findChild(InlineBox) is None:
             await asyncio.sleep(0.01)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from PySide6.QtGui import QGuiApplication
 
-from app.about import icon_pixmap
+from sfumato.app.about import icon_pixmap
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "packaging" / "icons" / "sfumato.svg"

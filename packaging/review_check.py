@@ -118,7 +118,7 @@ def check(model: str, home: Path, out: Path) -> dict[str, bool]:
     app.setCursorFlashTime(0)  # a blinking cursor would change the screen by itself
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    from app.mainwindow import MainWindow, first_show, open_files
+    from sfumato.app.mainwindow import MainWindow, first_show, open_files
 
     window = MainWindow(loop, QSettings(), model_spec=model)
     window.settings.alternatives = 2  # Alt+] three times: the second, the original, the first again
@@ -168,7 +168,7 @@ def check(model: str, home: Path, out: Path) -> dict[str, bool]:
 
 async def rewrite(editor, *select: str):
     """Select with ``select`` keys, Ctrl+K, Enter in the strength box: the session, once started."""
-    from app.inlinebox import InlineBox
+    from sfumato.app.inlinebox import InlineBox
 
     await keys(*select, "ctrl+k")
     await until(lambda: editor.viewport().findChild(InlineBox) is not None, 10, "the strength box")

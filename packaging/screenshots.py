@@ -85,7 +85,7 @@ def shoot(args) -> int:
     app = QApplication(sys.argv[:1])
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    from app.mainwindow import MainWindow, open_files
+    from sfumato.app.mainwindow import MainWindow, open_files
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -140,7 +140,7 @@ def shoot(args) -> int:
         editor.centerCursor()
         window.ai.rewrite()  # Ctrl+K: the strength box at the selection
         grab("rewrite-start.png")
-        from app.inlinebox import InlineBox
+        from sfumato.app.inlinebox import InlineBox
 
         editor.viewport().findChild(InlineBox).close_box()
         last[0] = time.perf_counter()

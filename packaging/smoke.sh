@@ -28,7 +28,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 echo "bundle:      $BUNDLE"
 echo "size:        $(du -sh "$BUNDLE" | cut -f1) ($(du -sb "$BUNDLE" | cut -f1) bytes, $(find "$BUNDLE" -type f | wc -l) files)"
-models="$BUNDLE/_internal/resources/models"
+models="$BUNDLE/_internal/sfumato/resources/models"
 if [ -d "$models" ]; then
   echo "  models:    $(du -sh "$models" | cut -f1)"
 fi
@@ -50,7 +50,7 @@ elif [ ! -f "$models/sfumato-small/config.json" ]; then
   (cd "$ROOT" && .venv/bin/python -c '
 import sys
 from pathlib import Path
-from model.tokenizer import load_tokenizer
+from sfumato.model.tokenizer import load_tokenizer
 from tests.conftest import build_tiny_model
 build_tiny_model(Path(sys.argv[1]), load_tokenizer("resources/tokenizer"))
 ' "$WORK/tiny-model") >/dev/null 2>&1

@@ -21,7 +21,7 @@ TOKENIZER_DIR = REPO / "resources" / "tokenizer"
 
 @pytest.fixture(scope="session")
 def project_tokenizer():
-    from model.tokenizer import load_tokenizer
+    from sfumato.model.tokenizer import load_tokenizer
 
     return load_tokenizer(TOKENIZER_DIR)
 
@@ -35,7 +35,7 @@ def build_tiny_model(folder: Path, tokenizer, canvas_length: int = 16, noise: st
         EntropyBoundSamplerConfig,
     )
 
-    from model.training.architecture import small_config
+    from sfumato.model.training.architecture import small_config
 
     torch.manual_seed(seed)
     config = small_config(
@@ -66,7 +66,7 @@ def smol_tokenizer():
     """SmolLM2's tokenizer, read from the installed base package (skipped without it)."""
     from transformers import AutoTokenizer
 
-    from model.lm_base import BaseMissing, gguf_path
+    from sfumato.model.lm_base import BaseMissing, gguf_path
 
     try:
         path = gguf_path()
@@ -89,7 +89,7 @@ def tiny_lm(smol_tokenizer):
 
 @pytest.fixture(scope="session")
 def tiny_backend(tiny_model_dir):
-    from model.loading import load_backend
+    from sfumato.model.loading import load_backend
 
     return load_backend(str(tiny_model_dir), device="cpu")
 

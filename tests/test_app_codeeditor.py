@@ -8,7 +8,7 @@ from PySide6.QtGui import QTextCursor
 
 from test_app_support import select
 
-from app.codeeditor import CodeEditor
+from sfumato.app.codeeditor import CodeEditor
 
 
 @pytest.fixture
@@ -136,7 +136,7 @@ def test_move_lines_swaps_with_the_neighbour_and_stops_at_the_ends(editor):
 
 
 def test_matching_bracket_pairs_the_bracket_at_or_before_the_cursor():
-    from app.brackets import matching_bracket
+    from sfumato.app.brackets import matching_bracket
 
     text = "f(a[1], {b: (c)})"
     assert matching_bracket(text, 1) == (1, 16)  # "(" after the cursor
@@ -233,7 +233,7 @@ def test_home_goes_to_the_first_non_blank_then_to_the_line_start(qtbot, editor):
 
 
 def _marked_pixels(editor, text: str) -> int:
-    from app.invisibles import MARK
+    from sfumato.app.invisibles import MARK
 
     editor.setPlainText(text)
     image = editor.viewport().grab().toImage()
@@ -242,7 +242,7 @@ def _marked_pixels(editor, text: str) -> int:
 
 def test_bidi_and_zero_width_characters_are_drawn_where_they_are_and_named(qtbot, editor):
     """The font draws nothing for them: the editor does (a bar at each, its name as a tooltip)."""
-    from app.invisibles import invisible_at, marks
+    from sfumato.app.invisibles import invisible_at, marks
 
     editor.resize(400, 120)
     editor.show()

@@ -9,12 +9,12 @@ from PySide6.QtGui import QTextCursor
 
 from test_app_support import qasync_loop, window  # noqa: F401 - fixtures
 
-from app import recovery
-from app.codeeditor import CodeEditor
-from app.reviewdiff import Ghost, review_diff
-from app.session import InfillSession
-from app.textpositions import document_text
-from model.api import Candidate, Draft, TokenState
+from sfumato.app import recovery
+from sfumato.app.codeeditor import CodeEditor
+from sfumato.app.reviewdiff import Ghost, review_diff
+from sfumato.app.session import InfillSession
+from sfumato.app.textpositions import document_text
+from sfumato.model.api import Candidate, Draft, TokenState
 
 CODE = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n"
 RESULT = "def add(a, b, c):\n    return a * b"  # the first two lines, without their last line break

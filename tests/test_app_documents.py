@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from test_app_support import qasync_loop, window, with_fake_model  # noqa: F401 - fixtures
 
-from app.reopen import recall
+from sfumato.app.reopen import recall
 
 
 def answer_unsaved(monkeypatch, answer: QMessageBox.StandardButton) -> list[str]:

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from app import fileio
+from sfumato.app import fileio
 
 ROUND_TRIPS = {
     "utf8": "héllo\nwörld\n".encode(),

@@ -9,8 +9,8 @@ from PySide6.QtCore import QSettings, Qt
 
 from test_app_support import qasync_loop  # noqa: F401 - fixture
 
-from app.mainwindow import MainWindow
-from model.api import Cancelled
+from sfumato.app.mainwindow import MainWindow
+from sfumato.model.api import Cancelled
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ def test_a_command_line_precision_is_for_this_run_only(make_window, qtbot, tiny_
 
 
 def test_the_settings_dialog_keeps_the_precision(make_window):
-    from app.settings_dialog import SettingsDialog
+    from sfumato.app.settings_dialog import SettingsDialog
 
     window = make_window({"quantize": "int8"})
     dialog = SettingsDialog(window.settings, window)

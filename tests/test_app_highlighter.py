@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from PySide6.QtGui import QTextDocument
 
-from app import highlighter
-from app.highlighter import PygmentsHighlighter, attach_highlighter, lex_line, lexer_for
+from sfumato.app import highlighter
+from sfumato.app.highlighter import PygmentsHighlighter, attach_highlighter, lex_line, lexer_for
 
 
 def test_a_multi_line_string_is_one_token_across_lines():

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QPlainTextEdit
 
 from test_app_support import qasync_loop, select, window  # noqa: F401 - fixtures
 
-from app.codeeditor import CodeEditor
+from sfumato.app.codeeditor import CodeEditor
 
 ALT = Qt.KeyboardModifier.AltModifier
 CTRL = Qt.KeyboardModifier.ControlModifier
@@ -63,7 +63,7 @@ class X11CodeEditor(CodeEditor, X11TextWidget):
 @pytest.fixture
 def x11_window(window, monkeypatch):
     """The window, its new tabs' editors on the X11 text widget."""
-    monkeypatch.setattr("app.documenttabs.CodeEditor", X11CodeEditor)
+    monkeypatch.setattr("sfumato.app.documenttabs.CodeEditor", X11CodeEditor)
     return window
 
 
@@ -99,7 +99,7 @@ def focused_editor(window, qtbot, text: str, anchor: int, position: int) -> Code
 
 
 def test_ctrl_k_in_the_focused_editor_runs_the_rewrite_not_the_text_widgets_binding(x11_window, qtbot):
-    from app.inlinebox import InlineBox
+    from sfumato.app.inlinebox import InlineBox
 
     editor = focused_editor(x11_window, qtbot, "alpha beta gamma\n", 6, 10)
     qtbot.keyClick(editor, Qt.Key.Key_K, CTRL)

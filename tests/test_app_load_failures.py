@@ -7,7 +7,7 @@ import threading
 
 from test_app_support import FakeBackend, qasync_loop, window, with_fake_model  # noqa: F401 - fixtures
 
-from model.api import EngineError
+from sfumato.model.api import EngineError
 
 PROSE_FAILURE = "the prose model (/x/model.gguf) did not load: the gguf package is missing; pip install gguf"
 

@@ -9,10 +9,10 @@ from PySide6.QtGui import QFont, QFontDatabase, QGuiApplication, QPalette
 
 from test_app_support import qasync_loop  # noqa: F401 - fixture
 
-from app import theme
-from app.mainwindow import MainWindow
-from app.settings import Settings
-from app.settings_dialog import SettingsDialog
+from sfumato.app import theme
+from sfumato.app.mainwindow import MainWindow
+from sfumato.app.settings import Settings
+from sfumato.app.settings_dialog import SettingsDialog
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from test_app_support import qasync_loop, window_with_model  # noqa: F401 - fixt
 from test_app_tiny_model import press_ctrl_k, select, wait_ready
 from test_masked_diffusion import build_bert
 
-from app.textpositions import document_text
-from app.session import InfillSession
+from sfumato.app.textpositions import document_text
+from sfumato.app.session import InfillSession
 
 TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))\n"
 

@@ -7,7 +7,7 @@ from PySide6.QtGui import QKeySequence
 
 from test_app_support import qasync_loop, window  # noqa: F401 - fixtures
 
-from app.palette import Picker
+from sfumato.app.palette import Picker
 
 
 def menu_entries(window) -> dict[str, object]:

@@ -10,13 +10,13 @@ from PySide6.QtCore import Qt
 
 from test_app_support import make_engine, qasync_loop, select  # noqa: F401 - fixture
 
-from app import pacing
-from app.codeeditor import CodeEditor
-from app.infill import InfillOptions, InfillStarter
-from app.noise import GLYPHS, with_noise
-from app.commandkeys import DEFAULT_SESSION_KEYS
-from app.textpositions import document_text
-from model.api import Candidate, Draft, ModelInfo, TokenState
+from sfumato.app import pacing
+from sfumato.app.codeeditor import CodeEditor
+from sfumato.app.infill import InfillOptions, InfillStarter
+from sfumato.app.noise import GLYPHS, with_noise
+from sfumato.app.commandkeys import DEFAULT_SESSION_KEYS
+from sfumato.app.textpositions import document_text
+from sfumato.model.api import Candidate, Draft, ModelInfo, TokenState
 
 TEXT = "def f():\n    old = 1\n    return old\n"
 RESULT = "    new = 2\n    return new\n"  # rewrites lines 2-3
@@ -116,7 +116,7 @@ def test_a_passing_draft_of_a_rewrite_never_has_more_lines_than_its_original():
 
 def test_the_speed_of_a_slow_run_is_no_zero():
     """Seen under Xvfb on a loaded machine: a rewrite's result said '0 tokens/s'."""
-    from app.run_status import speed
+    from sfumato.app.run_status import speed
 
     draft = Draft(12, (Candidate("x", (TokenState("x", 0.9, True),)),), True, forward_passes=12, generated_tokens=12)
     assert speed((draft,), 40.0) == "1.0 tokens/pass · 0.3 tokens/s"

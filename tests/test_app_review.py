@@ -8,7 +8,7 @@ from PySide6.QtGui import QTextCursor
 
 from test_app_support import FakeBackend, qasync_loop, select, window, with_fake_model  # noqa: F401 - fixtures
 
-from app.textpositions import document_text
+from sfumato.app.textpositions import document_text
 
 TEXT = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n"
 CTRL = Qt.KeyboardModifier.ControlModifier
@@ -129,7 +129,7 @@ def test_the_strength_box_hides_none_of_the_lines_above_the_selection(window, qt
     """Under the selection where there is room, else beside it; inside the view either way."""
     from PySide6.QtCore import QRect
 
-    from app.inlinebox import InlineBox
+    from sfumato.app.inlinebox import InlineBox
 
     with_fake_model(window, qtbot)
     editor = window.tabs.new_document().editor

@@ -11,11 +11,11 @@ from PySide6.QtCore import QSettings, QTimer
 
 from test_app_support import FakeBackend, qasync_loop, select, window, with_fake_model  # noqa: F401 - fixtures
 
-from app.server_consent import ServerConsent
-from app.server_status import server_status_line
-from app.settings import Settings
-from model.remote.addresses import LOOPBACK, PRIVATE, PUBLIC, address_kind, literal_kind
-from model.remote.backend import RoundTrip
+from sfumato.app.server_consent import ServerConsent
+from sfumato.app.server_status import server_status_line
+from sfumato.app.settings import Settings
+from sfumato.model.remote.addresses import LOOPBACK, PRIVATE, PUBLIC, address_kind, literal_kind
+from sfumato.model.remote.backend import RoundTrip
 from remote_servers import Asker
 
 
@@ -170,7 +170,7 @@ def test_the_status_line_names_the_server_speed_and_what_the_user_should_know():
 
 
 def test_server_settings_are_saved_but_the_api_key_only_in_the_keyring(qtbot, tmp_path, memory_keyring):
-    from app.settings_dialog import SettingsDialog
+    from sfumato.app.settings_dialog import SettingsDialog
 
     dialog = SettingsDialog(Settings())
     qtbot.addWidget(dialog)
@@ -194,7 +194,7 @@ def test_server_settings_are_saved_but_the_api_key_only_in_the_keyring(qtbot, tm
 def test_a_server_url_without_v1_is_refused_by_the_dialog(qtbot, monkeypatch):
     from PySide6.QtWidgets import QMessageBox
 
-    from app.settings_dialog import SettingsDialog
+    from sfumato.app.settings_dialog import SettingsDialog
 
     warnings = []
     monkeypatch.setattr(QMessageBox, "warning", lambda *args: warnings.append(args[2]))
@@ -207,7 +207,7 @@ def test_a_server_url_without_v1_is_refused_by_the_dialog(qtbot, monkeypatch):
 
 
 def test_a_password_in_the_server_url_is_refused_and_never_kept(window, tmp_path):  # noqa: F811
-    from app.settings_dialog import SettingsDialog
+    from sfumato.app.settings_dialog import SettingsDialog
 
     store = QSettings(str(tmp_path / "old.ini"), QSettings.Format.IniFormat)
     store.setValue("server_url", "http://bob:pa55word@gpu-box:8000/v1")  # written before this was refused

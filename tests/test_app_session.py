@@ -8,13 +8,13 @@ from PySide6.QtGui import QTextCursor
 
 from test_app_support import FakeBackend, make_engine, qasync_loop, select  # noqa: F401 - fixture
 
-from app.codeeditor import CodeEditor
-from app.textpositions import document_text
-from app.infill import InfillOptions, InfillStarter
-from app.commandkeys import DEFAULT_SESSION_KEYS
-from app.session import InfillSession
-from app.run_status import FOUND_IN
-from model.api import Candidate, Draft, Source, TokenState
+from sfumato.app.codeeditor import CodeEditor
+from sfumato.app.textpositions import document_text
+from sfumato.app.infill import InfillOptions, InfillStarter
+from sfumato.app.commandkeys import DEFAULT_SESSION_KEYS
+from sfumato.app.session import InfillSession
+from sfumato.app.run_status import FOUND_IN
+from sfumato.model.api import Candidate, Draft, Source, TokenState
 
 TEXT = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n"
 
@@ -357,7 +357,7 @@ def test_a_long_selection_gets_a_canvas_that_fits_it_whatever_the_infill_cap(qtb
 
 
 def test_a_finished_result_shows_its_keys_after_its_last_line_and_the_links_work(qtbot, setup):
-    from app.reviewhint import ReviewHint
+    from sfumato.app.reviewhint import ReviewHint
 
     editor, starter, _, _ = setup()
     editor.resize(800, 300)

@@ -16,10 +16,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
 
-from app.codeeditor import CodeEditor
-from app.textpositions import document_text
-from app.session import InfillSession
-from model.api import Candidate, Draft, TokenState
+from sfumato.app.codeeditor import CodeEditor
+from sfumato.app.textpositions import document_text
+from sfumato.app.session import InfillSession
+from sfumato.model.api import Candidate, Draft, TokenState
 
 
 def drafts(count: int, text: str, final: bool) -> tuple[Draft, ...]:

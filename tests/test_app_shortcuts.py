@@ -7,7 +7,7 @@ from PySide6.QtCore import QSettings
 
 from test_app_support import qasync_loop  # noqa: F401 - fixture
 
-from app.mainwindow import MainWindow
+from sfumato.app.mainwindow import MainWindow
 
 
 @pytest.fixture

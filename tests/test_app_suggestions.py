@@ -7,8 +7,8 @@ from PySide6.QtCore import Qt
 
 from test_app_support import qasync_loop, window_with_ranker  # noqa: F401 - fixture
 
-from app.textpositions import document_text
-from model.rerank import DEFAULT, Ranker
+from sfumato.app.textpositions import document_text
+from sfumato.model.rerank import DEFAULT, Ranker
 
 TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))\n"
 OTHER = "def volume(width, height, depth):\n    return area(width, height) * depth\n"

@@ -17,7 +17,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import pytest
 from PySide6.QtGui import QTextCursor
 
-from model.api import Candidate, Draft, ModelInfo, TokenState
+from sfumato.model.api import Candidate, Draft, ModelInfo, TokenState
 
 
 def select(editor, anchor: int, position: int) -> None:
@@ -99,7 +99,7 @@ def window(qtbot, qasync_loop, tmp_path):  # noqa: F811 - fixture
     """A shown main window with a fresh settings file and no model; closed without questions."""
     from PySide6.QtCore import QSettings
 
-    from app.mainwindow import MainWindow
+    from sfumato.app.mainwindow import MainWindow
 
     store = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
     window = MainWindow(qasync_loop, store)
@@ -120,7 +120,7 @@ def with_fake_model(window, qtbot, backend=None):
 
 
 def make_engine(qasync_loop, backend, qtbot):
-    from app.worker_adapter import WorkerAdapter
+    from sfumato.app.worker_adapter import WorkerAdapter
 
     engine = WorkerAdapter(qasync_loop)
     engine.start(lambda: backend, "fake")
@@ -134,7 +134,7 @@ def window_with_model(qapp, loop, spec: str, settings_dir, **settings):
 
     from PySide6.QtCore import QSettings
 
-    from app.mainwindow import MainWindow
+    from sfumato.app.mainwindow import MainWindow
 
     store = QSettings(str(settings_dir / "s.ini"), QSettings.Format.IniFormat)
     window = MainWindow(loop, store, model_spec=spec)
@@ -155,7 +155,7 @@ def window_with_model(qapp, loop, spec: str, settings_dir, **settings):
 @contextlib.contextmanager
 def window_with_ranker(qapp, loop, tiny_model_dir, tmp_path_factory, ranker):
     """A window on the tiny model wrapped for suggestions, ranked by ``ranker``; closed after."""
-    from model.suggest import RANKER_FILE
+    from sfumato.model.suggest import RANKER_FILE
 
     folder = tmp_path_factory.mktemp("ranked") / "model"
     shutil.copytree(tiny_model_dir, folder)

@@ -12,9 +12,9 @@ from PySide6.QtCore import Qt
 
 from test_app_support import qasync_loop, select, window_with_model  # noqa: F401 - fixture
 
-from app.textpositions import document_text
-from app.inlinebox import InlineBox
-from model.template import apply_fills, find_gaps
+from sfumato.app.textpositions import document_text
+from sfumato.app.inlinebox import InlineBox
+from sfumato.model.template import apply_fills, find_gaps
 
 TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))\n"
 

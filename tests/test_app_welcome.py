@@ -8,7 +8,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QObject, QSettings, Qt
 
 from test_app_support import FakeBackend, qasync_loop  # noqa: F401 - fixture
 
-from app.mainwindow import MainWindow, open_files
+from sfumato.app.mainwindow import MainWindow, open_files
 
 
 @pytest.fixture

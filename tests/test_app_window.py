@@ -14,15 +14,15 @@ from PySide6.QtGui import QDropEvent, QTextCursor
 
 from test_app_support import FakeBackend, qasync_loop, window, with_fake_model  # noqa: F401 - fixtures
 
-from app.textpositions import document_text
-from app.mainwindow import MainWindow
+from sfumato.app.textpositions import document_text
+from sfumato.app.mainwindow import MainWindow
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_importing_the_window_does_not_import_torch():
     code = (
-        "import sys, app.mainwindow, app.application; "
+        "import sys, sfumato.app.mainwindow, sfumato.app.application; "
         "heavy = [m for m in ('torch', 'transformers') if m in sys.modules]; "
         "print(heavy); sys.exit(1 if heavy else 0)"
     )
@@ -33,7 +33,7 @@ def test_importing_the_window_does_not_import_torch():
 CLOSING_EDITOR = """
 import atexit, time
 from PySide6.QtCore import QTimer
-from app import application, mainwindow
+from sfumato.app import application, mainwindow
 
 atexit.register(time.sleep, 120)  # stands for the teardown of torch and the rest at interpreter exit
 shown = mainwindow.first_show
@@ -182,7 +182,7 @@ def test_without_a_model_editing_works_and_ai_actions_explain_why(window, qtbot,
 
 def press_ctrl_k_on_beta(window, qtbot):
     """A new document "alpha beta gamma", "beta" selected, Ctrl+K pressed: the editor and its box."""
-    from app.inlinebox import InlineBox
+    from sfumato.app.inlinebox import InlineBox
 
     editor = window.tabs.new_document().editor
     editor.setPlainText("alpha beta gamma\n")
@@ -208,7 +208,7 @@ def test_ctrl_k_with_a_selection_opens_the_strength_box_and_enter_runs_it(window
 
 def test_settings_survive_a_restart(tmp_path, qasync_loop, qtbot):  # noqa: F811
     store = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
-    from app.settings import Settings
+    from sfumato.app.settings import Settings
 
     settings = Settings.load(store)
     settings.steps = 12
@@ -249,7 +249,7 @@ def test_a_file_deleted_on_disk_keeps_the_text_and_counts_as_unsaved(window, qtb
 
 
 def test_the_settings_dialog_round_trips_every_field(window, qtbot):
-    from app.settings_dialog import SettingsDialog
+    from sfumato.app.settings_dialog import SettingsDialog
 
     window.settings.sampler_bound = 0.7
     window.settings.steps = 9
@@ -290,7 +290,7 @@ def test_help_about_names_the_model(window, qtbot):
 def test_instruction_tuned_models_get_an_instruction_field_even_without_a_selection(window, qtbot):
     from dataclasses import replace
 
-    from app.inlinebox import InlineBox
+    from sfumato.app.inlinebox import InlineBox
 
     backend = FakeBackend()
     backend.info = replace(FakeBackend.info, instruction_tuned=True)
@@ -436,7 +436,7 @@ def test_the_command_palette_finds_a_command_by_its_letters_and_runs_it(window, 
 
 
 def test_palette_ranking_puts_a_word_start_first_then_one_piece_then_letters_in_order():
-    from app.palette import rank
+    from sfumato.app.palette import rank
 
     assert rank("wr", "View: Word Wrap") < rank("wr", "AI: Rewrite Selection")  # a word that starts with it first
     assert rank("dup", "Edit: Duplicate Lines") < rank("dl", "Edit: Duplicate Lines")
@@ -463,7 +463,7 @@ def test_an_open_folder_shows_in_the_sidebar_and_go_to_file_opens_its_files(wind
 
 
 def test_the_folder_tree_opens_a_file_and_the_folder_comes_back_at_the_next_start(qtbot, qasync_loop, tmp_path):  # noqa: F811
-    from app.mainwindow import open_files
+    from sfumato.app.mainwindow import open_files
 
     project = tmp_path / "project"
     (project / "lib").mkdir(parents=True)
@@ -659,7 +659,7 @@ def test_the_tab_menu_closes_the_others_or_those_to_the_right_and_copies_the_pat
 
 
 def test_the_review_hints_again_link_runs_the_request_again(window, qtbot):
-    from app.reviewhint import ReviewHint
+    from sfumato.app.reviewhint import ReviewHint
 
     backend = FakeBackend()
     with_fake_model(window, qtbot, backend)
@@ -679,7 +679,7 @@ def test_the_review_hints_again_link_runs_the_request_again(window, qtbot):
 
 
 def test_the_command_palette_finds_the_theme_and_switches_it(window, qtbot):
-    from app import theme
+    from sfumato.app import theme
 
     window.show_palette()
     qtbot.keyClicks(window.picker.query, "theme")
@@ -698,7 +698,7 @@ def test_the_command_palette_finds_the_theme_and_switches_it(window, qtbot):
 def test_the_font_size_box_names_the_default_size_in_points(window, qtbot):
     from PySide6.QtGui import QFontDatabase
 
-    from app.settings_dialog import SettingsDialog
+    from sfumato.app.settings_dialog import SettingsDialog
 
     dialog = SettingsDialog(window.settings, window)
     qtbot.addWidget(dialog)

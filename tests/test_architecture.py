@@ -19,9 +19,11 @@ import pytest
 from packaging.requirements import Requirement
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ["model", "app"]
+PACKAGES = ["sfumato.model", "sfumato.app"]
+# installed name -> the repo folder it is installed from (pyproject.toml's package-dir)
+FOLDERS = {"sfumato.model": "model", "sfumato.app": "app"}
 MAX_LINES = 500
-TRANSFORMERS_ADAPTER = "model.diffusion_gemma_library"
+TRANSFORMERS_ADAPTER = "sfumato.model.diffusion_gemma_library"
 ARCHITECTURE = "docs/architecture.md"
 STANDARD_PRIVATE = {"os._exit"}  # the standard library's private names the project may call
 SUBMODULES = ("encoder", "decoder")  # ``model.model.encoder``: a transformers model's own layout
@@ -29,11 +31,17 @@ SUBMODULES = ("encoder", "decoder")  # ``model.model.encoder``: a transformers m
 
 def modules(package: str) -> dict[str, Path]:
     """Dotted module name -> file, for every module of ``package`` and its subpackages."""
+    folder = REPO / FOLDERS.get(package, package)
     found = {}
-    for path in sorted((REPO / package).rglob("*.py")):
-        parts = path.relative_to(REPO).with_suffix("").parts
+    for path in sorted(folder.rglob("*.py")):
+        parts = (package, *path.relative_to(folder).with_suffix("").parts)
         found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return found
+
+
+def within(name: str, package: str) -> bool:
+    """Whether dotted ``name`` is ``package`` or lies in it."""
+    return name == package or name.startswith(package + ".")
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -115,7 +123,7 @@ def unresolved_imports(package: str) -> set[str]:
     missing = set()
     for name, path in known.items():
         for imported in imported_names(name, path):
-            if imported.split(".")[0] != package or imported in known:
+            if not within(imported, package) or imported in known:
                 continue
             parent, _, leaf = imported.rpartition(".")
             if parent in known and (not _is_package(known[parent]) or leaf in _bound_names(known[parent])):
@@ -202,16 +210,16 @@ def documented_modules(label: str) -> set[str]:
     """The modules the architecture page lists on its line that starts ``- {label}:``."""
     text = (REPO / ARCHITECTURE).read_text(encoding="utf-8")
     (line,) = [line for line in text.splitlines() if line.startswith(f"- {label}:")]
-    return {path.removesuffix(".py").replace("/", ".") for path in re.findall(r"`([\w/]+\.py)`", line)}
+    return {"sfumato." + path.removesuffix(".py").replace("/", ".") for path in re.findall(r"`([\w/]+\.py)`", line)}
 
 
 def app_imports_of_model(in_functions: bool) -> dict[str, set[str]]:
     """Module of ``model`` -> the app's modules that import it (when imported, or also inside functions)."""
-    known = modules("model")
+    known = modules("sfumato.model")
     users: dict[str, set[str]] = {}
-    for name, path in modules("app").items():
+    for name, path in modules("sfumato.app").items():
         for imported in imported_names(name, path, in_functions):
-            if imported.split(".")[0] == "model":
+            if within(imported, "sfumato.model"):
                 users.setdefault(resolve(imported, known), set()).add(name)
     return users
 
@@ -226,7 +234,7 @@ def loaded_with(names: set[str], package: str) -> set[str]:
             continue
         loaded.add(name)
         waiting += [resolve(imported, known) for imported in imported_names(name, known[name], in_functions=False)
-                    if imported.split(".")[0] == package and resolve(imported, known) is not None]
+                    if within(imported, package) and resolve(imported, known) is not None]
     return loaded
 
 
@@ -246,22 +254,22 @@ def test_every_import_of_the_package_resolves_in_this_checkout(package):
 
 
 def test_the_runtime_never_imports_training():
-    graph = import_graph("model")
-    runtime = {name: targets for name, targets in graph.items() if not name.startswith("model.training")}
-    offending = {name: sorted(t for t in targets if t.startswith("model.training")) for name, targets in runtime.items()}
+    graph = import_graph("sfumato.model")
+    runtime = {name: targets for name, targets in graph.items() if not name.startswith("sfumato.model.training")}
+    offending = {name: sorted(t for t in targets if t.startswith("sfumato.model.training")) for name, targets in runtime.items()}
     assert {name: targets for name, targets in offending.items() if targets} == {}
 
 
 def test_the_app_imports_training_only_inside_the_commands_that_train_or_evaluate():
     loaded_with_the_app = {
-        name: sorted(imported for imported in imported_names(name, path, in_functions=False) if imported.startswith("model.training"))
-        for name, path in modules("app").items()
+        name: sorted(imported for imported in imported_names(name, path, in_functions=False) if imported.startswith("sfumato.model.training"))
+        for name, path in modules("sfumato.app").items()
     }
     assert {name: names for name, names in loaded_with_the_app.items() if names} == {}
 
 
 def test_transformers_private_generation_api_is_called_from_one_module():
-    calls = private_calls("model", "_prepare_")
+    calls = private_calls("sfumato.model", "_prepare_")
     assert set(calls) == {TRANSFORMERS_ADAPTER}
 
 
@@ -269,23 +277,23 @@ def test_transformers_internals_are_reached_from_one_module():
     """Any private attribute the project does not define (``_from_config``), and a model's own
     submodules, only in the fence; the training scripts read the encoder themselves."""
     defined = defined_names(*PACKAGES)
-    reached = {**private_reaches("model", defined), **private_reaches("app", defined)}
+    reached = {**private_reaches("sfumato.model", defined), **private_reaches("sfumato.app", defined)}
     outside = {name: names for name, names in reached.items()
-               if name != TRANSFORMERS_ADAPTER and not name.startswith("model.training")}
+               if name != TRANSFORMERS_ADAPTER and not name.startswith("sfumato.model.training")}
     assert outside == {}
     assert {"_prepare_sampler", "model.encoder", "model.decoder"} <= reached[TRANSFORMERS_ADAPTER]
 
 
 def test_the_model_never_imports_the_app():
-    graph = {name: {imported for imported in imported_names(name, path) if imported.split(".")[0] == "app"}
-             for name, path in modules("model").items()}
+    graph = {name: {imported for imported in imported_names(name, path) if within(imported, "sfumato.app")}
+             for name, path in modules("sfumato.model").items()}
     assert {name: names for name, names in graph.items() if names} == {}
 
 
 def test_the_app_loads_with_it_exactly_the_model_modules_the_architecture_names():
     allowed = documented_modules("App import time")
-    loaded = loaded_with(set(app_imports_of_model(in_functions=False)), "model")
-    assert loaded - {"model", "model.remote"} == allowed  # the packages' __init__ come with their modules
+    loaded = loaded_with(set(app_imports_of_model(in_functions=False)), "sfumato.model")
+    assert loaded - {"sfumato.model", "sfumato.model.remote"} == allowed  # the packages' __init__ come with their modules
 
 
 def test_the_app_imports_other_model_modules_only_inside_the_functions_the_architecture_names():
@@ -297,7 +305,7 @@ def test_the_app_imports_other_model_modules_only_inside_the_functions_the_archi
 def test_the_app_decides_nothing_by_a_backends_kind():
     """What the app must know of a backend is in ``ModelInfo`` and ``Draft``, not its class or kind."""
     found = []
-    for name, path in modules("app").items():
+    for name, path in modules("sfumato.app").items():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Compare):
                 operands = [node.left, *node.comparators]
@@ -350,6 +358,6 @@ def test_the_repo_explains_its_own_architecture():
     named = re.findall(r"`([\w*/]+\.py)`", (REPO / ARCHITECTURE).read_text(encoding="utf-8"))
     patterns = {Path(name).name for name in named}
     files = [path for package in PACKAGES for name, path in modules(package).items()
-             if not name.startswith("model.training") and path.name != "__init__.py"]
+             if not name.startswith("sfumato.model.training") and path.name != "__init__.py"]
     unnamed = [str(path.relative_to(REPO)) for path in files if not any(fnmatch.fnmatch(path.name, p) for p in patterns)]
     assert unnamed == []

@@ -20,11 +20,11 @@ from PySide6.QtWidgets import QMessageBox
 
 from test_app_support import FakeBackend, qasync_loop  # noqa: F401 - fixture
 
-from app.cli import main
-from app.textpositions import document_text
-from app.mainwindow import MainWindow
-from model.api import EngineError
-from model.loading import load_backend
+from sfumato.app.cli import main
+from sfumato.app.textpositions import document_text
+from sfumato.app.mainwindow import MainWindow
+from sfumato.model.api import EngineError
+from sfumato.model.loading import load_backend
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -339,7 +339,7 @@ def test_jsonl_input_that_is_not_utf8_is_one_error_line(tmp_path):
     requests = tmp_path / "requests.jsonl"
     requests.write_bytes(b'{"id": 1, "prefix": "caf\xe9"}\n')
     result = subprocess.run(
-        [sys.executable, "-m", "app.cli", "infill", "--jsonl", str(requests), "--model", str(tmp_path / "never-loaded")],
+        [sys.executable, "-m", "sfumato.app.cli", "infill", "--jsonl", str(requests), "--model", str(tmp_path / "never-loaded")],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 1 and result.stdout == ""
@@ -350,7 +350,7 @@ def test_jsonl_input_that_is_not_utf8_is_one_error_line(tmp_path):
 
 def sfumato(tmp_path, *args, stdin=None) -> subprocess.CompletedProcess:
     """A headless command on a model that is never loaded (its input is refused first)."""
-    return subprocess.run([sys.executable, "-m", "app.cli", *args, "--model", str(tmp_path / "never-loaded")],
+    return subprocess.run([sys.executable, "-m", "sfumato.app.cli", *args, "--model", str(tmp_path / "never-loaded")],
                           cwd=REPO, stdin=stdin, capture_output=True, text=True, timeout=60)
 
 

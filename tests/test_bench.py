@@ -3,11 +3,11 @@
 
 import pytest
 
-from app.bench import GOALS, load_average, plot, table
-from model.api import ModelInfo
-from model.training.corpus import Document
-from model.training.edit_tasks import EditTask, line_tasks
-from model.training.benchmark import (
+from sfumato.app.bench import GOALS, load_average, plot, table
+from sfumato.model.api import ModelInfo
+from sfumato.model.training.corpus import Document
+from sfumato.model.training.edit_tasks import EditTask, line_tasks
+from sfumato.model.training.benchmark import (
     REWRITE_LINES,
     REWRITE_STRENGTH,
     first_pass_ms,
@@ -22,7 +22,7 @@ CODE = "".join(f"def scale_{i}(values):\n    return [value * {i} for value in va
 
 @pytest.fixture
 def backend(tiny_lm, smol_tokenizer):
-    from model.lm_engine import LmDenoiserBackend
+    from sfumato.model.lm_engine import LmDenoiserBackend
 
     return LmDenoiserBackend(tiny_lm, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
 
@@ -71,13 +71,13 @@ def test_a_probe_reports_its_own_peak_memory_not_its_parents():
     import subprocess
     import sys
 
-    from model.soak import peak_resident_mb
+    from sfumato.model.soak import peak_resident_mb
 
     ballast = bytearray(600 * 2**20)
     ballast[:: 4096] = b"\x01" * len(ballast[:: 4096])  # touch every page: the parent's peak grows by 600 MiB
     parent_peak = peak_resident_mb()
     child = subprocess.run(
-        [sys.executable, "-c", "from model.soak import peak_resident_mb; print(peak_resident_mb())"],
+        [sys.executable, "-c", "from sfumato.model.soak import peak_resident_mb; print(peak_resident_mb())"],
         capture_output=True, text=True, check=True,
     )
     del ballast

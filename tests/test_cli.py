@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 
-from app.cli import main
+from sfumato.app.cli import main
 
 SMALL = Path(__file__).resolve().parent.parent / "resources" / "models" / "sfumato-small"
 
@@ -111,7 +111,7 @@ def test_fill_rejects_bad_templates(capsys, tmp_path):
 
 def test_runtime_error_is_one_line_without_traceback(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "app.cli", "fill", str(tmp_path / "missing.txt")],
+        [sys.executable, "-m", "sfumato.app.cli", "fill", str(tmp_path / "missing.txt")],
         capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 1

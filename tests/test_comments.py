@@ -1,6 +1,6 @@
 """One-line comment markers and the comment toggle on plain lists of lines."""
 
-from app.comments import line_comment_marker, toggle_line_comments
+from sfumato.app.comments import line_comment_marker, toggle_line_comments
 
 
 def test_markers_come_from_the_pygments_aliases():

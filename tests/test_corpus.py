@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from model.training import corpus
-from model.training.html_text import page_text
+from sfumato.model.training import corpus
+from sfumato.model.training.html_text import page_text
 
 PAGE = """<html><body><div id="global-nav"><a href="index.html">Home</a></div>
 <div class="yui-b"><div class="section" id="s-making-queries">

@@ -1,6 +1,6 @@
 """The engine's DiffusionGemma loop against the library's own ``generate()``.
 
-``model.diffusion_gemma_library`` drives the library's private generation parts; if an upgrade
+``sfumato.model.diffusion_gemma_library`` drives the library's private generation parts; if an upgrade
 changes what they mean, the engine and ``generate()`` stop agreeing here. The engine draws tokens
 by inverse CDF, which uses the random stream differently from the library's ``multinomial``, so it
 is switched to the library's draw; everything else is the engine as the editor runs it.
@@ -14,12 +14,12 @@ from conftest import build_tiny_model
 from transformers.generation import LogitsProcessorList, SuppressTokensLogitsProcessor
 from transformers.models.diffusion_gemma.generation_diffusion_gemma import EntropyBoundSampler
 
-from model.api import InfillRequest
-from model.diffusion_gemma_library import draw_like_library
-from model.loading import load_backend
-from model.token_text import drop_incomplete_tail, token_bytes_table
-from model.tokenizer import decode_ids
-from model.untrusted_text import clean_model_text
+from sfumato.model.api import InfillRequest
+from sfumato.model.diffusion_gemma_library import draw_like_library
+from sfumato.model.loading import load_backend
+from sfumato.model.token_text import drop_incomplete_tail, token_bytes_table
+from sfumato.model.tokenizer import decode_ids
+from sfumato.model.untrusted_text import clean_model_text
 
 STEPS = 8
 

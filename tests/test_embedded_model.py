@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from model.api import InfillRequest
-from model.lm_base import ADAPTER_DIR, BaseMissing, gguf_path
+from sfumato.model.api import InfillRequest
+from sfumato.model.lm_base import ADAPTER_DIR, BaseMissing, gguf_path
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +17,7 @@ def backend():
         gguf_path()
     except BaseMissing as error:
         pytest.skip(str(error))
-    from model.loading import load_backend
+    from sfumato.model.loading import load_backend
 
     return load_backend("embedded", device="cpu")
 

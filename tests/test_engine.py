@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from model.api import CancelFlag, Cancelled, InfillRequest, TemplateRequest
-from model.loading import load_backend
+from sfumato.model.api import CancelFlag, Cancelled, InfillRequest, TemplateRequest
+from sfumato.model.loading import load_backend
 
 
 def run(backend, *requests):
@@ -179,7 +179,7 @@ def test_checkpoints_without_fim_tokens_get_a_chat_prompt(tmp_path, project_toke
 def test_joint_template_fill_reads_each_gap_between_its_sentinels(monkeypatch, tmp_path, project_tokenizer):
     from conftest import build_tiny_model
 
-    from model.layout import Layout
+    from sfumato.model.layout import Layout
 
     folder = build_tiny_model(tmp_path / "joint", project_tokenizer)
     (folder / "sfumato.json").write_text('{"prompt_layout": "fim", "canvas_noise": "mask", "joint_gaps": true}')
@@ -217,7 +217,7 @@ def test_interleaved_and_abandoned_streams_do_not_leak_inference_mode(tiny_backe
 
 
 def test_joint_fill_never_puts_a_sentinel_into_a_gap():
-    from model.diffusion_gemma import _RowState, _split_gaps
+    from sfumato.model.diffusion_gemma import _RowState, _split_gaps
 
     g0, g1, a, b, c = 100, 101, 5, 6, 7
     state = _RowState([a, g0, b, g0, c, g1, a], [True] * 7, [1.0] * 7, 1, 1)
@@ -229,7 +229,7 @@ def test_joint_fill_never_puts_a_sentinel_into_a_gap():
 def test_sampled_tokens_follow_the_softmax_and_never_take_a_suppressed_token():
     import torch
 
-    from model.diffusion_gemma_library import distribution, sample_tokens
+    from sfumato.model.diffusion_gemma_library import distribution, sample_tokens
 
     torch.manual_seed(0)
     logits = torch.tensor([0.0, 1.0, 2.0, float("-inf"), -1.0]).expand(4, 5000, 5)
@@ -251,7 +251,7 @@ def test_entropy_acceptance_and_early_stop_from_one_distribution_match_the_libra
         StableAndConfidentStoppingCriteria,
     )
 
-    from model.diffusion_gemma_library import StableAndConfident, accept_lowest_entropy, distribution
+    from sfumato.model.diffusion_gemma_library import StableAndConfident, accept_lowest_entropy, distribution
 
     torch.manual_seed(0)
     B, L, V = 3, 16, 50
@@ -287,7 +287,7 @@ def test_a_row_that_stops_before_the_others_keeps_its_text_and_never_takes_mask_
         def reset(self):
             pass
 
-    from model import diffusion_gemma_library
+    from sfumato.model import diffusion_gemma_library
 
     monkeypatch.setattr(diffusion_gemma_library, "early_stop", lambda config: StopFirstRow())
     requests = [InfillRequest(prefix=f"value_{i} = ", max_new_tokens=12, seed=1, sampler_bound=1e-6) for i in range(3)]

@@ -11,12 +11,12 @@ from PySide6.QtCore import Qt
 
 from test_app_support import qasync_loop, window, window_with_ranker  # noqa: F401 - fixtures
 
-import app.folder_context as folder_context
-import model.project_context as project_context
-from app.folder_context import read_folder
-from app.textpositions import document_text
-from model.project_context import PROMPT_SNIPPETS, context_tokens, file_chunks, nearest_chunks
-from model.rerank import DEFAULT, Ranker
+import sfumato.app.folder_context as folder_context
+import sfumato.model.project_context as project_context
+from sfumato.app.folder_context import read_folder
+from sfumato.app.textpositions import document_text
+from sfumato.model.project_context import PROMPT_SNIPPETS, context_tokens, file_chunks, nearest_chunks
+from sfumato.model.rerank import DEFAULT, Ranker
 
 HELPERS = "def load_settings(path):\n    with open(path) as file:\n        return parse_settings(file.read())\n"
 
@@ -59,7 +59,7 @@ def test_hidden_secret_git_ignored_and_linked_files_never_become_context(tmp_pat
 
 
 def test_a_tab_of_a_secret_or_ignored_file_is_not_sent_and_settings_list_what_is(window, qtbot, tmp_path):  # noqa: F811
-    from app.settings_dialog import SettingsDialog
+    from sfumato.app.settings_dialog import SettingsDialog
 
     project = tmp_path / "project"
     project.mkdir()
@@ -120,9 +120,9 @@ def test_a_prompt_holds_only_the_nearest_snippets(project_tokenizer):
 
 
 def test_the_evaluation_opens_the_held_out_documents_directory_as_its_folder(tmp_path, monkeypatch):
-    import model.training.sibling_context as sibling_context
-    from model.training.edit_tasks import EditTask
-    from model.training.evaluate_edits import with_sibling_context
+    import sfumato.model.training.sibling_context as sibling_context
+    from sfumato.model.training.edit_tasks import EditTask
+    from sfumato.model.training.evaluate_edits import with_sibling_context
 
     package = tmp_path / "pkg"
     package.mkdir()
@@ -142,7 +142,7 @@ def test_the_evaluation_opens_the_held_out_documents_directory_as_its_folder(tmp
 
 def test_the_evaluation_reads_its_folder_with_the_editors_reader(tmp_path, monkeypatch):
     """The same reader, so the same bounds: a binary file takes no place among the files read."""
-    import model.training.sibling_context as sibling_context
+    import sfumato.model.training.sibling_context as sibling_context
 
     (tmp_path / "a.bin").write_bytes(b"\0load_settings\0")
     (tmp_path / "b.py").write_text(HELPERS)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import subprocess
 
-from app.codeeditor import CodeEditor
-from app.document import Document
-from app.gitdiff import committed_text, line_changes
+from sfumato.app.codeeditor import CodeEditor
+from sfumato.app.document import Document
+from sfumato.app.gitdiff import committed_text, line_changes
 
 
 def git(folder, *args):

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from model.hashed_table import HashedTable, split_keys, write
+from sfumato.model.hashed_table import HashedTable, split_keys, write
 
 
 def test_every_key_finds_its_own_texts_at_the_edges_of_the_key_space(tmp_path):

@@ -1,6 +1,6 @@
 """Guessing a file's indentation from its lines."""
 
-from app.indentation import detect_indentation
+from sfumato.app.indentation import detect_indentation
 
 
 def test_two_space_indentation_is_found_through_nesting_and_dedents():

@@ -11,13 +11,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from model.api import Cancelled, CancelFlag, InfillRequest, ModelInfo, TemplateRequest  # noqa: E402
-from model.lm_layout import SpecialIds, canvas_mask, prompt_ids  # noqa: E402
+from sfumato.model.api import Cancelled, CancelFlag, InfillRequest, ModelInfo, TemplateRequest  # noqa: E402
+from sfumato.model.lm_layout import SpecialIds, canvas_mask, prompt_ids  # noqa: E402
 
 
 @pytest.fixture
 def backend(tiny_lm, smol_tokenizer):
-    from model.lm_engine import LmDenoiserBackend
+    from sfumato.model.lm_engine import LmDenoiserBackend
 
     return LmDenoiserBackend(tiny_lm, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
 
@@ -160,7 +160,7 @@ def test_a_warmed_prompt_is_not_read_again(backend):
 
 
 def test_a_cancelled_warm_keeps_what_it_read(backend):
-    from model.lm_engine import PREFILL_CHUNK
+    from sfumato.model.lm_engine import PREFILL_CHUNK
 
     request = InfillRequest(prefix="x = 1\n" * 200, suffix="", max_new_tokens=3, seed=11)
     backend.prompt_cache.clear()
@@ -178,7 +178,7 @@ def test_a_cancelled_warm_keeps_what_it_read(backend):
 
 
 def test_a_text_that_runs_into_the_suffix_ends_before_it(backend):
-    from model.lm_engine import LmDenoiserBackend, TokenState
+    from sfumato.model.lm_engine import LmDenoiserBackend, TokenState
 
     row = backend._row(InfillRequest(prefix="jumps over the ", suffix=" dog. It sleeps.\n"), 0)
     assert row.stop == "dog. It sleeps.\n"[:16] and row.stop_space

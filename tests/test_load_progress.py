@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from model.api import CancelFlag, Cancelled
-from model.loading import load_backend
+from sfumato.model.api import CancelFlag, Cancelled
+from sfumato.model.loading import load_backend
 
 
 def test_loading_reports_every_tensor_up_to_the_total(tiny_model_dir):

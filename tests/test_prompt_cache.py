@@ -6,8 +6,8 @@ import pytest
 import torch
 from transformers.cache_utils import DynamicCache
 
-from model.api import InfillRequest
-from model.prompt_cache import PromptCache
+from sfumato.model.api import InfillRequest
+from sfumato.model.prompt_cache import PromptCache
 
 PREFIX = "def mean(values):\n    total = sum(values)\n    return "
 

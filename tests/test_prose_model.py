@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from model import prose_model
-from model.api import InfillRequest
-from model.prose_model import MAX_WORDS, ProseModel, ProseModelLoader, prose_model_path
-from model.rerank import FEATURES, Ranker
-from model.suggest import SuggestingBackend
+from sfumato.model import prose_model
+from sfumato.model.api import InfillRequest
+from sfumato.model.prose_model import MAX_WORDS, ProseModel, ProseModelLoader, prose_model_path
+from sfumato.model.rerank import FEATURES, Ranker
+from sfumato.model.suggest import SuggestingBackend
 
 SENTENCE = ("Some notes on the helpers.\n\nWhen it is called with a path, the function returns a new ",
             " of the items it found.\n")

@@ -6,9 +6,9 @@ import importlib.util
 
 import pytest
 
-from model import quantization
-from model.api import EngineError
-from model.quantization import check_request, checkpoint_scheme, parse_quantize
+from sfumato.model import quantization
+from sfumato.model.api import EngineError
+from sfumato.model.quantization import check_request, checkpoint_scheme, parse_quantize
 
 BNB_NF4 = {"quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}}
 TORCHAO_INT8 = {"quantization_config": {"quant_method": "torchao", "quant_type": {"default": {"_type": "Int8WeightOnlyConfig"}}}}
@@ -73,7 +73,7 @@ def _load_tiny(folder, quantize: str, dtype: str):
 def _estimate_tiny(folder, quantize: str, dtype: str):
     from transformers import DiffusionGemmaConfig, DiffusionGemmaForBlockDiffusion
 
-    from model.memory import estimate_weights
+    from sfumato.model.memory import estimate_weights
 
     config = DiffusionGemmaConfig.from_pretrained(folder)
     return estimate_weights(lambda: DiffusionGemmaForBlockDiffusion._from_config(config), quantize, dtype)
@@ -81,7 +81,7 @@ def _estimate_tiny(folder, quantize: str, dtype: str):
 
 @pytest.mark.parametrize(("quantize", "dtype"), [("none", "float32"), ("none", "bfloat16"), ("int8", "float32")])
 def test_the_estimate_from_the_config_matches_the_loaded_model(tiny_model_dir, quantize, dtype):
-    from model.memory import measured_bytes
+    from sfumato.model.memory import measured_bytes
 
     estimate = _estimate_tiny(tiny_model_dir, quantize, dtype)
     real = measured_bytes(_load_tiny(tiny_model_dir, quantize, dtype))
@@ -107,8 +107,8 @@ def test_the_released_model_fits_a_24_gb_card_only_at_int4():
     """Priced from its shapes alone: bitsandbytes leaves the experts (3-D weights) in bfloat16."""
     from transformers import DiffusionGemmaForBlockDiffusion
 
-    from model.memory import estimate_weights
-    from model.released import released_config
+    from sfumato.model.memory import estimate_weights
+    from sfumato.model.released import released_config
 
     config = released_config()
     sizes = {

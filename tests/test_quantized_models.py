@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from model.api import InfillRequest
-from model.loading import load_backend
+from sfumato.model.api import InfillRequest
+from sfumato.model.loading import load_backend
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -86,7 +86,7 @@ def test_an_impossible_precision_or_device_is_one_clean_line(tmp_path, options, 
     requests = tmp_path / "requests.jsonl"
     requests.write_text('{"id": 1, "prefix": "x = ", "suffix": "\\n"}\n')
     result = subprocess.run(
-        [sys.executable, "-m", "app.cli", "infill", "--jsonl", str(requests), "--model", PREVIOUS, *options],
+        [sys.executable, "-m", "sfumato.app.cli", "infill", "--jsonl", str(requests), "--model", PREVIOUS, *options],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
     assert result.returncode in (1, 2) and result.stdout == ""
@@ -94,8 +94,8 @@ def test_an_impossible_precision_or_device_is_one_clean_line(tmp_path, options, 
 
 
 def test_the_embedded_model_refuses_quantize_and_a_bad_device_in_one_line():
-    from model.api import EngineError
-    from model.loading import load_embedded
+    from sfumato.model.api import EngineError
+    from sfumato.model.loading import load_embedded
 
     with pytest.raises(EngineError, match="runs in float32"):
         load_embedded(quantize="int8")
@@ -108,7 +108,7 @@ def test_infill_jsonl_runs_in_int8(tiny_model_dir, monkeypatch, capsys):
     import json
     import sys
 
-    from app.cli import main
+    from sfumato.app.cli import main
 
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(('{"id": "a", "prefix": "x = ", "suffix": "\\n", "max_new_tokens": 8}\n').encode())))
     options = ["--model", str(tiny_model_dir), "--quantize", "int8", "--device", "cpu", "--seed", "0", "--steps", "2"]
@@ -120,7 +120,7 @@ def test_infill_jsonl_runs_in_int8(tiny_model_dir, monkeypatch, capsys):
 def test_a_masked_diffusion_model_takes_the_same_option(tmp_path, project_tokenizer):
     from test_masked_diffusion import build_bert
 
-    from model.masked_diffusion import MaskedDiffusionBackend
+    from sfumato.model.masked_diffusion import MaskedDiffusionBackend
 
     folder = build_bert(tmp_path / "bert", project_tokenizer)
     full = load_backend(str(folder), device="cpu")

@@ -15,13 +15,13 @@ from PySide6.QtCore import QMimeData, QSettings
 
 from test_app_support import qasync_loop  # noqa: F401 - fixture
 
-from app import fileio, recovery
-from app.codeeditor import CodeEditor
-from app.textpositions import document_text
-from app.document import Document
-from app.mainwindow import MainWindow
-from app.session import InfillSession
-from model.api import Candidate, Draft, TokenState
+from sfumato.app import fileio, recovery
+from sfumato.app.codeeditor import CodeEditor
+from sfumato.app.textpositions import document_text
+from sfumato.app.document import Document
+from sfumato.app.mainwindow import MainWindow
+from sfumato.app.session import InfillSession
+from sfumato.model.api import Candidate, Draft, TokenState
 
 REPO = Path(__file__).resolve().parent.parent
 # Tabs, a no-break space, a line separator, trailing blanks, CJK, an emoji, no final newline.
@@ -119,7 +119,7 @@ def test_unreadable_copies_are_left_alone(tmp_path):
 CRASHING_EDITOR = """
 import sys
 from PySide6.QtCore import QMimeData, QTimer
-from app import application, mainwindow
+from sfumato.app import application, mainwindow
 
 shown = mainwindow.first_show
 

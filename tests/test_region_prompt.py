@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from model.api import InfillRequest
-from model.region_prompt import character_budgets, context_window, region_message
+from sfumato.model.api import InfillRequest
+from sfumato.model.region_prompt import character_budgets, context_window, region_message
 
 
 def test_a_short_document_is_sent_whole_with_the_region_marked():

@@ -15,11 +15,11 @@ from PySide6.QtWidgets import QApplication
 
 from test_app_support import qasync_loop, select, window_with_model  # noqa: F401 - fixture
 
-from app.codeeditor import document_text
-from app.inlinebox import InlineBox
-from model.remote.addresses import PRIVATE, PUBLIC
-from model.remote.credentials import origin
-from model.remote.backend import RemoteOptions, connect
+from sfumato.app.codeeditor import document_text
+from sfumato.app.inlinebox import InlineBox
+from sfumato.model.remote.addresses import PRIVATE, PUBLIC
+from sfumato.model.remote.credentials import origin
+from sfumato.model.remote.backend import RemoteOptions, connect
 from remote_servers import BAD_SERVERS, CHAT, Asker, ReplayServer, chat_chunk, stream_reply
 
 TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))\n"
@@ -179,7 +179,7 @@ def test_nothing_is_sent_until_the_user_allows_a_non_loopback_server(qtbot, repl
 def test_a_server_whose_name_now_resolves_elsewhere_gets_nothing_and_the_next_edit_asks(qtbot, replay_window, monkeypatch):
     """DNS rebinding: where the server was found when the user was (not) asked is no promise; the
     address each connection reaches is held to the user's answers."""
-    import model.remote.connection as connection
+    import sfumato.model.remote.connection as connection
 
     window, server = replay_window
     server.replies[CHAT] = stream_reply([chat_chunk("w * h", "stop")])
@@ -206,7 +206,7 @@ def test_a_server_whose_name_now_resolves_elsewhere_gets_nothing_and_the_next_ed
 def test_a_server_not_yet_allowed_is_not_contacted_at_all_until_the_user_says_yes(qtbot, qapp, qasync_loop, tmp_path):  # noqa: F811
     from PySide6.QtCore import QSettings
 
-    from app.mainwindow import MainWindow
+    from sfumato.app.mainwindow import MainWindow
 
     server = ReplayServer()
     server.replies[CHAT] = stream_reply([chat_chunk("w * h", "stop")])

@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from model.api import CancelFlag, Cancelled, EngineError, InfillRequest
-from model.loading import load_backend
-from model.remote.backend import RemoteOptions, connect
+from sfumato.model.api import CancelFlag, Cancelled, EngineError, InfillRequest
+from sfumato.model.loading import load_backend
+from sfumato.model.remote.backend import RemoteOptions, connect
 from remote_servers import BAD_SERVERS, CHAT, REPO_ROOT, chat_chunk, free_port, stream_reply
 
 ALLOWED_KEYS = {"model", "messages", "prompt", "max_tokens", "stream", "diffusing", "vllm_xargs"}
@@ -54,7 +54,7 @@ def test_the_api_key_goes_in_the_authorization_header(replay_server, monkeypatch
 
 
 def test_the_api_key_never_goes_over_plain_http_to_another_machine(replay_server, monkeypatch):
-    import model.remote.connection as connection
+    import sfumato.model.remote.connection as connection
 
     monkeypatch.setenv("SFUMATO_API_KEY", "sk-test-123")
     monkeypatch.setattr(connection, "peer_kind", lambda address: "private")  # as if 127.0.0.1 were a LAN box
@@ -68,7 +68,7 @@ def test_the_api_key_never_goes_over_plain_http_to_another_machine(replay_server
 def test_an_address_the_user_did_not_allow_is_refused_once_connected(replay_server, monkeypatch):
     """A name that resolved to this machine when the user was asked, and to another one when the
     connection is made, gets not one byte: the address actually connected to is classified."""
-    import model.remote.connection as connection
+    import sfumato.model.remote.connection as connection
 
     allowed = []
     options = RemoteOptions(admits=lambda kind: allowed.append(kind) or kind == "loopback")
@@ -97,7 +97,7 @@ def test_a_key_a_header_cannot_carry_is_refused_without_being_shown(replay_serve
 
 
 def test_no_message_quotes_the_key_a_header_value_or_the_urls_password(replay_server):
-    from model.remote.connection import Connection
+    from sfumato.model.remote.connection import Connection
 
     with pytest.raises(EngineError) as caught:  # a key that escaped cleaning: httpx's text quotes the header
         Connection(replay_server.url, "sk-secret\nInjected: 1").get_json("models")
@@ -266,7 +266,7 @@ def test_a_drop_after_part_of_the_answer_never_sends_the_document_again(replay_s
 
 
 def test_a_server_dripping_bytes_is_stopped_by_the_total_deadline(replay_server):
-    from model.remote.connection import Timeouts
+    from sfumato.model.remote.connection import Timeouts
 
     def drip(handler):
         handler.start_events()
@@ -380,7 +380,7 @@ def test_an_unverifiable_tls_certificate_is_refused(tls_replay_server):
 def test_infill_jsonl_gives_an_error_line_per_request_when_the_server_fails(replay_server):
     replay_server.replies[CHAT] = lambda h: h.send_json(503, {"detail": "overloaded"})
     lines = [json.dumps({"id": 1, "prefix": "a"}), json.dumps({"id": 2, "prefix": "b"})]
-    run = subprocess.run([sys.executable, "-m", "app.cli", "infill", "--jsonl", "--model", replay_server.url, "--batch-size", "1"],
+    run = subprocess.run([sys.executable, "-m", "sfumato.app.cli", "infill", "--jsonl", "--model", replay_server.url, "--batch-size", "1"],
                          input="\n".join(lines), capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
     assert run.returncode == 0 and run.stderr == ""
     records = [json.loads(line) for line in run.stdout.splitlines()]
@@ -402,7 +402,7 @@ def test_one_bad_answer_is_one_error_line_and_stdout_is_clean_utf8(replay_server
 
     replay_server.replies[CHAT] = answer
     lines = [json.dumps({"id": n, "prefix": f"text {n}"}) for n in range(10)]
-    run = subprocess.run([sys.executable, "-m", "app.cli", "infill", "--jsonl", "--model", replay_server.url],
+    run = subprocess.run([sys.executable, "-m", "sfumato.app.cli", "infill", "--jsonl", "--model", replay_server.url],
                          input="\n".join(lines).encode(), capture_output=True, cwd=REPO_ROOT, timeout=120)
     assert run.returncode == 0, run.stderr
     out = run.stdout.decode("utf-8")  # strict: valid UTF-8
@@ -418,14 +418,14 @@ def test_fill_writes_no_control_to_its_file_warns_of_invisible_characters_and_es
     replay_server.replies[CHAT] = stream_reply([chat_chunk("x\x1b[2J\x00\u202ey", "stop")])
     template, out = tmp_path / "t.txt", tmp_path / "out.txt"
     template.write_text("a = [MASK]\n")
-    run = subprocess.run([sys.executable, "-m", "app.cli", "fill", str(template), "-o", str(out), "--model", replay_server.url],
+    run = subprocess.run([sys.executable, "-m", "sfumato.app.cli", "fill", str(template), "-o", str(out), "--model", replay_server.url],
                          capture_output=True, cwd=REPO_ROOT, timeout=120)
     assert run.returncode == 0, run.stderr
     assert out.read_text() == "a = x[2J\u202ey\n"
     assert run.stderr.decode() == ("sfumato: the model wrote 1 invisible character (U+202E RIGHT-TO-LEFT OVERRIDE); "
                                    "they are in the output\n")
     replay_server.replies[CHAT] = lambda h: h.send_json(500, {"detail": "\x1b]0;pwned\x07 \u202egnp"})
-    run = subprocess.run([sys.executable, "-m", "app.cli", "fill", str(template), "--model", replay_server.url],
+    run = subprocess.run([sys.executable, "-m", "sfumato.app.cli", "fill", str(template), "--model", replay_server.url],
                          capture_output=True, cwd=REPO_ROOT, timeout=120)
     assert run.returncode == 1 and b"\x1b" not in run.stderr and "\\u202e" in run.stderr.decode()
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from model.api import EngineError
-from model.remote.sse import SseDecoder
+from sfumato.model.api import EngineError
+from sfumato.model.remote.sse import SseDecoder
 
 STREAM = b'data: {"a": 1}\n\n: keep-alive comment\n\nevent: x\ndata: line one\ndata: line two\n\ndata: [DONE]\n\n'
 EXPECTED = ['{"a": 1}', "line one\nline two", "[DONE]"]

@@ -14,10 +14,10 @@ import time
 
 import pytest
 
-from model.api import CancelFlag, Cancelled, InfillRequest, TemplateRequest
-from model.loading import load_backend
-from model.remote.backend import connect
-from model.worker import InferenceWorker
+from sfumato.model.api import CancelFlag, Cancelled, InfillRequest, TemplateRequest
+from sfumato.model.loading import load_backend
+from sfumato.model.remote.backend import connect
+from sfumato.model.worker import InferenceWorker
 from remote_servers import REPO_ROOT, build_tiny_llama, free_port, serving
 
 
@@ -130,7 +130,7 @@ def test_the_worker_runs_remote_jobs_and_reports_a_cancel(transformers_server):
 
 def _infill_cli(url: str, lines: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", "infill", "--jsonl", "--model", url],
+        [sys.executable, "-m", "sfumato.app.cli", "infill", "--jsonl", "--model", url],
         input="\n".join(lines) + "\n", capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
     )
 
@@ -162,11 +162,11 @@ def test_fill_and_bench_run_against_the_server(transformers_server, tmp_path):
     template = tmp_path / "t.py"
     template.write_text("x = [MASK:3]\ny = [MASK:3]\n")
     out = tmp_path / "out.py"
-    fill = subprocess.run([sys.executable, "-m", "app.cli", "fill", str(template), "-o", str(out), "--model", transformers_server.url],
+    fill = subprocess.run([sys.executable, "-m", "sfumato.app.cli", "fill", str(template), "-o", str(out), "--model", transformers_server.url],
                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
     assert fill.returncode == 0, fill.stderr
     assert "[MASK" not in out.read_text() and out.read_text().startswith("x = ")
-    bench = subprocess.run([sys.executable, "-m", "app.cli", "bench", "--quick", "--json", "--model", transformers_server.url],
+    bench = subprocess.run([sys.executable, "-m", "sfumato.app.cli", "bench", "--quick", "--json", "--model", transformers_server.url],
                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
     assert bench.returncode == 0, bench.stderr
     figures = json.loads(bench.stdout)

@@ -6,12 +6,12 @@ from PySide6.QtCore import QSettings
 
 from test_app_support import qasync_loop, select  # noqa: F401 - fixture
 
-from app import recovery
-from app.codeeditor import CodeEditor
-from app.textpositions import document_text
-from app.document import Document
-from app.mainwindow import MainWindow, open_files
-from app.reopen import KEY
+from sfumato.app import recovery
+from sfumato.app.codeeditor import CodeEditor
+from sfumato.app.textpositions import document_text
+from sfumato.app.document import Document
+from sfumato.app.mainwindow import MainWindow, open_files
+from sfumato.app.reopen import KEY
 
 
 def start(qtbot, loop, store, files=()):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from model.hashed_table import BLOCK_LINES
-from model.line_table import LineTable, build
-from model.project_context import context_tokens, file_chunks, nearest_chunks
-from model.retrieval import retrieve, retrieve_spans, scope_candidates
+from sfumato.model.hashed_table import BLOCK_LINES
+from sfumato.model.line_table import LineTable, build
+from sfumato.model.project_context import context_tokens, file_chunks, nearest_chunks
+from sfumato.model.retrieval import retrieve, retrieve_spans, scope_candidates
 
 DOCUMENT = """import os
 
@@ -90,8 +90,8 @@ def test_nearest_snippets_share_names_with_the_cursor(project_tokenizer):
 
 
 def test_chat_and_served_prompts_carry_the_context():
-    from model.api import InfillRequest
-    from model.region_prompt import context_text, region_message
+    from sfumato.model.api import InfillRequest
+    from sfumato.model.region_prompt import context_text, region_message
 
     request = InfillRequest(prefix="x = ", suffix="\n", context=("# a.py\ndef helper():\n    pass\n",))
     assert "def helper" in region_message(request, 512)

@@ -32,16 +32,16 @@ from PySide6.QtWidgets import QApplication
 
 from test_app_support import FakeBackend, make_engine, qasync_loop  # noqa: F401 - fixture
 
-from app import pacing, recovery
-from app.codeeditor import CodeEditor
-from app.textpositions import document_text
-from app.document import Document
-from app.infill import InfillOptions, InfillStarter
-from app.commandkeys import DEFAULT_SESSION_KEYS
-from app.noise import with_noise
-from app.session import InfillSession
-from model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
-from model.template import find_gaps, segments_of
+from sfumato.app import pacing, recovery
+from sfumato.app.codeeditor import CodeEditor
+from sfumato.app.textpositions import document_text
+from sfumato.app.document import Document
+from sfumato.app.infill import InfillOptions, InfillStarter
+from sfumato.app.commandkeys import DEFAULT_SESSION_KEYS
+from sfumato.app.noise import with_noise
+from sfumato.app.session import InfillSession
+from sfumato.model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
+from sfumato.model.template import find_gaps, segments_of
 
 EXAMPLES = int(os.environ.get("SFUMATO_STRESS_EXAMPLES", "1000"))
 STEPS = int(os.environ.get("SFUMATO_STRESS_STEPS", "30"))

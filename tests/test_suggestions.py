@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from model.api import InfillRequest, TemplateRequest
-from model.candidate_score import mean_log_probs
-from model.checks import bracket_errors, parses, unknown_names
-from model.loading import load_backend
-from model.rerank import DEFAULT, FEATURES, Alternative, Ranker
-from model.suggest import RANKER_FILE, Settings, SuggestingBackend, selection_before_found
+from sfumato.model.api import InfillRequest, TemplateRequest
+from sfumato.model.candidate_score import mean_log_probs
+from sfumato.model.checks import bracket_errors, parses, unknown_names
+from sfumato.model.loading import load_backend
+from sfumato.model.rerank import DEFAULT, FEATURES, Alternative, Ranker
+from sfumato.model.suggest import RANKER_FILE, Settings, SuggestingBackend, selection_before_found
 
 # Two lines sit between ``base = ...`` and ``return stem`` in the document: one parses, one does not.
 PREFIX = """def first(path):

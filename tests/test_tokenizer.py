@@ -3,8 +3,8 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.tokenizer import GAP_TOKENS, MASK, decode_ids, encode_text, special_id
-from model.token_text import split_text, token_bytes_table
+from sfumato.model.tokenizer import GAP_TOKENS, MASK, decode_ids, encode_text, special_id
+from sfumato.model.token_text import split_text, token_bytes_table
 
 TRICKY = [
     "def f(x):\n\treturn x  # tab\r\n",
@@ -57,7 +57,7 @@ def test_partial_utf8_prefix_does_not_crash(project_tokenizer):
 
 
 def test_a_cut_inside_a_character_is_dropped(project_tokenizer):
-    from model.token_text import drop_incomplete_tail
+    from sfumato.model.token_text import drop_incomplete_tail
 
     table = token_bytes_table(project_tokenizer)
     ids = encode_text(project_tokenizer, "ok 😀")

@@ -8,12 +8,12 @@ import random
 import pytest
 import torch
 
-from model.training import examples, train
-from model.training.corpus import Document
-from model.api import InfillRequest
-from model.layout import Layout
-from model.loading import load_backend
-from model.tokenizer import decode_ids, load_tokenizer
+from sfumato.model.training import examples, train
+from sfumato.model.training.corpus import Document
+from sfumato.model.api import InfillRequest
+from sfumato.model.layout import Layout
+from sfumato.model.loading import load_backend
+from sfumato.model.tokenizer import decode_ids, load_tokenizer
 
 TINY = ["--hidden", "32", "--layers", "2", "--heads", "2", "--head-dim", "16", "--ffn", "64",
         "--canvas", "8", "--prompt", "48", "--batch", "4", "--threads", "1"]
@@ -225,7 +225,7 @@ def test_a_deeper_run_starts_from_an_earlier_one_computing_the_same(tmp_path, mo
 
 
 def test_the_corpus_leaves_out_packages_whose_licence_metadata_is_copyleft():
-    from model.training.corpus import restricted_packages
+    from sfumato.model.training.corpus import restricted_packages
 
     restricted = restricted_packages()
     assert {"PySide6", "shiboken6", "tqdm", "hypothesis"} <= restricted  # LGPL/GPL, MPL, MPL
@@ -233,7 +233,7 @@ def test_the_corpus_leaves_out_packages_whose_licence_metadata_is_copyleft():
 
 
 def test_tuning_takes_the_fastest_sampler_within_two_points_of_the_best_exact_match():
-    from model.training.evaluate import choose_sampler
+    from sfumato.model.training.evaluate import choose_sampler
 
     sweep = [
         {"entropy_bound": 0.1, "exact_match": 0.30, "char_similarity": 0.80, "tokens_per_pass": 1.5},

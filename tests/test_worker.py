@@ -2,8 +2,8 @@
 
 import threading
 
-from model.api import EngineError, InfillRequest
-from model.worker import InferenceWorker
+from sfumato.model.api import EngineError, InfillRequest
+from sfumato.model.worker import InferenceWorker
 
 
 class Recorder:
@@ -102,7 +102,7 @@ def test_load_failure_fails_every_job_with_its_message():
 
 
 def test_template_jobs_go_to_stream_template(tiny_backend):
-    from model.api import TemplateRequest
+    from sfumato.model.api import TemplateRequest
 
     worker = InferenceWorker(lambda: tiny_backend)
     worker.start()
@@ -117,8 +117,8 @@ def test_template_jobs_go_to_stream_template(tiny_backend):
 def test_a_warm_yields_to_the_next_request_and_is_skipped_by_backends_without_warm():
     import threading
 
-    from model.api import CancelFlag, InfillRequest
-    from model.worker import InferenceWorker
+    from sfumato.model.api import CancelFlag, InfillRequest
+    from sfumato.model.worker import InferenceWorker
 
     started, release, seen = threading.Event(), threading.Event(), []
 
@@ -130,7 +130,7 @@ def test_a_warm_yields_to_the_next_request_and_is_skipped_by_backends_without_wa
 
         def stream(self, requests, cancel=None):
             seen.append(("stream", None))
-            from model.api import Candidate, Draft
+            from sfumato.model.api import Candidate, Draft
 
             yield (Draft(1, (Candidate("x", ()),), final=True),)
 

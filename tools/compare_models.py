@@ -3,7 +3,7 @@
     python tools/compare_models.py resources/models/sfumato-small checkpoints/ab-muon/hf --tasks 200
 
 For each folder: the share of reference tokens that are the model's top choice and the nats per
-token, left to right with the earlier tokens given (``model.training.evaluate.teacher_forced``), on the same
+token, left to right with the earlier tokens given (``sfumato.model.training.evaluate.teacher_forced``), on the same
 single-line tasks of a held-out part (dev unless ``--part test``), once over every source and once over documentation
 only (prose). Each folder is prompted as its sfumato.json says (order, context budget).
 """
@@ -15,8 +15,8 @@ import json
 
 import torch
 
-from model.training.evaluate import heldout_documents, make_tasks, teacher_forced
-from model.loading import load_backend
+from sfumato.model.training.evaluate import heldout_documents, make_tasks, teacher_forced
+from sfumato.model.loading import load_backend
 
 CODE_SOURCES = ("stdlib", "site-packages")
 

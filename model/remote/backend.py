@@ -20,14 +20,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from model.api import Candidate, CancelFlag, Draft, EngineError, InfillRequest, ModelInfo, TemplateRequest
-from model.gap_fill import fill_gaps_separately
-from model.region_prompt import SERVER_PROMPT_TOKENS
-from model.remote.connection import DONE, MAX_RESPONSE_BYTES, Connection, HttpStatusError, Timeouts
-from model.remote.credentials import api_key_for, clean_api_key
-from model.remote.pieces import SettledText, draft_candidate, settled_candidate, split_pieces
-from model.remote.prompts import diffusion_extras, request_body
-from model.remote.server import ServerProfile, discover, seed_canvas
+from sfumato.model.api import Candidate, CancelFlag, Draft, EngineError, InfillRequest, ModelInfo, TemplateRequest
+from sfumato.model.gap_fill import fill_gaps_separately
+from sfumato.model.region_prompt import SERVER_PROMPT_TOKENS
+from sfumato.model.remote.connection import DONE, MAX_RESPONSE_BYTES, Connection, HttpStatusError, Timeouts
+from sfumato.model.remote.credentials import api_key_for, clean_api_key
+from sfumato.model.remote.pieces import SettledText, draft_candidate, settled_candidate, split_pieces
+from sfumato.model.remote.prompts import diffusion_extras, request_body
+from sfumato.model.remote.server import ServerProfile, discover, seed_canvas
 
 EMPTY = Candidate("", ())
 MAX_CHARS_PER_TOKEN = 16  # an answer longer than this many characters a token asked for is refused

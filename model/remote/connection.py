@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import httpx
 
-from model.api import CancelFlag, Cancelled, EngineError
-from model.remote.addresses import LOOPBACK, WHERE, peer_kind
-from model.remote.sse import SseDecoder
+from sfumato.model.api import CancelFlag, Cancelled, EngineError
+from sfumato.model.remote.addresses import LOOPBACK, WHERE, peer_kind
+from sfumato.model.remote.sse import SseDecoder
 
 MAX_RESPONSE_BYTES = 8 << 20  # a whole answer; a completion of 4096 tokens is far below this
 MAX_ERROR_BYTES = 64 << 10  # what is read of an error page

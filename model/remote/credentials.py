@@ -14,7 +14,7 @@ import re
 
 import httpx
 
-from model.api import EngineError
+from sfumato.model.api import EngineError
 
 ENV_VARIABLE = "SFUMATO_API_KEY"
 KEYRING_SERVICE = "sfumato"

@@ -12,7 +12,7 @@ import statistics
 import threading
 import time
 
-from model.api import CancelFlag, Cancelled, InfillRequest
+from sfumato.model.api import CancelFlag, Cancelled, InfillRequest
 
 PREFIX = "def area(width, height):\n    "
 

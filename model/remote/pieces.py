@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from difflib import SequenceMatcher
 
-from model.api import Candidate, TokenState
+from sfumato.model.api import Candidate, TokenState
 
 PIECE = re.compile(r"\w+|\s+|[^\w\s]")
 

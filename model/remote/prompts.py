@@ -2,7 +2,7 @@
 
 Three layouts, chosen per request by what the server offers (``ServerProfile``):
 
-* chat (``/v1/chat/completions``): the in-process engine's chat prompt (``model.region_prompt``);
+* chat (``/v1/chat/completions``): the in-process engine's chat prompt (``sfumato.model.region_prompt``);
   used for rewrites and instructions, and for infill when the model has no FIM tokens;
 * FIM (``/v1/completions``): prefix-suffix-middle with the served tokenizer's own markers;
 * prefix only (``/v1/completions``): the text before the region, continued; the fallback for a
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import random
 
-from model.api import InfillRequest
-from model.region_prompt import context_text, context_window, region_messages
-from model.remote.server import ServerProfile
+from sfumato.model.api import InfillRequest
+from sfumato.model.region_prompt import context_text, context_window, region_messages
+from sfumato.model.remote.server import ServerProfile
 
 
 def request_body(profile: ServerProfile, request: InfillRequest, budget_tokens: int) -> tuple[str, dict]:

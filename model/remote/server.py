@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.api import EngineError
-from model.remote.connection import Connection
+from sfumato.model.api import EngineError
+from sfumato.model.remote.connection import Connection
 
 # (prefix, suffix, middle) markers, prefix-suffix-middle order; the first that is one token wins
 FIM_FAMILIES = (

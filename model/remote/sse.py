@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from model.api import EngineError
+from sfumato.model.api import EngineError
 
 LINE_END = re.compile(rb"\r\n|\r|\n")
 

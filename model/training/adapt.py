@@ -1,10 +1,10 @@
 """Adapt the pretrained base (SmolLM2-135M) to bidirectional block denoising with LoRA.
 
-    python -m model.training.adapt --out runs/adapt            # resumes from runs/adapt/last
-    python -m model.training.adapt --out runs/adapt --threads 2 --minutes 60
-    python -m model.training.adapt --export runs/adapt/last resources/models/sfumato-lm   # ship a checkpoint (fp16)
+    python -m sfumato.model.training.adapt --out runs/adapt            # resumes from runs/adapt/last
+    python -m sfumato.model.training.adapt --out runs/adapt --threads 2 --minutes 60
+    python -m sfumato.model.training.adapt --export runs/adapt/last resources/models/sfumato-lm   # ship a checkpoint (fp16)
 
-Each example is one infill as the engine lays it out (``model.lm_layout``): a suffix and a prefix
+Each example is one infill as the engine lays it out (``sfumato.model.lm_layout``): a suffix and a prefix
 cut from a training document, and a canvas of C tokens holding the middle (closed by
 ``<|endoftext|>`` padding). Two kinds of noise, as the engine uses them:
 
@@ -36,8 +36,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from model.lm_layout import SpecialIds, canvas_mask, prompt_ids
-from model.training.lm_corpus import DocumentSampler
+from sfumato.model.lm_layout import SpecialIds, canvas_mask, prompt_ids
+from sfumato.model.training.lm_corpus import DocumentSampler
 
 LORA_RANK = 16
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -163,8 +163,8 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.threads)
     from peft import LoraConfig, PeftModel, get_peft_model
 
-    from model.lm_base import load_base
-    from model.lm_base import shipped_adapter
+    from sfumato.model.lm_base import load_base
+    from sfumato.model.lm_base import shipped_adapter
 
     base, tokenizer = load_base()
     special = SpecialIds.of(tokenizer)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from transformers import DiffusionGemmaConfig, DiffusionGemmaTextConfig, Gemma4VisionConfig
 
-from model.tokenizer import BOI, EOI, IMAGE
+from sfumato.model.tokenizer import BOI, EOI, IMAGE
 
 
 def small_config(

@@ -22,11 +22,11 @@ import statistics
 import threading
 import time
 
-from model.api import InfillRequest
-from model.lm_engine import ACCEPT_PROBABILITY
-from model.training.edit_tasks import EditTask, line_tasks
-from model.training.evaluate_lm import held_out_documents, request_for, run_engine, score
-from model.worker import InferenceWorker
+from sfumato.model.api import InfillRequest
+from sfumato.model.lm_engine import ACCEPT_PROBABILITY
+from sfumato.model.training.edit_tasks import EditTask, line_tasks
+from sfumato.model.training.evaluate_lm import held_out_documents, request_for, run_engine, score
+from sfumato.model.worker import InferenceWorker
 
 ONE_PER_PASS = 1e-4  # accept probability exp(-1e-4): one token a pass
 SWEPT_PROBABILITIES = (0.7, 0.5)  # a full run's curve also tries these accept probabilities

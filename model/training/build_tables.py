@@ -1,9 +1,9 @@
 """Build the suggestion engine's tables from the training split only.
 
-    python -m model.training.build_tables resources/models/sfumato-small [--only lines|phrases]
+    python -m sfumato.model.training.build_tables resources/models/sfumato-small [--only lines|phrases]
 
-``lines/``: the line table (``model.line_table``) from every training document. ``phrases/``: the
-phrase table (``model.phrase_table``) from the English documentation sources. Held-out documents
+``lines/``: the line table (``sfumato.model.line_table``) from every training document. ``phrases/``: the
+phrase table (``sfumato.model.phrase_table``) from the English documentation sources. Held-out documents
 are never read into either, so the held-out evaluation stays honest.
 """
 
@@ -14,9 +14,9 @@ import json
 import time
 from pathlib import Path
 
-from model import line_table, phrase_table
-from model.suggest import PHRASE_FOLDER, TABLE_FOLDER
-from model.training.corpus import DOC_SOURCES, iter_documents
+from sfumato.model import line_table, phrase_table
+from sfumato.model.suggest import PHRASE_FOLDER, TABLE_FOLDER
+from sfumato.model.training.corpus import DOC_SOURCES, iter_documents
 
 
 def main(argv=None) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.training.html_text import page_text
+from sfumato.model.training.html_text import page_text
 
 HELD_OUT_PERCENT = 2
 MAX_FILE_BYTES = 400_000

@@ -9,7 +9,7 @@
 Answers are compared whitespace-normalised (``exact``) and by ``difflib`` character similarity.
 Baselines: ``repeat`` writes the nearest non-blank line above; ``lookup`` writes the line that
 most often sits between the same two neighbours, in the same file first, then in the corpus
-table (``model.retrieval`` with the ``pair`` key alone).
+table (``sfumato.model.retrieval`` with the ``pair`` key alone).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from model.api import InfillRequest
-from model.line_table import LineTable, normalise
-from model.retrieval import retrieve
+from sfumato.model.api import InfillRequest
+from sfumato.model.line_table import LineTable, normalise
+from sfumato.model.retrieval import retrieve
 
 BEFORE_CHARS = 3000
 AFTER_CHARS = 1500

@@ -1,9 +1,9 @@
 """Held-out infill evaluation of a model folder, decoded by the engine itself.
 
-    python -m model.training.evaluate resources/models/sfumato-small --part test --out runs/eval-test.json
-    python -m model.training.evaluate checkpoints/main/hf --part dev --tune --out runs/tune-dev.json
+    python -m sfumato.model.training.evaluate resources/models/sfumato-small --part test --out runs/eval-test.json
+    python -m sfumato.model.training.evaluate checkpoints/main/hf --part dev --tune --out runs/tune-dev.json
 
-Tasks are cut from held-out documents (``model.training.corpus``: never trained on), halved by name into a
+Tasks are cut from held-out documents (``sfumato.model.training.corpus``: never trained on), halved by name into a
 ``dev`` part, used to choose sampler settings (``--tune`` writes generation_config.json into the
 model folder: the fastest setting within 2 points of the best exact match, ``choose_sampler``) and
 compare runs, and a ``test`` part that gives the reported figures.
@@ -12,7 +12,7 @@ compare runs, and a ``test`` part that gives the reported figures.
   the prefix ends with the previous newline and the suffix starts with the line's own newline.
 * multi-line: the middle is 2-5 whole lines, the same way.
 
-Every request goes through ``model.loading.load_backend(...).stream``, the path the editor uses.
+Every request goes through ``sfumato.model.loading.load_backend(...).stream``, the path the editor uses.
 Figures: exact match (the whole middle, character for character), character similarity
 (``difflib.SequenceMatcher.ratio``), and tokens per decoder pass (generated tokens / passes).
 The sweep reruns single-line tasks across entropy bounds (the sampler's acceptance threshold;
@@ -20,7 +20,7 @@ the smallest accepts one token per pass) to draw quality against tokens per pass
 one decoder pass over a full canvas with a 512-token prompt, batch 1.
 
 The editor-shaped figures of issue 14 (cursor after the indentation, prose gaps, repair, each
-beside the repeat, lookup and model-alone baselines) are ``model.training.evaluate_edits``.
+beside the repeat, lookup and model-alone baselines) are ``sfumato.model.training.evaluate_edits``.
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ from pathlib import Path
 
 import torch
 
-from model.api import InfillRequest
-from model.quantization import backend_grad_free
-from model.training.corpus import Document, heldout_part, iter_documents
-from model.loading import load_backend
-from model.tokenizer import encode_text
+from sfumato.model.api import InfillRequest
+from sfumato.model.quantization import backend_grad_free
+from sfumato.model.training.corpus import Document, heldout_part, iter_documents
+from sfumato.model.loading import load_backend
+from sfumato.model.tokenizer import encode_text
 
 ONE_PER_PASS = 1e-6  # the smallest bound (the config must be > 0): one token accepted per pass
 ENTROPY_BOUNDS = (ONE_PER_PASS, 0.1, 0.3, 1.0, 3.0, 10.0)

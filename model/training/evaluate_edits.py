@@ -1,8 +1,8 @@
 """The issue-14 figures: held-out edits as the editor sends them, each beside its baselines.
 
-    python -m model.training.evaluate_edits embedded --part test --lines 300 --prose 100 --repair 100 --out runs/edits-test.json
+    python -m sfumato.model.training.evaluate_edits embedded --part test --lines 300 --prose 100 --repair 100 --out runs/edits-test.json
 
-For every task kind (``model.training.edit_tasks``: line, prose, repair) it reports exact match and
+For every task kind (``sfumato.model.training.edit_tasks``: line, prose, repair) it reports exact match and
 character similarity of: the suggestion engine (retrieval, denoising, reranking: what the editor
 gets), the model alone (the bare backend, no retrieval or ranking), and the baselines ``repeat``
 and ``lookup``. The engine's ``confident`` share and the exact match among confident results show
@@ -11,7 +11,7 @@ result of single requests, on ``--threads`` cores (line tasks; ``timing_prose``:
 the optional prose model works: ``SFUMATO_PROSE_MODEL`` chooses it, ``off`` measures without).
 
 ``--context siblings`` gives every task the project context the editor would send with the
-document's directory open as its folder (``model.training.sibling_context``); ``--snippets``
+document's directory open as its folder (``sfumato.model.training.sibling_context``); ``--snippets``
 sets how many snippets it sends.
 """
 
@@ -26,10 +26,10 @@ from pathlib import Path
 
 import torch
 
-from model.loading import load_backend
-from model.project_context import MAX_SNIPPETS
-from model.training.edit_tasks import exact, line_tasks, lookup_baseline, prose_tasks, repeat_baseline, similarity
-from model.training.sibling_context import with_sibling_context
+from sfumato.model.loading import load_backend
+from sfumato.model.project_context import MAX_SNIPPETS
+from sfumato.model.training.edit_tasks import exact, line_tasks, lookup_baseline, prose_tasks, repeat_baseline, similarity
+from sfumato.model.training.sibling_context import with_sibling_context
 
 BATCH = 8
 
@@ -93,7 +93,7 @@ def timing(engine, tasks, seed: int) -> dict:
 
 
 def main(argv=None) -> None:
-    from model.training.evaluate import heldout_documents
+    from sfumato.model.training.evaluate import heldout_documents
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="model folder or spec (e.g. embedded)")

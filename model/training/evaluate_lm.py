@@ -1,11 +1,11 @@
 """The issue-22 figures: held-out edits (whole packages and prose sources never trained on),
 the adapted LM beside the base model's own left-to-right greedy and the engine before it.
 
-    python -m model.training.evaluate_lm --lines 100 --prose 100 --repair 60 --bodies 30 --out runs/lm-eval.json
-    python -m model.training.evaluate_lm --adapter runs/adapt/last ...     # a checkpoint instead of the shipped adapter
-    python -m model.training.evaluate_lm --systems engine,one-per-pass,base-greedy,previous
+    python -m sfumato.model.training.evaluate_lm --lines 100 --prose 100 --repair 60 --bodies 30 --out runs/lm-eval.json
+    python -m sfumato.model.training.evaluate_lm --adapter runs/adapt/last ...     # a checkpoint instead of the shipped adapter
+    python -m sfumato.model.training.evaluate_lm --systems engine,one-per-pass,base-greedy,previous
 
-Tasks (``model.training.edit_tasks`` shapes, documents from ``model.training.lm_corpus``'s held-out units):
+Tasks (``sfumato.model.training.edit_tasks`` shapes, documents from ``sfumato.model.training.lm_corpus``'s held-out units):
 ``line``: one line of code with ~3,000 characters before and ~1,500 after, infilled as Ctrl+K at the
 cursor does (one line); ``prose``: 1-4 words cut from a line of English documentation, infilled at the cursor the same way; ``repair``: a
 line with one corruption (a swapped, dropped or doubled letter, or a wrong name from the same file),
@@ -31,10 +31,10 @@ from pathlib import Path
 
 import torch
 
-from model.api import InfillRequest
-from model.training.corpus import Document
-from model.training.edit_tasks import REPAIR_STRENGTH, EditTask, exact, line_tasks, prose_tasks, similarity
-from model.training.lm_corpus import files_by_unit, read_text
+from sfumato.model.api import InfillRequest
+from sfumato.model.training.corpus import Document
+from sfumato.model.training.edit_tasks import REPAIR_STRENGTH, EditTask, exact, line_tasks, prose_tasks, similarity
+from sfumato.model.training.lm_corpus import files_by_unit, read_text
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
@@ -190,9 +190,9 @@ def main(argv=None) -> None:
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
-    from model.lm_base import load_adapted, load_base
-    from model.lm_engine import LmDenoiserBackend
-    from model.loading import load_embedded
+    from sfumato.model.lm_base import load_adapted, load_base
+    from sfumato.model.lm_engine import LmDenoiserBackend
+    from sfumato.model.loading import load_embedded
 
     documents = held_out_documents()
     kinds = {"line": [(t, None) for t in line_tasks(documents, args.lines, args.seed)],
@@ -243,14 +243,14 @@ def main(argv=None) -> None:
 
 
 def _info():
-    from model.api import ModelInfo
+    from sfumato.model.api import ModelInfo
 
     return ModelInfo("sfumato-lm (checkpoint)", "lm-denoiser", "cpu", 0, False, "Apache-2.0", "float32")
 
 
 def previous_engine(kind: str, items, seed: int) -> dict | None:
     """The engine before this one (the 2.4M denoiser with its tables), where its folder is still here."""
-    from model.loading import EMBEDDED_DIR, load_backend
+    from sfumato.model.loading import EMBEDDED_DIR, load_backend
 
     folder = EMBEDDED_DIR / "sfumato-small"
     if not (folder / "config.json").is_file():

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import torch
 
-from model.training.corpus import Document, heldout_part, iter_documents
-from model.layout import Layout
-from model.tokenizer import encode_text
+from sfumato.model.training.corpus import Document, heldout_part, iter_documents
+from sfumato.model.layout import Layout
+from sfumato.model.tokenizer import encode_text
 
 # Share of each example kind in a batch. "line": one whole line (or its tail from a cursor inside
 # it); "block": 2-8 whole lines; "span": a random character span; "empty": nothing to insert;
@@ -38,7 +38,7 @@ class Example:
 
 
 class ExampleMaker:
-    """Draws training examples from documents, laid out with ``model.layout``."""
+    """Draws training examples from documents, laid out with ``sfumato.model.layout``."""
 
     def __init__(self, documents: list[Document], tokenizer, prompt_length: int, canvas_length: int,
                  fim_order: str = "psm"):

@@ -15,8 +15,8 @@ import random
 from collections import defaultdict
 from pathlib import Path
 
-from model.training.corpus import MAX_FILE_BYTES, skipped, source_roots
-from model.training.html_text import page_text
+from sfumato.model.training.corpus import MAX_FILE_BYTES, skipped, source_roots
+from sfumato.model.training.html_text import page_text
 
 HELD_OUT_PERCENT = 5
 HELD_OUT_PROSE = frozenset({"requests-docs"})

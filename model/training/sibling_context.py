@@ -12,8 +12,8 @@ import dataclasses
 import functools
 from pathlib import Path
 
-from model.project_context import Chunk, nearest_chunks, read_folder_files
-from model.training.corpus import source_roots
+from sfumato.model.project_context import Chunk, nearest_chunks, read_folder_files
+from sfumato.model.training.corpus import source_roots
 
 
 def document_path(name: str) -> Path | None:

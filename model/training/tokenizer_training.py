@@ -1,6 +1,6 @@
 """Training the project's byte-level BPE tokenizer on the corpus' train split.
 
-    python -m model.training.tokenizer_training resources/tokenizer
+    python -m sfumato.model.training.tokenizer_training resources/tokenizer
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
-from model.tokenizer import BOI, BOS, EOI, EOS, FIM_MIDDLE, FIM_PREFIX, FIM_SUFFIX, GAP_TOKENS, IMAGE, MASK, PAD, SPECIAL_TOKENS
-from model.training.corpus import iter_documents
+from sfumato.model.tokenizer import BOI, BOS, EOI, EOS, FIM_MIDDLE, FIM_PREFIX, FIM_SUFFIX, GAP_TOKENS, IMAGE, MASK, PAD, SPECIAL_TOKENS
+from sfumato.model.training.corpus import iter_documents
 
 DEFAULT_VOCAB_SIZE = 8192
 
@@ -47,7 +47,7 @@ def wrap(bpe: Tokenizer) -> PreTrainedTokenizerFast:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m model.training.tokenizer_training OUT``: train on the corpus' train split and save to OUT."""
+    """``python -m sfumato.model.training.tokenizer_training OUT``: train on the corpus' train split and save to OUT."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("out")
     parser.add_argument("--vocab-size", type=int, default=DEFAULT_VOCAB_SIZE)

@@ -1,14 +1,14 @@
 """Train the embedded DiffusionGemma on fill-in-the-middle examples from the local corpus.
 
-    python -m model.training.train --out checkpoints/small                      # CPU, fp32
-    python -m model.training.train --out checkpoints/small --device cuda --dtype bf16 --workers 14
-    python -m model.training.train --out checkpoints/small --export resources/models/sfumato-small
+    python -m sfumato.model.training.train --out checkpoints/small                      # CPU, fp32
+    python -m sfumato.model.training.train --out checkpoints/small --device cuda --dtype bf16 --workers 14
+    python -m sfumato.model.training.train --out checkpoints/small --export resources/models/sfumato-small
 
 One training step (shapes for batch B, prompt width P, canvas length C, vocabulary V):
 
-1. Examples are cut from train-split documents at character positions (``model.training.examples``; in
+1. Examples are cut from train-split documents at character positions (``sfumato.model.training.examples``; in
    ``--workers`` processes on a GPU) and laid out exactly as the engine lays out a request
-   (``model.layout``): prefix, suffix and middle are tokenised separately, as the editor
+   (``sfumato.model.layout``): prefix, suffix and middle are tokenised separately, as the editor
    tokenises them, so the model never relies on a token that straddles the cursor.
    prompt ``<bos><fim_prefix>prefix<fim_suffix>suffix<fim_middle>`` (left-padded to P),
    canvas ``middle <eos> <pad>...`` (C). Middles longer than a canvas are trained block by block:
@@ -49,10 +49,10 @@ from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
     EntropyBoundSamplerConfig,
 )
 
-from model.training import examples
-from model.training.architecture import small_config
-from model.training.examples import ExampleMaker, batch_stream
-from model.tokenizer import load_tokenizer
+from sfumato.model.training import examples
+from sfumato.model.training.architecture import small_config
+from sfumato.model.training.examples import ExampleMaker, batch_stream
+from sfumato.model.tokenizer import load_tokenizer
 
 TOKENIZER_DIR = Path(__file__).resolve().parents[2] / "resources" / "tokenizer"
 
@@ -255,7 +255,7 @@ def save_checkpoint(path: Path, state: dict) -> None:
 
 
 def default_generation_config(tokenizer, canvas_length: int, max_new_tokens: int = 64) -> DiffusionGemmaGenerationConfig:
-    """Sampler settings shipped until ``model.training.evaluate --tune`` has chosen them on the dev part."""
+    """Sampler settings shipped until ``sfumato.model.training.evaluate --tune`` has chosen them on the dev part."""
     return DiffusionGemmaGenerationConfig(
         max_new_tokens=max_new_tokens,
         max_denoising_steps=canvas_length,
@@ -318,7 +318,7 @@ def parse_args(argv=None):
     p.add_argument("--ar-weight", type=float, default=0.5, help="weight of the prompt next-token loss")
     p.add_argument("--ar-positions", type=int, default=32, help="prompt positions per row given the next-token loss (0: every one)")
     p.add_argument("--fim-order", choices=["psm", "spm"], default="psm",
-                   help="prompt order: prefix-suffix-middle, or suffix-prefix-middle (the prefix runs into the middle, see model.layout)")
+                   help="prompt order: prefix-suffix-middle, or suffix-prefix-middle (the prefix runs into the middle, see sfumato.model.layout)")
     p.add_argument("--optimizer", choices=["adamw", "muon"], default="adamw",
                    help="muon: torch.optim.Muon for the layers' weight matrices, AdamW for the rest")
     p.add_argument("--sources", nargs="+", metavar="SOURCE",

@@ -1,6 +1,6 @@
-"""Fit the reranker (``model.rerank``) on the held-out dev part and store it beside the weights.
+"""Fit the reranker (``sfumato.model.rerank``) on the held-out dev part and store it beside the weights.
 
-    python -m model.training.tune_rerank resources/models/sfumato-small --lines 120 --repair 40 --prose 120 --context siblings
+    python -m sfumato.model.training.tune_rerank resources/models/sfumato-small --lines 120 --repair 40 --prose 120 --context siblings
 
 Every dev task runs through the suggestion engine with retrieval-started rows and a fresh sample,
 so each kind of alternative is seen; each alternative's features are labelled by whether it is
@@ -8,7 +8,7 @@ exactly the reference. A logistic regression (L2, LBFGS) on them gives the weigh
 bars (one for lines, one for gaps inside a sentence) are the lowest probabilities at which the dev
 suggestions of that kind that clear them are exact at least ``TARGET_PRECISION`` of the time. The
 test part is never read here. The shipped fit was made with the optional prose model installed
-(``model.prose_model``; ``SFUMATO_PROSE_MODEL`` names it), so that its proposals have weights too.
+(``sfumato.model.prose_model``; ``SFUMATO_PROSE_MODEL`` names it), so that its proposals have weights too.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from pathlib import Path
 
 import torch
 
-from model.loading import load_backend
-from model.phrase_table import GAP_KINDS, SIDES
-from model.rerank import DEFAULT, FEATURES, SOURCES, Ranker, features
-from model.suggest import RANKER_FILE, REWRITE_FIRST, Settings, SuggestingBackend
-from model.project_context import MAX_SNIPPETS
-from model.training.edit_tasks import exact, line_tasks, prose_tasks
-from model.training.sibling_context import with_sibling_context
+from sfumato.model.loading import load_backend
+from sfumato.model.phrase_table import GAP_KINDS, SIDES
+from sfumato.model.rerank import DEFAULT, FEATURES, SOURCES, Ranker, features
+from sfumato.model.suggest import RANKER_FILE, REWRITE_FIRST, Settings, SuggestingBackend
+from sfumato.model.project_context import MAX_SNIPPETS
+from sfumato.model.training.edit_tasks import exact, line_tasks, prose_tasks
+from sfumato.model.training.sibling_context import with_sibling_context
 
 TARGET_PRECISION = 0.5
 L2 = 1e-2
@@ -133,7 +133,7 @@ def confidence_bar(choices: list[tuple[float, bool]], rows: list[dict], kind: st
 
 
 def main(argv=None) -> None:
-    from model.training.evaluate import heldout_documents
+    from sfumato.model.training.evaluate import heldout_documents
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="model folder (rerank.json is written there)")
