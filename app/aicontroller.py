@@ -13,11 +13,11 @@ from sfumato.app.codeeditor import CodeEditor
 from sfumato.app.commandkeys import session_keys
 from sfumato.app.documenttabs import DocumentTabs
 from sfumato.app.folder_context import FolderContext
-from sfumato.app.infill import InfillOptions, InfillStarter
+from sfumato.app.infill import InfillOptions, EditStarter
 from sfumato.app.inlinebox import InlineBox
 from sfumato.app.notices import Notices
 from sfumato.app.server_consent import ServerConsent
-from sfumato.app.session import InfillSession, Outcome
+from sfumato.app.session import EditSession, Outcome
 from sfumato.app.settings import Settings
 from sfumato.app.textpositions import document_text
 from sfumato.app.worker_adapter import WorkerAdapter, load_from_spec, model_label
@@ -57,10 +57,10 @@ class AiController(QObject):
         self.consent = ServerConsent(settings, self._ask, remembered=save_settings)
         self._spec = ""  # what the worker loaded (a server's URL for a served model)
         self._held = False  # ``_spec`` is a server not connected yet: it waits for the user's consent
-        self.starter = InfillStarter(self.worker, InfillOptions(), session_keys(settings.keys))
+        self.starter = EditStarter(self.worker, InfillOptions(), session_keys(settings.keys))
         self.folder_context = folder_context
         self.starter.project_chunks = self.project_chunks
-        self._ended: InfillSession | None = None  # the last session that ended (an empty one may run again)
+        self._ended: EditSession | None = None  # the last session that ended (an empty one may run again)
         self._starts = 0  # counts ``start`` calls: one waiting for a server's address yields to a later one
         self.model_label = QLabel("No model")
         self.load_progress = QProgressBar()
@@ -230,7 +230,7 @@ class AiController(QObject):
             self.start(editor, lambda: self.starter.fill_gaps(editor))
 
     def try_again(self) -> None:
-        """Put the original back and run the request again (``InfillStarter.again``): a new draw,
+        """Put the original back and run the request again (``EditStarter.again``): a new draw,
         the same settings, the text around the region as it is now."""
         editor = self.tabs.current_editor()
         session = editor.session if editor is not None else None
@@ -241,13 +241,13 @@ class AiController(QObject):
         elif self._model_ready():
             self.start(editor, lambda: self.starter.again(session))
 
-    def on_session(self, action: Callable[[InfillSession], object]) -> None:
+    def on_session(self, action: Callable[[EditSession], object]) -> None:
         """Accept, reject, the alternatives: ``action`` on the current editor's session, if any."""
         editor = self.tabs.current_editor()
         if editor is not None and editor.session is not None:
             action(editor.session)
 
-    def start(self, editor: CodeEditor, begin: Callable[[], InfillSession | None]) -> None:
+    def start(self, editor: CodeEditor, begin: Callable[[], EditSession | None]) -> None:
         """Start a session in ``editor`` with ``begin`` and show its progress in the status bar.
         On a server whose name was never resolved, that is done off the UI thread first; the
         start then goes on if it is still the latest one and ``editor`` is still the current tab."""
@@ -276,7 +276,7 @@ class AiController(QObject):
         else:
             self.notices.say(doing)
 
-    def _watch(self, editor: CodeEditor, session: InfillSession) -> None:
+    def _watch(self, editor: CodeEditor, session: EditSession) -> None:
         """Show ``session``'s news in the status bar and the tab's title, and handle its end."""
         session.progress.connect(self.notices.say)
         session.again_requested.connect(self.try_again)
@@ -290,7 +290,7 @@ class AiController(QObject):
         self._save_settings()
         self.review_diff_changed.emit(on)
 
-    async def _start_once_located(self, start: int, editor: CodeEditor, begin: Callable[[], InfillSession | None]) -> None:
+    async def _start_once_located(self, start: int, editor: CodeEditor, begin: Callable[[], EditSession | None]) -> None:
         await self.consent.locate(self._spec, self._loop)
         if start != self._starts:
             return  # a later start speaks for itself
@@ -299,7 +299,7 @@ class AiController(QObject):
         else:
             self.notices.say("Nothing was sent: another tab was chosen while the server was looked up.", 6000)
 
-    def _session_ended(self, session: InfillSession, outcome: Outcome, text: str) -> None:
+    def _session_ended(self, session: EditSession, outcome: Outcome, text: str) -> None:
         editor = session.editor
         self._ended = session
         if outcome is Outcome.ACCEPTED:  # "Ctrl+Z brings back the original" holds until the next change

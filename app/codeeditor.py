@@ -38,7 +38,7 @@ from sfumato.app.multicursor import ExtraCursors
 from sfumato.app.textpositions import document_text, index_of, position_of, utf16_length
 
 if TYPE_CHECKING:
-    from sfumato.app.session import InfillSession
+    from sfumato.app.session import EditSession
 
 _NAVIGATION_KEYS = {
     Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Up, Qt.Key.Key_Down, Qt.Key.Key_Home,
@@ -70,7 +70,7 @@ class CodeEditor(QPlainTextEdit):
         document = QTextDocument(self)
         document.setDocumentLayout(GhostLayout(document))  # room for ghost lines under a line
         self.setDocument(document)
-        self.session: InfillSession | None = None
+        self.session: EditSession | None = None
         self.prose = False  # the text is prose (Markdown, plain text), not code: a review compares words
         self.indent_with_spaces = True
         self.indent_width = 4

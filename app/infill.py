@@ -9,7 +9,7 @@ from sfumato.app.codeeditor import CodeEditor
 from sfumato.app.textpositions import document_text, index_of, position_of
 from sfumato.app.worker_adapter import WorkerAdapter
 from sfumato.app.commandkeys import SessionKeys
-from sfumato.app.session import InfillSession
+from sfumato.app.session import EditSession
 from sfumato.model.api import InfillRequest, TemplateRequest
 from sfumato.model.project_context import Chunk, nearest_chunks
 from sfumato.model.template import Gap, find_gaps, segments_of
@@ -43,7 +43,7 @@ def surroundings(text: str, start: int, end: int, chunks: list[Chunk]) -> dict[s
     return {"prefix": prefix, "suffix": suffix, "context": nearest_chunks(prefix, suffix, chunks)}
 
 
-class InfillStarter:
+class EditStarter:
     """Turns the editor's selections or gaps into requests and starts a session that runs them."""
 
     def __init__(self, worker: WorkerAdapter, options: InfillOptions, keys: SessionKeys):
@@ -53,7 +53,7 @@ class InfillStarter:
         # chunks of the other open files and the open folder, for the project context; set by the window
         self.project_chunks: Callable[[CodeEditor], list[Chunk]] = lambda editor: []
 
-    def rewrite(self, editor: CodeEditor, strength: float = 1.0, instruction: str | None = None) -> InfillSession | None:
+    def rewrite(self, editor: CodeEditor, strength: float = 1.0, instruction: str | None = None) -> EditSession | None:
         """Rewrite the selection (or infill at the cursor when nothing is selected). With more
         cursors (Ctrl+D, Alt+click) every one of them at once: one region each, one batch."""
         text = document_text(editor.document())
@@ -90,7 +90,7 @@ class InfillStarter:
             sampler_bound=self.options.sampler_bound,
         )
 
-    def fill_gaps(self, editor: CodeEditor) -> InfillSession | None:
+    def fill_gaps(self, editor: CodeEditor) -> EditSession | None:
         """Fill every [MASK] / [MASK:n] gap of the document in one run; None with a message if none."""
         text = document_text(editor.document())
         try:
@@ -106,7 +106,7 @@ class InfillStarter:
         )
         return self._run(editor, [(position_of(text, gap.start), position_of(text, gap.end)) for gap in gaps], template)
 
-    def again(self, session: InfillSession) -> InfillSession | None:
+    def again(self, session: EditSession) -> EditSession | None:
         """Try Again: put the originals back and run the first run's request once more in a new
         session over them: a new draw with the same settings (strength, instruction, lengths,
         options), the text around each region and the project context read as they are now.
@@ -127,9 +127,9 @@ class InfillStarter:
                     for request, (start, end) in zip(session.request, spans)]
         return self._run(editor, spans, requests)
 
-    def _run(self, editor: CodeEditor, spans, work: Sequence[InfillRequest] | TemplateRequest) -> InfillSession | None:
+    def _run(self, editor: CodeEditor, spans, work: Sequence[InfillRequest] | TemplateRequest) -> EditSession | None:
         if self.worker.error is not None:
             raise ValueError(f"No model: {self.worker.error}")
         steps = work.steps if isinstance(work, TemplateRequest) else work[0].steps
-        session = InfillSession(editor, spans, steps, self.options.underline_low_confidence, self.keys, self.options.review_diff)
+        session = EditSession(editor, spans, steps, self.options.underline_low_confidence, self.keys, self.options.review_diff)
         return session if session.run(self.worker, work) else None

@@ -12,7 +12,7 @@ from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMenu
 
 from sfumato.app.codeeditor import CodeEditor
-from sfumato.app.session import InfillSession
+from sfumato.app.session import EditSession
 from sfumato.app.theme import THEMES
 
 if TYPE_CHECKING:
@@ -120,12 +120,12 @@ def build_menus(window: MainWindow) -> MenuActions:
     rewrite = _action(window, ai_menu, "&Rewrite Selection / Infill at Cursor", ai.rewrite)
     fill = _action(window, ai_menu, "&Fill Every [MASK] Gap", ai.fill_gaps)
     ai_menu.addSeparator()
-    accept = _action(window, ai_menu, "&Accept", lambda: ai.on_session(InfillSession.accept))
-    reject = _action(window, ai_menu, "Re&ject", lambda: ai.on_session(InfillSession.dismiss))
+    accept = _action(window, ai_menu, "&Accept", lambda: ai.on_session(EditSession.accept))
+    reject = _action(window, ai_menu, "Re&ject", lambda: ai.on_session(EditSession.dismiss))
     next_alternative = _action(window, ai_menu, "&Next Alternative", lambda: ai.on_session(lambda s: s.cycle(1)))
     previous_alternative = _action(window, ai_menu, "&Previous Alternative", lambda: ai.on_session(lambda s: s.cycle(-1)))
     for cycle in (next_alternative, previous_alternative):  # the menu shows the key; the key goes to the session only
-        cycle.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)  # (InfillSession.handle_key), its one route
+        cycle.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)  # (EditSession.handle_key), its one route
     try_again = _action(window, ai_menu, "&Try Again", ai.try_again)
     review_diff = _action(window, ai_menu, "Review as &Diff", lambda: window.toggle("review_diff", review_diff.isChecked()), checkable=True)
     ai.review_diff_changed.connect(review_diff.setChecked)

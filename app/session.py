@@ -54,7 +54,7 @@ class State(StrEnum):
 
 
 class Outcome(StrEnum):
-    """How a session ended (``InfillSession.outcome``, the ``ended`` signal)."""
+    """How a session ended (``EditSession.outcome``, the ``ended`` signal)."""
 
     ACCEPTED = "accepted"  # the chosen alternative is one undo step (or, the same as the original, none)
     REJECTED = "rejected"
@@ -63,7 +63,7 @@ class Outcome(StrEnum):
     EMPTY = "empty"  # the model wrote nothing: Try Again may run the request once more
 
 
-class InfillSession(QObject):
+class EditSession(QObject):
     """Shows the drafts of one model run in ``editor`` and applies or discards the result.
 
     ``state`` goes ``RUNNING`` -> ``READY`` -> ``ENDED`` (or straight to ``ENDED``): while running,

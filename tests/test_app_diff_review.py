@@ -12,7 +12,7 @@ from test_app_support import qasync_loop, window  # noqa: F401 - fixtures
 from sfumato.app import recovery
 from sfumato.app.codeeditor import CodeEditor
 from sfumato.app.reviewdiff import Ghost, review_diff
-from sfumato.app.session import InfillSession
+from sfumato.app.session import EditSession
 from sfumato.app.textpositions import document_text
 from sfumato.model.api import Candidate, Draft, TokenState
 
@@ -26,7 +26,7 @@ def result(*texts: str) -> tuple[Draft, ...]:
     return (Draft(4, tuple(Candidate(text, (TokenState(text, 0.9, True),)) for text in texts), True),)
 
 
-def reviewing(qtbot, text: str = CODE, span: tuple[int, int] = (0, 31), *results: str, prose: bool = False) -> tuple[CodeEditor, InfillSession]:
+def reviewing(qtbot, text: str = CODE, span: tuple[int, int] = (0, 31), *results: str, prose: bool = False) -> tuple[CodeEditor, EditSession]:
     """An editor showing ``text`` whose ``span`` was rewritten to ``results`` (default RESULT), under review."""
     editor = CodeEditor()
     qtbot.addWidget(editor)
@@ -35,7 +35,7 @@ def reviewing(qtbot, text: str = CODE, span: tuple[int, int] = (0, 31), *results
     editor.show()
     editor.setPlainText(text)
     editor.document().setModified(False)
-    session = InfillSession(editor, [span])
+    session = EditSession(editor, [span])
     session.finish(result(*(results or (RESULT,))))
     assert session.state == "ready"
     return editor, session
@@ -139,7 +139,7 @@ def test_a_save_and_a_recovery_copy_during_the_review_hold_no_diff(window, qtbot
     document = window.tabs.open_path(str(path))
     editor = document.editor
     editor.document().setModified(True)  # edited, so both a save and a copy write it
-    session = InfillSession(editor, [(0, 31)])
+    session = EditSession(editor, [(0, 31)])
     session.finish(result(RESULT))
     assert session.showing_diff and ghost_text(editor)
     store = recovery.Recovery(lambda: [document], tmp_path / "recovery")
@@ -157,7 +157,7 @@ def test_esc_after_a_diff_review_leaves_the_file_byte_identical(window, qtbot, t
     path.write_bytes(original)
     document = window.tabs.open_path(str(path))
     editor = document.editor
-    session = InfillSession(editor, [(0, 31)])
+    session = EditSession(editor, [(0, 31)])
     session.finish(result(RESULT, "def add(a, b):\n    return b - a"))
     for key in (Qt.Key.Key_D, Qt.Key.Key_D, Qt.Key.Key_BracketRight):  # clean, the diff again, the next one
         qtbot.keyClick(editor, key, ALT)

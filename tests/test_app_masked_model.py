@@ -10,7 +10,7 @@ from test_app_tiny_model import press_ctrl_k, select, wait_ready
 from test_masked_diffusion import build_bert
 
 from sfumato.app.textpositions import document_text
-from sfumato.app.session import InfillSession
+from sfumato.app.session import EditSession
 
 TEXT = "def area(width, height):\n    return width * height\n\nprint(area(2, 3))\n"
 
@@ -28,13 +28,13 @@ def window(qapp, qasync_loop, tmp_path_factory, project_tokenizer):  # noqa: F81
 
 def test_a_masked_model_rewrite_is_animated_and_rejected_byte_for_byte(qtbot, window, monkeypatch):
     drawn = []
-    original_receive = InfillSession.receive
+    original_receive = EditSession.receive
 
     def receive(session, drafts):
         drawn.append([token.accepted for token in drafts[0].tokens])
         original_receive(session, drafts)
 
-    monkeypatch.setattr(InfillSession, "receive", receive)
+    monkeypatch.setattr(EditSession, "receive", receive)
     document = window.tabs.new_document()
     editor = document.editor
     editor.setPlainText(TEXT)

@@ -12,7 +12,7 @@ from test_app_support import make_engine, qasync_loop, select  # noqa: F401 - fi
 
 from sfumato.app import pacing
 from sfumato.app.codeeditor import CodeEditor
-from sfumato.app.infill import InfillOptions, InfillStarter
+from sfumato.app.infill import InfillOptions, EditStarter
 from sfumato.app.noise import GLYPHS, with_noise
 from sfumato.app.commandkeys import DEFAULT_SESSION_KEYS
 from sfumato.app.textpositions import document_text
@@ -48,7 +48,7 @@ def start(qtbot, qasync_loop):  # noqa: F811
     editor.setPlainText(TEXT)
     select(editor, TEXT.index("    old"), len(TEXT))
     shown = []  # (when the pacer drew it, "Pass n/…" message, document text) of every pass before the result
-    session = InfillStarter(engine, InfillOptions(), DEFAULT_SESSION_KEYS).rewrite(editor)
+    session = EditStarter(engine, InfillOptions(), DEFAULT_SESSION_KEYS).rewrite(editor)
     session.progress.connect(lambda message: shown.append((session._pacer._last_shown, message, document_text(editor.document())))
                              if message.startswith("Pass") else None)
     return engine, editor, session, shown

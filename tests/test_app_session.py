@@ -10,9 +10,9 @@ from test_app_support import FakeBackend, make_engine, qasync_loop, select  # no
 
 from sfumato.app.codeeditor import CodeEditor
 from sfumato.app.textpositions import document_text
-from sfumato.app.infill import InfillOptions, InfillStarter
+from sfumato.app.infill import InfillOptions, EditStarter
 from sfumato.app.commandkeys import DEFAULT_SESSION_KEYS
-from sfumato.app.session import InfillSession
+from sfumato.app.session import EditSession
 from sfumato.app.run_status import FOUND_IN
 from sfumato.model.api import Candidate, Draft, Source, TokenState
 
@@ -25,7 +25,7 @@ def setup(qtbot, qasync_loop):  # noqa: F811
         backend = FakeBackend(**backend_options)
         engine = make_engine(qasync_loop, backend, qtbot)
         options = InfillOptions(alternatives=backend_options.get("alternatives") or 1)
-        starter = InfillStarter(engine, options, DEFAULT_SESSION_KEYS)
+        starter = EditStarter(engine, options, DEFAULT_SESSION_KEYS)
         editor = CodeEditor()
         qtbot.addWidget(editor)
         editor.setPlainText(text)
@@ -415,7 +415,7 @@ def test_a_result_retrieval_found_says_where_it_was_found_not_a_speed(qtbot):
     written = Candidate("return b + a", (TokenState("return b + a", 1.0, True),), 1.0, "sample")
     for candidate, passes, generated, expected in ((found, 3, 0, "Found in this document · "),
                                                    (written, 3, 6, "2.0 tokens/pass · ")):
-        session = InfillSession(editor, [(19, 31)])
+        session = EditSession(editor, [(19, 31)])
         session.progress.connect(lines.append)
         session.finish((Draft(passes, (candidate,), True, passes, generated),))
         qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)

@@ -18,7 +18,7 @@ from PySide6.QtTest import QTest
 
 from sfumato.app.codeeditor import CodeEditor
 from sfumato.app.textpositions import document_text
-from sfumato.app.session import InfillSession
+from sfumato.app.session import EditSession
 from sfumato.model.api import Candidate, Draft, TokenState
 
 
@@ -32,7 +32,7 @@ class SessionMachine(RuleBasedStateMachine):
         super().__init__()
         self.editor = CodeEditor()
         self.editor.setPlainText("alpha beta\ngamma delta\n")
-        self.session: InfillSession | None = None
+        self.session: EditSession | None = None
 
     def teardown(self):
         if self.editor.session is not None:
@@ -60,7 +60,7 @@ class SessionMachine(RuleBasedStateMachine):
         spans = [(start, min(start + length, size))]
         if gaps and start + length + 2 < size:
             spans.append((start + length + 1, min(start + length + 3, size)))
-        self.session = InfillSession(self.editor, spans)
+        self.session = EditSession(self.editor, spans)
 
     @precondition(lambda self: self.active() and self.session.state == "running")
     @rule(text=st.text("§ab\n", max_size=12))

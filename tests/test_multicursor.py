@@ -8,7 +8,7 @@ from PySide6.QtCore import QPoint, Qt
 from test_app_support import FakeBackend, make_engine, qasync_loop  # noqa: F401 - fixture
 
 from sfumato.app.codeeditor import CodeEditor
-from sfumato.app.infill import InfillOptions, InfillStarter
+from sfumato.app.infill import InfillOptions, EditStarter
 from sfumato.app.commandkeys import DEFAULT_SESSION_KEYS
 
 
@@ -70,7 +70,7 @@ def test_alt_click_adds_a_cursor_and_a_plain_click_clears_them(qtbot, editor):
 
 def test_a_session_starts_with_one_cursor(qtbot, qasync_loop, editor):  # noqa: F811
     engine = make_engine(qasync_loop, FakeBackend(), qtbot)
-    starter = InfillStarter(engine, InfillOptions(), DEFAULT_SESSION_KEYS)
+    starter = EditStarter(engine, InfillOptions(), DEFAULT_SESSION_KEYS)
     editor.setPlainText("alpha alpha\n")
     editor.add_next_occurrence()
     editor.add_next_occurrence()
@@ -85,7 +85,7 @@ def test_a_session_starts_with_one_cursor(qtbot, qasync_loop, editor):  # noqa: 
 def test_ctrl_k_with_several_selections_rewrites_them_all_in_one_session(qtbot, qasync_loop, editor):  # noqa: F811
     backend = FakeBackend()
     engine = make_engine(qasync_loop, backend, qtbot)
-    starter = InfillStarter(engine, InfillOptions(), DEFAULT_SESSION_KEYS)
+    starter = EditStarter(engine, InfillOptions(), DEFAULT_SESSION_KEYS)
     text = "a = item\nb = item + 1\n"
     editor.setPlainText(text)
     cursor = editor.textCursor()

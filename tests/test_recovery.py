@@ -20,7 +20,7 @@ from sfumato.app.codeeditor import CodeEditor
 from sfumato.app.textpositions import document_text
 from sfumato.app.document import Document
 from sfumato.app.mainwindow import MainWindow
-from sfumato.app.session import InfillSession
+from sfumato.app.session import EditSession
 from sfumato.model.api import Candidate, Draft, TokenState
 
 REPO = Path(__file__).resolve().parent.parent
@@ -78,7 +78,7 @@ def test_a_copy_follows_edits_and_goes_once_the_document_is_saved_or_closed(qtbo
 def test_a_copy_never_holds_a_draft(qtbot, tmp_path):
     document = untitled(qtbot, "keep this text\n")
     store = recovery.Recovery(lambda: [document], tmp_path / "recovery")
-    session = InfillSession(document.editor, [(5, 9)])
+    session = EditSession(document.editor, [(5, 9)])
     draft = "DRAFT\r\nTEXT"
     session.finish((Draft(1, (Candidate(draft, tuple(TokenState(ch, 0.5, True) for ch in draft)),), True),))
     assert "DRAFT" in document_text(document.editor.document())

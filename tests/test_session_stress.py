@@ -1,6 +1,6 @@
 """Infill sessions under stress: a hypothesis state machine against a model of the user's text.
 
-The machine drives a real ``CodeEditor`` and ``InfillSession``: it types, pastes, deletes, selects,
+The machine drives a real ``CodeEditor`` and ``EditSession``: it types, pastes, deletes, selects,
 starts rewrites, infills and gap fills, hands the session synthetic drafts (as the worker would),
 accepts, rejects, cancels, fails, cycles alternatives, undoes and redoes. Next to it runs a model:
 the text the user wrote (``user``) and the regions being rewritten, in the user's coordinates.
@@ -36,10 +36,10 @@ from sfumato.app import pacing, recovery
 from sfumato.app.codeeditor import CodeEditor
 from sfumato.app.textpositions import document_text
 from sfumato.app.document import Document
-from sfumato.app.infill import InfillOptions, InfillStarter
+from sfumato.app.infill import InfillOptions, EditStarter
 from sfumato.app.commandkeys import DEFAULT_SESSION_KEYS
 from sfumato.app.noise import with_noise
-from sfumato.app.session import InfillSession
+from sfumato.app.session import EditSession
 from sfumato.model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
 from sfumato.model.template import find_gaps, segments_of
 
@@ -104,7 +104,7 @@ class SessionMachine(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         self.editor = CodeEditor()
-        self.session: InfillSession | None = None
+        self.session: EditSession | None = None
         self.regions: list[_Region] = []
         self.alternatives = 1
         self.alternative = 0
@@ -112,7 +112,7 @@ class SessionMachine(RuleBasedStateMachine):
         self.step = 0
         self.redo: list[str] = []  # texts that redo brings back, newest last
         self.before_accept: str | None = None  # the text before the last accept, until the next action
-        self.ended: list[InfillSession] = []
+        self.ended: list[EditSession] = []
 
     # --- the model ----------------------------------------------------------------------------
 
@@ -236,7 +236,7 @@ class SessionMachine(RuleBasedStateMachine):
 
     def begin(self, spans: list[tuple[int, int]], alternatives: int, gap_fill: bool = False) -> None:
         self.before_accept = None
-        self.session = InfillSession(self.editor, spans)
+        self.session = EditSession(self.editor, spans)
         self.sessions += 1
         self.step = 0
         self.alternatives, self.alternative = alternatives, 0
@@ -593,7 +593,7 @@ def outcome_of(qtbot, session) -> str:
 
 def test_a_worker_that_raises_mid_run_leaves_the_document_and_the_next_request_works(qtbot, qasync_loop, tiny_backend):  # noqa: F811
     engine = make_engine(qasync_loop, Flaky(tiny_backend), qtbot)
-    starter = InfillStarter(engine, InfillOptions(max_new_tokens=6, steps=3), DEFAULT_SESSION_KEYS)
+    starter = EditStarter(engine, InfillOptions(max_new_tokens=6, steps=3), DEFAULT_SESSION_KEYS)
     editor = editor_with(qtbot, TEXT)
     select_return_line(editor)
     assert outcome_of(qtbot, starter.rewrite(editor)) == "failed"
@@ -613,7 +613,7 @@ def test_a_worker_stopped_mid_run_leaves_the_document_and_a_restarted_one_works(
     backend = FakeBackend()
     backend.hold.set()
     engine = make_engine(qasync_loop, backend, qtbot)
-    starter = InfillStarter(engine, InfillOptions(), DEFAULT_SESSION_KEYS)
+    starter = EditStarter(engine, InfillOptions(), DEFAULT_SESSION_KEYS)
     editor = editor_with(qtbot, TEXT)
     select_return_line(editor)
     session = starter.rewrite(editor)
@@ -634,7 +634,7 @@ def test_a_worker_stopped_mid_run_leaves_the_document_and_a_restarted_one_works(
 def test_characters_beyond_u_ffff_before_the_region_keep_every_position_right(qtbot, qasync_loop):  # noqa: F811
     """Qt counts UTF-16 code units, Python code points: an emoji before the region must not shift it."""
     engine = make_engine(qasync_loop, FakeBackend(), qtbot)
-    starter = InfillStarter(engine, InfillOptions(), DEFAULT_SESSION_KEYS)
+    starter = EditStarter(engine, InfillOptions(), DEFAULT_SESSION_KEYS)
     text = "😀 𝔘 abc def\n[MASK] end 🎉\n"
     editor = editor_with(qtbot, text)
     start = text.index("abc") + 2  # two emoji: two more Qt positions than Python indices
