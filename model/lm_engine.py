@@ -113,6 +113,8 @@ class LmDenoiserBackend:
         seed = (request.seed if request.seed is not None else 0) * 1000 + alternative
         bar = ACCEPT_PROBABILITY if request.sampler_bound is None else math.exp(-request.sampler_bound)
         stop = request.suffix.lstrip()[:STOP_CHARS]
+        if request.one_line:  # a line's text ends at its newline: only the suffix's first line can be run into
+            stop = stop.split("\n", 1)[0]
         row = _Row(prompt_ids(self.special, prefix, suffix), heal, request.max_new_tokens, request.one_line,
                    temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
                    generator=torch.Generator().manual_seed(seed), accept=bar,

@@ -202,3 +202,9 @@ def test_a_line_longer_than_its_canvas_keeps_its_healed_start_out(backend, smol_
     assert text == "value = compute(alpha, beta, gamma, delta, epsilon, zeta, eta)"
     assert backend._end_index(row) == len(row.canvas) - 1
     assert backend._heal_position(row) == (None, b"")
+
+
+def test_a_line_that_runs_into_the_suffix_ends_before_it(backend):
+    """A one-line text never holds the suffix's newline, so the stop is the suffix's first line only."""
+    row = backend._row(InfillRequest(prefix="root = math.", suffix="(16))  # 4.0\nprint(root)\n", one_line=True), 0)
+    assert row.stop == "(16))  # 4.0"
