@@ -27,6 +27,7 @@ import torch
 from sfumato.model.api import CancelFlag, Candidate, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
 from sfumato.model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
 from sfumato.model.prompt_cache import PromptCache
+from sfumato.model.suffix_overlap import overlap_to_drop
 from sfumato.model.token_text import split_text, token_bytes_table
 
 ACCEPT_PROBABILITY = 0.9
@@ -36,6 +37,7 @@ MAX_CANVAS = 32
 LINE_CANVAS = 16  # the rest of one line rarely needs more; a longer one goes on in the next canvas
 PREFILL_CHUNK = 128  # prompt tokens read between two cancel checks
 STOP_CHARS, MIN_STOP_CHARS = 16, 4  # how much of the suffix's start ends a text that runs into it
+LONGEST_STOP = 200  # of the suffix, what the overlap check reads (its first line)
 ALTERNATIVE_TEMPERATURE = 0.8
 
 
@@ -56,6 +58,8 @@ class _Row:
     written_confidence: list[float] = field(default_factory=list)
     stop: str = ""  # the start of the suffix: a text that runs into it ends before it
     stop_space: bool = False  # the suffix starts with white space (then so does the cut)
+    before: str = ""  # the prefix's last line and the suffix: a text ending with the suffix's start
+    after: str = ""  # is trimmed of the repeat (sfumato.model.suffix_overlap)
     accept: float = ACCEPT_PROBABILITY  # the probability a pass accepts a token at
     done: bool = False
     passes: int = 0
@@ -118,7 +122,8 @@ class LmDenoiserBackend:
         row = _Row(prompt_ids(self.special, prefix, suffix), heal, request.max_new_tokens, request.one_line,
                    temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
                    generator=torch.Generator().manual_seed(seed), accept=bar,
-                   stop=stop if len(stop.strip()) >= MIN_STOP_CHARS else "", stop_space=request.suffix[:1].isspace())
+                   stop=stop if len(stop.strip()) >= MIN_STOP_CHARS else "", stop_space=request.suffix[:1].isspace(),
+                   before=request.prefix.rsplit("\n", 1)[-1], after=request.suffix[:LONGEST_STOP])
         if request.is_rewrite:
             init = self._encode(heal.decode("utf-8", "replace") + request.init_text)
             slack = max(2, len(init) // 4) if request.strength > 0 else 0  # room to grow; an end there deletes it
@@ -403,7 +408,20 @@ class LmDenoiserBackend:
             if ids[index] == self.special.end and ok:
                 break
             states.append(TokenState(piece, conf, ok))
-        return self._before_stop(row, states)
+        return self._without_overlap(row, self._before_stop(row, states))
+
+    @staticmethod
+    def _without_overlap(row: _Row, states: tuple[TokenState, ...]) -> tuple[TokenState, ...]:
+        """``states`` less an end that repeats the suffix's start (closing quotes, a period)."""
+        drop = overlap_to_drop("".join(state.text for state in states), row.before, row.after) if row.after else 0
+        kept = list(states)
+        while drop and kept:
+            last = kept.pop()
+            if len(last.text) > drop:
+                kept.append(TokenState(last.text[:-drop], last.confidence, last.accepted))
+                break
+            drop -= len(last.text)
+        return tuple(kept)
 
     @staticmethod
     def _before_stop(row: _Row, states: list[TokenState]) -> tuple[TokenState, ...]:

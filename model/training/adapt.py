@@ -56,6 +56,8 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--minutes", type=float, default=600.0)
     p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--anneal", action="store_true",
+                   help="the learning rate falls linearly to a tenth over this run's minutes (a run that ends the training)")
     p.add_argument("--accumulate", type=int, default=8)
     p.add_argument("--save-every", type=int, default=25, help="optimizer steps between checkpoints")
     p.add_argument("--seed", type=int, default=0)
@@ -189,7 +191,8 @@ def main(argv=None) -> None:
         state = json.loads((resume / "state.json").read_text())
     rng = random.Random(f"{args.seed}:{state['step']}")
     sampler = DocumentSampler("train", tokenizer, rng)
-    deadline = time.monotonic() + 60 * args.minutes
+    started = time.monotonic()
+    deadline = started + 60 * args.minutes
     running = None
     while time.monotonic() < deadline:
         t0 = time.process_time()
@@ -205,9 +208,11 @@ def main(argv=None) -> None:
             n += 1
             state["tokens"] += len(example[0])
         torch.nn.utils.clip_grad_norm_(params, 1.0)
-        warmup = min(1.0, (state["step"] + 1) / 20)
+        scale = min(1.0, (state["step"] + 1) / 20)  # warm-up
+        if args.anneal:
+            scale *= 1.0 - 0.9 * min(1.0, (time.monotonic() - started) / (60 * args.minutes))
         for group in optimizer.param_groups:
-            group["lr"] = args.lr * warmup
+            group["lr"] = args.lr * scale
         optimizer.step()
         state["step"] += 1
         state["examples"] += n

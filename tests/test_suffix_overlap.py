@@ -1,0 +1,38 @@
+"""A generated text's end that repeats the suffix's start is dropped only when it is doubled."""
+
+from __future__ import annotations
+
+import pytest
+
+from sfumato.model.suffix_overlap import overlap_to_drop
+
+
+@pytest.mark.parametrize(
+    ("before", "text", "after", "drop"),
+    [
+        ('    """', 'Return the variance of values."""', '"""\n    n = len(values)\n', 3),  # closing quotes twice
+        ("The module computes", " the statistics of a dataset.", ".\n\nUse it", 1),  # a doubled period
+        ("    total = sum(", "values)", ")\n", 1),  # a bracket the line then closes twice
+        ('name = "', 'world"', '"\n', 1),  # a quote left open by the repeat
+        ("result = f(g(", "x)", ")\n", 0),  # meant twice: f(g(x)) balances only with both
+        ("items = ", "[1, 2]", "]\n", 1),
+        ("value = ", "compute()", "\n", 0),  # nothing repeated
+        ("call(", "a, ", " b)\n", 0),  # white space alone is no overlap
+        ("prefix_", "name", "name_suffix\n", 0),  # words are left to the stop string
+    ],
+)
+def test_the_overlap_dropped(before, text, after, drop):
+    assert overlap_to_drop(text, before, after) == drop
+
+
+def test_the_engine_drops_the_repeat_from_its_tokens(tiny_lm, smol_tokenizer):
+    pytest.importorskip("torch")
+    from sfumato.model.api import InfillRequest, ModelInfo, TokenState
+    from sfumato.model.lm_engine import LmDenoiserBackend
+
+    backend = LmDenoiserBackend(tiny_lm, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
+    row = backend._row(InfillRequest(prefix='def f():\n    """', suffix='"""\n    return 1\n'), 0)
+    states = (TokenState("Return one", 0.9, True), TokenState(".", 0.8, True), TokenState('"""', 0.7, True))
+    assert "".join(s.text for s in backend._without_overlap(row, states)) == "Return one."
+    states = (TokenState("Return one", 0.9, True), TokenState('."""', 0.8, True))
+    assert [s.text for s in backend._without_overlap(row, states)] == ["Return one", "."]
