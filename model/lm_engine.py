@@ -117,9 +117,11 @@ class LmDenoiserBackend:
         seed = (request.seed if request.seed is not None else 0) * 1000 + alternative
         bar = ACCEPT_PROBABILITY if request.sampler_bound is None else math.exp(-request.sampler_bound)
         stop = request.suffix.lstrip()[:STOP_CHARS]
-        if request.one_line:  # a line's text ends at its newline: only the suffix's first line can be run into
+        # a rewrite of text without a line break writes one line (it would go on into the next ones)
+        one_line = request.one_line or (request.is_rewrite and "\n" not in request.init_text)
+        if one_line:  # a line's text ends at its newline: only the suffix's first line can be run into
             stop = stop.split("\n", 1)[0]
-        row = _Row(prompt_ids(self.special, prefix, suffix), heal, request.max_new_tokens, request.one_line,
+        row = _Row(prompt_ids(self.special, prefix, suffix), heal, request.max_new_tokens, one_line,
                    temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
                    generator=torch.Generator().manual_seed(seed), accept=bar,
                    stop=stop if len(stop.strip()) >= MIN_STOP_CHARS else "", stop_space=request.suffix[:1].isspace(),

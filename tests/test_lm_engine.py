@@ -7,6 +7,8 @@ infills stop at the line's end, the cache is reused, a cancel stops between pass
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -87,6 +89,25 @@ def test_a_rewrite_at_strength_zero_gives_the_selection_back(backend):
     _, final = run(backend, InfillRequest(prefix="a = 1\n", suffix="\n", max_new_tokens=16, init_text="b = 2",
                                           strength=0.0, seed=5))
     assert final.text == "b = 2"
+
+
+def test_a_rewrite_of_one_line_writes_one_line(tiny_lm, smol_tokenizer):
+    """The slack after a one-line selection is not a place to go on into the next lines (a model
+    that writes line breaks everywhere still gives one line back)."""
+    from sfumato.model.lm_engine import LmDenoiserBackend
+
+    model = copy.deepcopy(tiny_lm)
+    newlines = [i for token, i in smol_tokenizer.get_vocab().items() if token.startswith("Ċ")]
+    model.lm_head.register_forward_hook(lambda module, args, out: out.index_add(
+        -1, torch.tensor(newlines), torch.full((*out.shape[:-1], len(newlines)), 8.0)))
+    backend = LmDenoiserBackend(model, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
+    request = InfillRequest(prefix="def f():\n    ", suffix="\n    return total\n", max_new_tokens=30,
+                            init_text="total = sum(values)", strength=0.8, seed=1, n_alternatives=2)
+    assert backend._row(request, 0).one_line
+    _, final = run(backend, request)
+    assert final.candidates and all("\n" not in candidate.text for candidate in final.candidates)
+    block = InfillRequest(prefix="", suffix="\n", init_text="a = 1\nb = 2", strength=0.5)
+    assert not backend._row(block, 0).one_line  # a selection of lines may change its line count
 
 
 def test_the_healed_token_is_spelt_once(backend, smol_tokenizer):
