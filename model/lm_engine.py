@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
 from sfumato.model.api import CancelFlag, Candidate, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
 from sfumato.model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
 from sfumato.model.prompt_cache import PromptCache
-from sfumato.model.suffix_overlap import overlap_to_drop
+from sfumato.model.rewrite_parts import split_selection
+from sfumato.model.suffix_overlap import cut_at_stop, without_overlap
 from sfumato.model.token_text import split_text, token_bytes_table
 
 ACCEPT_PROBABILITY = 0.9
@@ -48,7 +49,7 @@ class _Row:
     prompt: list[int]
     heal: bytes  # the text the first generated token must start with (the prompt's dropped token)
     budget: int  # tokens it may still write
-    one_line: bool
+    one_line: bool  # the rest of a line: its newline ends the text
     temperature: float
     generator: torch.Generator
     canvas: list[int] = field(default_factory=list)
@@ -61,6 +62,7 @@ class _Row:
     before: str = ""  # the prefix's last line and the suffix: a text ending with the suffix's start
     after: str = ""  # is trimmed of the repeat (sfumato.model.suffix_overlap)
     accept: float = ACCEPT_PROBABILITY  # the probability a pass accepts a token at
+    no_breaks: bool = False  # a one-line rewrite: no token with a line break may be written
     done: bool = False
     passes: int = 0
     generated: int = 0  # tokens the model wrote (a rewrite's pinned ones do not count)
@@ -80,6 +82,10 @@ class LmDenoiserBackend:
         # no canvas position may hold a marker, the mask or a chat token: only text or the end
         self.unwritable = torch.tensor([not piece for piece in table], device=device)
         self.unwritable[self.special.end] = False
+        # part of a character (byte-level BPE): the model never writes one, nor does a rewrite
+        # renoise one, so a result never holds a broken character
+        self.partial = torch.tensor([bool(piece) and not _whole_characters(piece) for piece in table], device=device)
+        self.breaks = torch.tensor([b"\n" in piece for piece in table], device=device)
         self.prompt_cache = PromptCache()
         self._heal_masks: dict[bytes, torch.Tensor] = {}
         self._prompt_logits: tuple[tuple[int, ...], torch.Tensor | None] = ((), None)
@@ -88,12 +94,50 @@ class LmDenoiserBackend:
     # ---- the Backend protocol -------------------------------------------------------------
 
     def stream(self, requests: Sequence[InfillRequest], cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
-        groups = [[self._row(request, k) for k in range(request.n_alternatives)] for request in requests]
-        rows = [row for group in groups for row in group]
+        """A long selection is rewritten part after part (``sfumato.model.rewrite_parts``); every
+        request's current part is a row of one batch."""
+        plans = [split_selection(r.init_text, self._count) if r.is_rewrite else [(None, "")] for r in requests]
+        written = [[[] for _ in range(r.n_alternatives)] for r in requests]  # states of the parts done
+        spent = [[0, 0, 0.0, 0] for _ in requests]  # alternative 0 over the parts done: passes, tokens, confidence sum, count
+        drafts: list[Draft] = [None] * len(requests)  # type: ignore[list-item]
+        rounds, offset = max(map(len, plans)), 0
         with torch.inference_mode():
-            for passes in self._denoise(rows, requests, groups, cancel):
-                final = all(row.done for row in rows)
-                yield tuple(self._draft(group, passes, final) for group in groups)
+            for index in range(rounds):
+                live = [i for i, plan in enumerate(plans) if index < len(plan)]
+                parts = [[self._part(requests[i], plans[i], index, written[i][k]) for k in range(requests[i].n_alternatives)]
+                         for i in live]
+                groups = [[self._row(part, k) for k, part in enumerate(group)] for group in parts]
+                rows = [row for group in groups for row in group]
+                passes = 0
+                for passes in self._denoise(rows, [group[0] for group in parts], groups, cancel):
+                    final = index == rounds - 1 and all(row.done for row in rows)
+                    after = {i: self._after(plans[i], index) for i in live}
+                    for i, group in zip(live, groups):
+                        drafts[i] = self._draft(group, offset + passes, final, written[i], after[i], spent[i])
+                    yield tuple(replace(d, batch_passes=offset + passes, final=final) for d in drafts)
+                offset += passes
+                for i, group in zip(live, groups):
+                    for k, row in enumerate(group):
+                        written[i][k] += [*self._states(row), TokenState(plans[i][index][1], 1.0, True)]
+                    settled = [state.confidence for state in self._states(group[0]) if state.accepted]
+                    spent[i] = [spent[i][0] + group[0].passes, spent[i][1] + self._kept_generated(group[0]),
+                                spent[i][2] + sum(settled), spent[i][3] + len(settled)]
+
+    def _count(self, text: str) -> int:
+        return len(self._encode(text))
+
+    @staticmethod
+    def _part(request: InfillRequest, plan: list[tuple[str | None, str]], index: int, written: list[TokenState]) -> InfillRequest:
+        """The request for part ``index`` of a rewrite: the parts before it as written, those after as they are."""
+        if len(plan) == 1:
+            return request
+        return replace(request, prefix=request.prefix + "".join(state.text for state in written), init_text=plan[index][0],
+                       suffix=LmDenoiserBackend._after(plan, index) + request.suffix)
+
+    @staticmethod
+    def _after(plan: list[tuple[str | None, str]], index: int) -> str:
+        """The selection's text after part ``index``, as it was: its line break and the parts after it."""
+        return plan[index][1] + "".join(part + brk for part, brk in plan[index + 1 :])
 
     def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
         """Every gap is a canvas of one batch, its prompt the template around it (other gaps empty)."""
@@ -117,11 +161,11 @@ class LmDenoiserBackend:
         seed = (request.seed if request.seed is not None else 0) * 1000 + alternative
         bar = ACCEPT_PROBABILITY if request.sampler_bound is None else math.exp(-request.sampler_bound)
         stop = request.suffix.lstrip()[:STOP_CHARS]
-        # a rewrite of text without a line break writes one line (it would go on into the next ones)
-        one_line = request.one_line or (request.is_rewrite and "\n" not in request.init_text)
-        if one_line:  # a line's text ends at its newline: only the suffix's first line can be run into
+        # a rewrite of text without a line break writes none (it would go on into the next lines)
+        no_breaks = request.is_rewrite and "\n" not in request.init_text
+        if request.one_line or no_breaks:  # only the suffix's first line can be run into
             stop = stop.split("\n", 1)[0]
-        row = _Row(prompt_ids(self.special, prefix, suffix), heal, request.max_new_tokens, one_line,
+        row = _Row(prompt_ids(self.special, prefix, suffix), heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks,
                    temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
                    generator=torch.Generator().manual_seed(seed), accept=bar,
                    stop=stop if len(stop.strip()) >= MIN_STOP_CHARS else "", stop_space=request.suffix[:1].isspace(),
@@ -280,10 +324,10 @@ class LmDenoiserBackend:
             if not request.is_rewrite:
                 continue
             row.passes += 1
-            kept = [i for i, m in enumerate(row.masked) if not m]
+            kept = [i for i, m in enumerate(row.masked) if not m and not self.partial[row.canvas[i]]]
             probs = logits[b, : len(row.canvas)].softmax(-1)
             likely = [probs[i, row.canvas[i]].item() for i in kept]
-            count = math.ceil(request.strength * len(kept))
+            count = math.ceil(request.strength * sum(not m for m in row.masked))
             jitter = torch.rand(len(kept), generator=row.generator).tolist() if row.temperature else [0.0] * len(kept)
             order = sorted(range(len(kept)), key=lambda k: likely[k] * (1 + 0.5 * jitter[k]))
             for k in order[:count]:
@@ -298,9 +342,11 @@ class LmDenoiserBackend:
         """Fill every masked position above the bar (at least the surest one); end the row when done."""
         logits = logits[: len(row.canvas)].clone()
         position, left = self._heal_position(row)
-        if position is not None:
+        blocked = (self.unwritable | self.partial | (self.breaks if row.no_breaks else False)).expand(len(row.canvas), -1).clone()
+        if position is not None:  # the healed text may be spelt by parts of a character, as the prompt held it
             logits[position, ~self._heal_allowed(left)] = -math.inf
-        logits[:, self.unwritable] = -math.inf
+            blocked[position] = self.unwritable
+        logits[blocked] = -math.inf
         probs = logits.softmax(-1)
         if row.temperature:
             sampled = torch.multinomial((logits / row.temperature).softmax(-1), 1, generator=row.generator)[:, 0]
@@ -410,58 +456,37 @@ class LmDenoiserBackend:
             if ids[index] == self.special.end and ok:
                 break
             states.append(TokenState(piece, conf, ok))
-        return self._without_overlap(row, self._before_stop(row, states))
-
-    @staticmethod
-    def _without_overlap(row: _Row, states: tuple[TokenState, ...]) -> tuple[TokenState, ...]:
-        """``states`` less an end that repeats the suffix's start (closing quotes, a period)."""
-        drop = overlap_to_drop("".join(state.text for state in states), row.before, row.after) if row.after else 0
-        kept = list(states)
-        while drop and kept:
-            last = kept.pop()
-            if len(last.text) > drop:
-                kept.append(TokenState(last.text[:-drop], last.confidence, last.accepted))
-                break
-            drop -= len(last.text)
-        return tuple(kept)
-
-    @staticmethod
-    def _before_stop(row: _Row, states: list[TokenState]) -> tuple[TokenState, ...]:
-        """``states`` up to where their text runs into the suffix (the model wrote past the gap)."""
-        text = "".join(state.text for state in states)
-        at = text.find(row.stop) if row.stop else -1
-        if at < 0:
-            return tuple(states)
-        kept, length = [], 0
-        for state in states:
-            if length + len(state.text) >= at:
-                kept.append(TokenState(state.text[: at - length], state.confidence, state.accepted))
-                break
-            kept.append(state)
-            length += len(state.text)
-        if row.stop_space:
-            while kept and not kept[-1].text.rstrip():
-                kept.pop()
-            if kept:
-                kept[-1] = TokenState(kept[-1].text.rstrip(), kept[-1].confidence, kept[-1].accepted)
-        return tuple(state for state in kept if state.text or not state.accepted)
+        states = cut_at_stop(states, row.stop, row.stop_space)
+        return without_overlap(states, row.before, row.after)
 
     @staticmethod
     def _kept_generated(row: _Row) -> int:
         """Tokens the model wrote that the result keeps (not those cut after its end, not pinned ones)."""
         return min(row.generated, len(row.written) + sum(not m for m in row.masked))
 
-    def _draft(self, group: list[_Row], passes: int, final: bool) -> Draft:
+    def _draft(self, group: list[_Row], passes: int, final: bool, written: list[list[TokenState]], after: str,
+               spent: list[int]) -> Draft:
+        """The group's candidates: each alternative's parts done, its current part, the selection's rest."""
         candidates, seen = [], set()
-        for row in group:
-            states = self._states(row)
+        for row, before in zip(group, written):
+            states = (*before, *self._states(row), TokenState(after, 1.0, True))
+            states = tuple(state for state in states if state.text or not state.accepted)
             text = "".join(state.text for state in states)
             if final and text in seen:
                 continue
             seen.add(text)
             candidates.append(Candidate(text, states, origin="model"))
         best = group[0]
-        settled = [state.confidence for state in candidates[0].tokens if state.accepted]
-        confident = bool(settled) and sum(settled) / len(settled) >= CONFIDENT_PROBABILITY
-        return Draft(batch_passes=passes, candidates=tuple(candidates), final=final, forward_passes=best.passes,
-                     generated_tokens=self._kept_generated(best), confident=confident or not final)
+        settled = [state.confidence for state in self._states(best) if state.accepted]
+        count = len(settled) + spent[3]
+        confident = bool(count) and (sum(settled) + spent[2]) / count >= CONFIDENT_PROBABILITY
+        return Draft(batch_passes=passes, candidates=tuple(candidates), final=final, forward_passes=spent[0] + best.passes,
+                     generated_tokens=spent[1] + self._kept_generated(best), confident=confident or not final)
+
+
+def _whole_characters(piece: bytes) -> bool:
+    try:
+        piece.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False

@@ -1,25 +1,34 @@
-"""A generated text that ends with the start of the text after the gap (the suffix).
+"""Where a generated text meets the text after the gap (the suffix).
 
-A model that writes past its gap repeats what follows it: a docstring's closing quotes, a
-sentence's period, a call's closing bracket. The engine already cuts a text where it runs into
-several characters of the suffix; this is the short case, a text whose last characters are the
-suffix's first ones. Whether they are doubled or meant twice is read from the line around the gap:
-brackets and quotes that balance only without them, a doubled sentence mark, or three or more
-marks repeated (closing quotes, ``);``).
+A model that writes past its gap repeats what follows it. Two cases, on a draft's token states:
+the text holds several characters of the suffix's start (``cut_at_stop``: it ends before them),
+or its last characters are the suffix's first ones (``without_overlap``): a docstring's closing
+quotes, a sentence's period, a call's closing bracket, the start of the suffix's next line. Whether those are doubled or meant twice
+is read from the line around the gap: brackets and quotes that balance only without them, a
+doubled sentence mark, or three or more marks repeated (closing quotes, ``);``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sfumato.model.api import TokenState
 
 PAIRS = {")": "(", "]": "[", "}": "{"}
 QUOTES = "\"'`"
 SENTENCE_MARKS = ".,;:!?"
 LONGEST = 8
+MIN_LINE_START = 4  # a last line this long that the suffix's next line starts with was copied from it
 
 
 def overlap_to_drop(text: str, before: str, after: str) -> int:
     """How many characters at the end of ``text`` repeat the start of ``after`` and should go.
 
-    ``before`` is the line before the gap, ``after`` the text after it (its first line is read)."""
+    ``before`` is the line before the gap, ``after`` the text after it (its first line is read;
+    a text whose last line is the start of the suffix's first written line drops that line)."""
+    head, brk, last = text.rpartition("\n")
+    if brk and len(last.strip()) >= MIN_LINE_START and after.lstrip().startswith(last.strip()):
+        return len(text) - len(head)
     line_after = after.split("\n", 1)[0]
     longest = 0
     for k in range(min(LONGEST, len(text), len(line_after)), 0, -1):
@@ -48,3 +57,39 @@ def _imbalance(line: str) -> int:
     for close, open_ in PAIRS.items():
         score += abs(line.count(open_) - line.count(close))
     return score + sum(line.count(q) % 2 for q in QUOTES)
+
+
+def cut_at_stop(states: Sequence[TokenState], stop: str, stop_space: bool) -> tuple[TokenState, ...]:
+    """``states`` up to where their text runs into ``stop`` (the suffix's start); when the suffix
+    starts with white space (``stop_space``), so does the cut, and the text's own trailing space goes."""
+    text = "".join(state.text for state in states)
+    at = text.find(stop) if stop else -1
+    if at < 0:
+        return tuple(states)
+    kept, length = [], 0
+    for state in states:
+        if length + len(state.text) >= at:
+            kept.append(TokenState(state.text[: at - length], state.confidence, state.accepted))
+            break
+        kept.append(state)
+        length += len(state.text)
+    if stop_space:
+        while kept and not kept[-1].text.rstrip():
+            kept.pop()
+        if kept:
+            kept[-1] = TokenState(kept[-1].text.rstrip(), kept[-1].confidence, kept[-1].accepted)
+    return tuple(state for state in kept if state.text or not state.accepted)
+
+
+def without_overlap(states: Sequence[TokenState], before: str, after: str) -> tuple[TokenState, ...]:
+    """``states`` less an end that repeats the start of ``after`` where it is doubled (``before``:
+    the line before the gap)."""
+    drop = overlap_to_drop("".join(state.text for state in states), before, after) if after else 0
+    kept = list(states)
+    while drop and kept:
+        last = kept.pop()
+        if len(last.text) > drop:
+            kept.append(TokenState(last.text[:-drop], last.confidence, last.accepted))
+            break
+        drop -= len(last.text)
+    return tuple(kept)

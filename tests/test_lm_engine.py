@@ -103,11 +103,50 @@ def test_a_rewrite_of_one_line_writes_one_line(tiny_lm, smol_tokenizer):
     backend = LmDenoiserBackend(model, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
     request = InfillRequest(prefix="def f():\n    ", suffix="\n    return total\n", max_new_tokens=30,
                             init_text="total = sum(values)", strength=0.8, seed=1, n_alternatives=2)
-    assert backend._row(request, 0).one_line
+    assert backend._row(request, 0).no_breaks
     _, final = run(backend, request)
     assert final.candidates and all("\n" not in candidate.text for candidate in final.candidates)
     block = InfillRequest(prefix="", suffix="\n", init_text="a = 1\nb = 2", strength=0.5)
-    assert not backend._row(block, 0).one_line  # a selection of lines may change its line count
+    assert not backend._row(block, 0).no_breaks  # a selection of lines may change its line count
+
+
+def test_a_long_selection_is_rewritten_part_after_part(backend, monkeypatch):
+    """No canvas is longer than the ones the model trained on; the line breaks and indentation
+    between the parts come back as they were, and each part's prompt holds the parts before it."""
+    from sfumato.model.lm_engine import MAX_CANVAS
+
+    lines = [f"value_{i} = compute(alpha_{i}, beta, gamma)" for i in range(8)]
+    selection = "\n    ".join(lines)
+    widths, prompts = [], []
+    canvas_ids, row = backend._canvas_ids, backend._row
+    monkeypatch.setattr(backend, "_canvas_ids", lambda rows: widths.append(len(rows[0].canvas)) or canvas_ids(rows))
+    monkeypatch.setattr(backend, "_row", lambda request, k: prompts.append(request.prefix) or row(request, k))
+    request = InfillRequest(prefix="def f():\n    ", suffix="\n    return value_7\n", max_new_tokens=200,
+                            init_text=selection, strength=0.5, seed=3)
+    passes, final = run(backend, request)
+    assert max(widths) <= MAX_CANVAS and len(prompts) >= 3
+    assert final.text.count("\n    ") >= len(prompts) - 1  # every break between parts kept
+    assert all(a.startswith("def f():\n    ") and len(b) > len(a) for a, b in zip(prompts, prompts[1:]))
+    assert [d.batch_passes for d in passes] == list(range(1, len(passes) + 1)) and final.final
+    assert [d.final for d in passes].count(True) == 1
+    _, same = run(backend, InfillRequest(prefix="def f():\n    ", suffix="\n", init_text=selection, strength=0.0))
+    assert same.text == selection
+
+
+def test_no_result_holds_a_broken_character(backend, smol_tokenizer):
+    """Characters the tokenizer spells in several byte tokens (CJK, emoji) are pinned in a
+    rewrite, and no pass writes part of one."""
+    selection = 'labels = ["勹", "匕", "🙂"]'
+    ids = smol_tokenizer(selection, add_special_tokens=False).input_ids
+    assert any(backend.partial[i] for i in ids)  # the premise: some tokens are parts of characters
+    for seed in range(3):
+        _, final = run(backend, InfillRequest(prefix="def f():\n    ", suffix="\n", init_text=selection,
+                                              strength=1.0, seed=seed, n_alternatives=2))
+        for candidate in final.candidates:
+            assert "\ufffd" not in candidate.text
+            assert all(ch in candidate.text for ch in "勹匕🙂")
+    _, infill = run(backend, InfillRequest(prefix='emoji = "', suffix='"\n', max_new_tokens=24, seed=1))
+    assert "\ufffd" not in infill.text
 
 
 def test_the_healed_token_is_spelt_once(backend, smol_tokenizer):
@@ -199,13 +238,13 @@ def test_a_cancelled_warm_keeps_what_it_read(backend):
 
 
 def test_a_text_that_runs_into_the_suffix_ends_before_it(backend):
-    from sfumato.model.lm_engine import LmDenoiserBackend, TokenState
+    from sfumato.model.api import TokenState
+    from sfumato.model.suffix_overlap import cut_at_stop
 
     row = backend._row(InfillRequest(prefix="jumps over the ", suffix=" dog. It sleeps.\n"), 0)
     assert row.stop == "dog. It sleeps.\n"[:16] and row.stop_space
     states = [TokenState("lazy", 0.9, True), TokenState(" dog", 0.8, True), TokenState(". It sleeps", 0.7, True)]
-    row.stop = "dog. It"
-    cut = LmDenoiserBackend._before_stop(row, states)
+    cut = cut_at_stop(states, "dog. It", row.stop_space)
     assert "".join(s.text for s in cut) == "lazy"
     assert backend._row(InfillRequest(prefix="f(", suffix=")\n"), 0).stop == ""  # too short to tell
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sfumato.model.suffix_overlap import overlap_to_drop
+from sfumato.model.suffix_overlap import overlap_to_drop, without_overlap
 
 
 @pytest.mark.parametrize(
@@ -19,6 +19,8 @@ from sfumato.model.suffix_overlap import overlap_to_drop
         ("value = ", "compute()", "\n", 0),  # nothing repeated
         ("call(", "a, ", " b)\n", 0),  # white space alone is no overlap
         ("prefix_", "name", "name_suffix\n", 0),  # words are left to the stop string
+        ('    "A",\n', '"B",\n    "NORM', '\n    "NORMAL",\n', len('\n    "NORM')),  # the next line's start, copied
+        ("x = [", "1,\n    2", "\n    2, 3]\n", 0),  # too short to tell
     ],
 )
 def test_the_overlap_dropped(before, text, after, drop):
@@ -33,6 +35,9 @@ def test_the_engine_drops_the_repeat_from_its_tokens(tiny_lm, smol_tokenizer):
     backend = LmDenoiserBackend(tiny_lm, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
     row = backend._row(InfillRequest(prefix='def f():\n    """', suffix='"""\n    return 1\n'), 0)
     states = (TokenState("Return one", 0.9, True), TokenState(".", 0.8, True), TokenState('"""', 0.7, True))
-    assert "".join(s.text for s in backend._without_overlap(row, states)) == "Return one."
+    assert "".join(s.text for s in without_overlap(states, row.before, row.after)) == "Return one."
     states = (TokenState("Return one", 0.9, True), TokenState('."""', 0.8, True))
-    assert [s.text for s in backend._without_overlap(row, states)] == ["Return one", "."]
+    assert [s.text for s in without_overlap(states, row.before, row.after)] == ["Return one", "."]
+    row.canvas = backend._encode(row.heal.decode() + 'Return one."""')
+    row.masked, row.confidence = [False] * len(row.canvas), [0.9] * len(row.canvas)
+    assert "".join(s.text for s in backend._states(row)) == "Return one."  # the engine's drafts go through it

@@ -10,7 +10,9 @@ Tasks (``sfumato.model.training.edit_tasks`` shapes, documents from ``sfumato.mo
 cursor does (one line); ``prose``: 1-4 words cut from a line of English documentation, infilled at the cursor the same way; ``repair``: a
 line with one corruption (a swapped, dropped or doubled letter, or a wrong name from the same file),
 rewritten at strength 0.3, fixed when the result is the line exactly; ``body``: a function body from
-its signature and docstring (parse rate of the function with the result, similarity).
+its signature and docstring (parse rate of the function with the result, similarity); ``block``:
+3-6 whole lines of code that parse on their own, rewritten at the editor's default strength (0.6):
+the result's parse rate and its similarity to the lines it replaced.
 Systems: ``engine`` (what the editor runs), ``one-per-pass`` (the same model accepting one token a
 pass: the speed baseline), ``base-greedy`` (the base alone, left to right from the prefix only; for
 prose it is given the reference's word count), ``previous`` (the engine this one replaces, where its
@@ -106,6 +108,42 @@ def body_tasks(documents, n: int, seed: int) -> list[EditTask]:
     return found[:n]
 
 
+BLOCK_STRENGTH = 0.6  # the editor's default rewrite strength (sfumato.app.settings)
+
+
+def block_tasks(documents, n: int, seed: int) -> list[EditTask]:
+    """3-6 consecutive lines of held-out code that parse on their own (dedented), from the first
+    line's text to the last one's end."""
+    rng = random.Random(f"{seed}:block")
+    code = [doc for doc in documents if doc.source in ("stdlib", "site-packages") and doc.text.count("\n") >= 20]
+    tasks = []
+    for _ in range(200 * n):
+        if len(tasks) == n:
+            break
+        doc = rng.choice(code)
+        lines = doc.text.split("\n")
+        i, k = rng.randrange(len(lines) - 6), rng.randint(3, 6)
+        block = lines[i : i + k]
+        if sum(1 for line in block if line.strip()) < 3 or not block[0].strip() or max(map(len, block)) > 120:
+            continue
+        if not _parses_alone("\n".join(block)):
+            continue
+        indent = len(block[0]) - len(block[0].lstrip())
+        start = sum(len(line) + 1 for line in lines[:i]) + indent
+        end = start + len("\n".join(block)) - indent
+        tasks.append(EditTask("block", doc.name, doc.text[max(0, start - 3000) : start], doc.text[start:end],
+                              doc.text[end : end + 1500]))
+    return tasks
+
+
+def _parses_alone(text: str) -> bool:
+    try:
+        ast.parse(textwrap.dedent(text))
+        return True
+    except (SyntaxError, ValueError):
+        return False
+
+
 def parses(task: EditTask, body: str) -> bool:
     """Whether the function (its signature and docstring from the prefix) parses with ``body``."""
     lines = task.prefix.split("\n")
@@ -125,6 +163,9 @@ def request_for(task: EditTask, kind: str, broken: str | None = None, **options)
                              strength=REPAIR_STRENGTH, **options)
     if kind == "body":
         return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=128, **options)
+    if kind == "block":
+        return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=160, init_text=task.middle,
+                             strength=BLOCK_STRENGTH, **options)
     return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=32, one_line=kind in ("line", "prose"), **options)
 
 
@@ -149,6 +190,8 @@ def base_greedy(model, tokenizer, task: EditTask, kind: str) -> str:
     the first one the model writes that is not blank."""
     prefix = task.prefix.rstrip(" \t") if kind != "prose" else task.prefix.rstrip(" ")
     ids = tokenizer(prefix[-2000:], add_special_tokens=False, return_tensors="pt").input_ids[:, -512:]
+    if not ids.shape[1]:  # nothing before the gap (the first line of a file): start from a line break
+        ids = tokenizer("\n", add_special_tokens=False, return_tensors="pt").input_ids
     limit = 128 if kind == "body" else 32
     out = model.generate(ids, max_new_tokens=limit, do_sample=False, pad_token_id=0)
     text = tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
@@ -174,6 +217,9 @@ def score(kind: str, tasks, texts) -> dict:
               "similarity": round(statistics.mean(similarity(x.strip(), r.strip()) for x, r in zip(texts, refs)), 4)}
     if kind == "body":
         report["parse_rate"] = round(statistics.mean(parses(t, x) for t, x in zip(tasks, texts)), 4)
+    if kind == "block":  # the lines' own indentation first, as they sit in the file
+        indents = [t.prefix.rsplit("\n", 1)[-1] for t in tasks]
+        report["parse_rate"] = round(statistics.mean(_parses_alone(i + x) for i, x in zip(indents, texts)), 4)
     return report
 
 
@@ -184,6 +230,7 @@ def main(argv=None) -> None:
     p.add_argument("--prose", type=int, default=100)
     p.add_argument("--repair", type=int, default=60)
     p.add_argument("--bodies", type=int, default=30)
+    p.add_argument("--blocks", type=int, default=0)
     p.add_argument("--systems", default="engine,one-per-pass,base-greedy")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
@@ -198,7 +245,8 @@ def main(argv=None) -> None:
     kinds = {"line": [(t, None) for t in line_tasks(documents, args.lines, args.seed)],
              "prose": [(t, None) for t in prose_tasks(documents, args.prose, args.seed)],
              "repair": repair_tasks(documents, args.repair, args.seed),
-             "body": [(t, None) for t in body_tasks(documents, args.bodies, args.seed)]}
+             "body": [(t, None) for t in body_tasks(documents, args.bodies, args.seed)],
+             "block": [(t, None) for t in block_tasks(documents, args.blocks, args.seed)]}
     systems = args.systems.split(",")
     report: dict = {"adapter": str(args.adapter or "shipped"), "held_out_units": len(files_by_unit("heldout"))}
     engine, base = None, None
@@ -226,17 +274,18 @@ def main(argv=None) -> None:
                 entry["confident_share"] = round(len(confident) / len(tasks), 3)
                 entry["exact_when_confident"] = round(statistics.mean(exact(r["text"], t.middle) for r, t in confident), 4) if confident else None
                 entry["exact_by_mean_probability"] = calibration(results, tasks)
+                entry["examples"] = [{"reference": t.middle, "result": x} for t, x in zip(tasks[:3], texts)]
                 if kind == "repair":
                     entry["unchanged"] = round(statistics.mean(r["text"] == b for r, (_, b) in zip(results, items)), 4)
                 report[kind][system] = entry
-            elif system == "base-greedy":
+            elif system == "base-greedy" and kind != "block":  # a rewrite: the base has no way to read one
                 base = base or load_base()  # (model, tokenizer), read once for every kind
                 with torch.inference_mode():
                     texts = [base_greedy(*base, t, kind) for t in tasks]
                 report[kind][system] = score(kind, tasks, texts)
             elif system == "previous":
                 report[kind][system] = previous_engine(kind, items, args.seed)
-        print(json.dumps({kind: report[kind]}), flush=True)
+            print(json.dumps({kind: {system: report[kind].get(system)}}), flush=True)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1))

@@ -1,0 +1,37 @@
+"""A long selection rewritten a few lines at a time, each part a canvas of the length the model
+trained on.
+
+The embedded model learnt to denoise canvases of 16-32 tokens; a selection of many lines in one
+canvas is outside that, and its passes repeat words. The selection is cut at line starts (after
+the line break and the indentation) into parts of at most ``PART_TOKENS`` tokens; the engine
+rewrites part k with the parts before it, as rewritten, in its prefix and the parts after it, as
+they are, in its suffix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+PART_TOKENS = 24  # with the canvas's room to grow (a quarter more), within the 32 of training
+LINE_START = re.compile(r"(?:\n[ \t]*)+(?=\S)")  # line breaks, blank lines and the indentation after them
+
+
+def split_selection(text: str, count_tokens: Callable[[str], int], budget: int = PART_TOKENS) -> list[tuple[str, str]]:
+    """``text`` as consecutive (part, break) pairs that join back to it: each part holds whole
+    lines, at most ``budget`` tokens (a line longer than that is a part of its own), and its break
+    is the line break and indentation before the next part's text, which no rewrite changes."""
+    lines: list[tuple[str, str]] = []
+    start = 0
+    for m in LINE_START.finditer(text):
+        lines.append((text[start : m.start()], m.group()))
+        start = m.end()
+    lines.append((text[start:], ""))
+    merged = [lines[0]]
+    for part, brk in lines[1:]:
+        head, head_break = merged[-1]
+        if count_tokens(head + head_break + part) <= budget:
+            merged[-1] = (head + head_break + part, brk)
+        else:
+            merged.append((part, brk))
+    return merged
