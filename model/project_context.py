@@ -5,8 +5,8 @@ keep the ones that share the most identifiers with the text around the cursor, a
 the prompt before the document, within a fixed share of its budget; retrieval searches their lines
 too. The editor cuts the files (``file_chunks``: once per version of a folder's file) and picks the
 nearest (``nearest_chunks``); backends lay the snippets out (``context_tokens``). An open folder's
-files are read by ``read_folder_files``, for the editor (``sfumato.app.folder_context``, which chooses the
-files that may be sent) and for the held-out measurement alike (``sfumato.model.training.sibling_context``).
+files are read by ``read_folder_files``, within bounds, for ``sfumato.app.folder_context`` (which
+chooses the files that may be sent).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ MAX_SNIPPETS = 32
 PROMPT_SNIPPETS = 8
 AROUND_CHARS = 1500  # the text either side of the cursor whose names are looked for
 CONTEXT_SHARE = 4  # snippets take at most 1/CONTEXT_SHARE of a prompt budget
-# How much of an open folder the context reads (the editor, and the evaluation's "open folder")
+# How much of an open folder the context reads
 MAX_FOLDER_FILES = 2000
 MAX_FOLDER_FILE_BYTES = 256 << 10  # larger files (data, generated code, logs) are left out
 MAX_FOLDER_BYTES = 8 << 20

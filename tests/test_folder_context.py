@@ -119,39 +119,6 @@ def test_a_prompt_holds_only_the_nearest_snippets(project_tokenizer):
     assert tokens == context_tokens(project_tokenizer, snippets[:PROMPT_SNIPPETS], budget=100_000)
 
 
-def test_the_evaluation_opens_the_held_out_documents_directory_as_its_folder(tmp_path, monkeypatch):
-    import sfumato.model.training.sibling_context as sibling_context
-    from sfumato.model.training.edit_tasks import EditTask
-    from sfumato.model.training.evaluate_edits import with_sibling_context
-
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "edited.py").write_text("def load_settings(path):\n    return parse_settings(path)\n")
-    (package / "helpers.py").write_text(HELPERS)
-    (package / "data.bin").write_bytes(b"\0load_settings\0")
-    (package / "sub").mkdir()
-    (package / "sub" / "deeper.py").write_text(HELPERS.replace("path", "deeper_path"))
-    monkeypatch.setattr(sibling_context, "source_roots", lambda: [("stdlib", tmp_path, "**/*.py")])
-    task = EditTask("line", "stdlib/pkg/edited.py", "def load_settings(path):\n    ", "return parse_settings(path)", "\n")
-
-    (with_context,) = with_sibling_context([task], snippets=8)
-
-    assert with_context.context == (f"# helpers.py\n{HELPERS}\n",)  # not itself, not binary, not a subfolder
-    assert with_context.request().context == with_context.context
-
-
-def test_the_evaluation_reads_its_folder_with_the_editors_reader(tmp_path, monkeypatch):
-    """The same reader, so the same bounds: a binary file takes no place among the files read."""
-    import sfumato.model.training.sibling_context as sibling_context
-
-    (tmp_path / "a.bin").write_bytes(b"\0load_settings\0")
-    (tmp_path / "b.py").write_text(HELPERS)
-    monkeypatch.setattr(project_context, "MAX_FOLDER_FILES", 1)
-    editor = snippets_of(read_folder(str(tmp_path), {}))
-    evaluation = [chunk.snippet for _, chunk in sibling_context.folder_chunks.__wrapped__(tmp_path)]
-    assert editor == evaluation == [f"# b.py\n{HELPERS}\n"]
-
-
 def test_the_folder_is_read_off_the_ui_thread_and_a_request_never_waits_for_it(window, qtbot, tmp_path, monkeypatch):  # noqa: F811
     project = tmp_path / "project"
     project.mkdir()
