@@ -457,7 +457,7 @@ class LmDenoiserBackend:
             if final and text in seen:
                 continue
             seen.add(text)
-            candidates.append(Candidate(text, states, origin="model"))
+            candidates.append(Candidate(text, states))
         best = group[0]
         settled = [state.confidence for state in candidates[0].tokens if state.accepted]
         confident = bool(settled) and sum(settled) / len(settled) >= CONFIDENT_PROBABILITY

@@ -111,7 +111,6 @@ def load_backend(
 
     from sfumato.model.diffusion_gemma import DiffusionGemmaBackend
     from sfumato.model.masked_diffusion import MaskedDiffusionBackend, architecture_name, masked_diffusion_family
-    from sfumato.model.suggest import with_suggestions
 
     transformers_logging.disable_progress_bar()
     try:
@@ -140,7 +139,7 @@ def load_backend(
             raise EngineError(f"{source}: the tokenizer has {len(tokenizer)} tokens but the model only {vocab_size}")
         profile = _read_profile(folder)
         info = _model_info(source, folder, "diffusion-gemma", plan, model, profile.prompt_layout == "chat")
-        return with_suggestions(DiffusionGemmaBackend(model, tokenizer, profile, info), folder)
+        return DiffusionGemmaBackend(model, tokenizer, profile, info)
     return MaskedDiffusionBackend(model, tokenizer, _model_info(source, folder, "masked-diffusion", plan, model, False))
 
 
