@@ -19,18 +19,11 @@ from sfumato.model.memory import measured_bytes
 from sfumato.model.placement import LoadPlan, plan_load
 from sfumato.model.quantization import silence_import_noise
 
-EMBEDDED_DIR = Path(__file__).resolve().parent.parent / "resources" / "models"
-EMBEDDED_NAME = "sfumato-small"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 def resolve_spec(spec: str) -> tuple[Path | None, str | None]:
     """(folder, None) for a local model, (None, hub id) for a hub model; EngineError otherwise."""
-    if spec == "embedded":
-        folder = EMBEDDED_DIR / EMBEDDED_NAME
-        if not (folder / "config.json").is_file():
-            raise EngineError(f"the embedded model is not installed ({folder} has no config.json)")
-        return folder, None
     path = Path(spec).expanduser()
     if path.exists():
         if not path.is_dir():
