@@ -29,7 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sfumato.model.quantization import silence_import_noise  # noqa: E402
+from sfumato.model.quantization import grad_free, silence_import_noise  # noqa: E402
 
 silence_import_noise()  # before anything imports transformers (and with it torchao)
 
@@ -72,17 +72,18 @@ def pass_time_ms(backend, prompt_tokens: int = 512, repeats: int = 20) -> float:
     model = backend.model
     C = model.config.canvas_length
     device = backend.device
-    prompt = torch.randint(10, model.config.text_config.vocab_size, (1, prompt_tokens), device=device)
-    cache = model.model.encoder(input_ids=prompt).cache
-    canvas = torch.full((1, C), backend.tokenizer.mask_token_id, device=device)
-    positions = torch.arange(prompt_tokens, prompt_tokens + C, device=device).unsqueeze(0)
-    logits = None
     times = []
-    for _ in range(repeats + 2):
-        t0 = time.perf_counter()
-        logits = model(cache=cache, decoder_input_ids=canvas, self_conditioning_logits=logits,
-                       decoder_position_ids=positions).logits
-        times.append(time.perf_counter() - t0)
+    with grad_free(model):
+        prompt = torch.randint(10, model.config.text_config.vocab_size, (1, prompt_tokens), device=device)
+        cache = model.model.encoder(input_ids=prompt).cache
+        canvas = torch.full((1, C), backend.tokenizer.mask_token_id, device=device)
+        positions = torch.arange(prompt_tokens, prompt_tokens + C, device=device).unsqueeze(0)
+        logits = None
+        for _ in range(repeats + 2):
+            t0 = time.perf_counter()
+            logits = model(cache=cache, decoder_input_ids=canvas, self_conditioning_logits=logits,
+                           decoder_position_ids=positions).logits
+            times.append(time.perf_counter() - t0)
     return 1000 * statistics.median(times[2:])
 
 
