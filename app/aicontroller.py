@@ -51,7 +51,6 @@ class AiController(QObject):
         self.hardware_override = hardware_override or {}
         self.worker = WorkerAdapter(loop, self)
         self.worker.status.connect(self._show_model_status)
-        self.worker.part_failed.connect(self._show_part_failure)
         self.worker.load_progress.connect(self._show_load_progress)
         self.worker.served.connect(self._show_server_status)
         self.consent = ServerConsent(settings, self._ask, remembered=save_settings)
@@ -168,11 +167,6 @@ class AiController(QObject):
         self.load_progress.setVisible(worker.loading)
         self.cancel_load.setVisible(worker.loading)
         self.notices.say(text, 10000)
-
-    def _show_part_failure(self, line: str) -> None:
-        """An optional part of the loaded engine did not load: said, and kept in the label's tooltip."""
-        self.model_label.setToolTip(f"{self.model_label.toolTip()}\n{line}".strip())
-        self.notices.say(line, 15000)
 
     def _show_server_status(self, line: str) -> None:
         """A served model: the server, its last round trip and speed, and what the user should know."""

@@ -115,10 +115,6 @@ def _load(args):
         args.model, device=args.device, allow_downloads=args.allow_downloads, remote_model=args.remote_model,
         quantize=args.quantize, progress=terminal_bar(),
     )
-    if hasattr(engine, "watch_optional"):  # a part that fails to load (the prose model) says so
-        engine.watch_optional(_say)
-    if hasattr(engine, "wait_for_prose_model"):  # the same answers on every run, prose gaps included
-        engine.wait_for_prose_model()
     return engine
 
 

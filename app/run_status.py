@@ -1,19 +1,10 @@
-"""The status bar's line about a model run: its progress and speed while drafts arrive, and for
-the result either the speed or, when retrieval found the text rather than the model writing it,
-where it was found (a found text took no denoising passes of its own: a speed would be false)."""
+"""The status bar's line about a model run: its progress and speed while drafts arrive, and the
+result's speed once it is in."""
 
 from __future__ import annotations
 
-from sfumato.model.api import Draft, Source
+from sfumato.model.api import Draft
 from sfumato.model.untrusted_text import invisible_report
-
-FOUND_IN = {  # Candidate.source -> what the user reads
-    Source.DOCUMENT: "Found in this document",
-    Source.CONTEXT: "Found in your other open files",
-    Source.TABLE: "From the line table of common code",
-    Source.PHRASES: "From documentation phrases",
-    Source.PROSE_MODEL: "Written by the prose model",
-}
 
 
 def speed(drafts: tuple[Draft, ...], seconds: float) -> str:
@@ -26,18 +17,6 @@ def speed(drafts: tuple[Draft, ...], seconds: float) -> str:
     return f"{per_pass}{rate:.0f} tokens/s" if rate >= 10 or not generated else f"{per_pass}{rate:.1f} tokens/s"
 
 
-def found_where(drafts: tuple[Draft, ...]) -> str | None:
-    """Where retrieval found every region's best text; None when the model wrote any of them."""
-    sources = {draft.candidates[0].source for draft in drafts}
-    if Source.MODEL in sources:
-        return None
-    if len(sources) == 1:
-        return FOUND_IN[sources.pop()]
-    if sources <= {Source.DOCUMENT, Source.CONTEXT}:
-        return "Found in your files"
-    return "Found by retrieval (your files and the built-in tables)"
-
-
 def passing_line(drafts: tuple[Draft, ...], seconds: float, total_steps: int | None) -> str:
     """While the run goes on: the pass (of how many, when known) and the speed so far."""
     passes = drafts[0].batch_passes
@@ -46,10 +25,10 @@ def passing_line(drafts: tuple[Draft, ...], seconds: float, total_steps: int | N
 
 
 def result_line(drafts: tuple[Draft, ...], seconds: float, choices: str, low_confidence: bool = False) -> str:
-    """The result is shown: where it came from (or how fast it was written), whether the model
-    was not confident of it (review it before Tab), and the user's choices; first a warning when
-    the result holds invisible characters (bidi controls, zero-width)."""
+    """The result is shown: how fast it was written, whether the model was not confident of it
+    (review it before Tab), and the user's choices; first a warning when the result holds
+    invisible characters (bidi controls, zero-width)."""
     invisible = invisible_report("".join(draft.text for draft in drafts))
     careful = f"Careful: the result holds {invisible} · " if invisible else ""
-    where = found_where(drafts) or speed(drafts, seconds)
-    return f"{careful}{where} · Low confidence: check it · {choices}" if low_confidence else f"{careful}{where} · {choices}"
+    rate = speed(drafts, seconds)
+    return f"{careful}{rate} · Low confidence: check it · {choices}" if low_confidence else f"{careful}{rate} · {choices}"

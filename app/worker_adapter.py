@@ -45,12 +45,10 @@ class WorkerAdapter(QObject):
     starts and stops the worker and hands its callbacks to the Qt thread.
 
     ``status`` carries a status-bar line: loading, loaded (model and device) or the load error;
-    ``part_failed`` a line for an optional part of the loaded engine that did not load (the prose
-    model). Both failures are written to stderr too, for a window started from a terminal.
+    the error is written to stderr too, for a window started from a terminal.
     """
 
     status = Signal(str)
-    part_failed = Signal(str)
     load_progress = Signal(int, int)  # tensors read, tensors in all
     served = Signal(str)  # a served model's status line: on load, then after every finished job
 
@@ -77,9 +75,6 @@ class WorkerAdapter(QObject):
         def on_loaded(backend: Backend) -> None:
             self._loop.call_soon_threadsafe(self._on_loaded, generation, backend.info)
             self._report_server(backend, generation)
-            watch = getattr(backend, "watch_optional", None)
-            if watch is not None:
-                watch(lambda line: self._loop.call_soon_threadsafe(self._on_part_failed, generation, line))
 
         self._worker = InferenceWorker(
             load,
@@ -152,11 +147,6 @@ class WorkerAdapter(QObject):
         if not isinstance(error, Cancelled):  # the user's own cancel needs no terminal line
             _tell_terminal(f"no model: {self.error}")
         self.status.emit(f"No model: {self.error}. Editing works; AI edits are off.")
-
-    def _on_part_failed(self, generation: int, line: str) -> None:
-        if generation == self._generation:
-            _tell_terminal(line)
-            self.part_failed.emit(line[:1].upper() + line[1:])
 
     def submit(
         self,

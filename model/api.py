@@ -3,8 +3,8 @@
 Everything outside ``model/`` (the editor, the CLI, the benchmarks) talks to the engine only
 through these types and the ``Backend`` protocol. Nothing here imports torch, so the editor can
 import it while the window is still coming up. What the editor must know about a backend is said
-here, never by its class: ``ModelInfo.served`` (and a served backend's connection), a candidate's
-``Source``, and ``SERVER_URL`` for the specs no text may go to before the user's consent.
+here, never by its class: ``ModelInfo.served`` (and a served backend's connection),
+``Draft.confident``, and ``SERVER_URL`` for the specs no text may go to before the user's consent.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Protocol
 
 from sfumato.model.untrusted_text import clean_model_text
@@ -51,7 +50,7 @@ class InfillRequest:
     ``sampler_bound`` trades quality for speed: the entropy a pass may accept (None: the model's
     default; a tiny value accepts one token per pass, the sequential baseline).
     ``context`` holds snippets of other open files and the folder, nearest first; backends put
-    what fits their prompt budget before the document, and retrieval draws candidates from them.
+    what fits their prompt budget before the document.
     ``one_line`` asks for the rest of the cursor's line only: the text ends at its first newline.
     """
 
@@ -114,33 +113,16 @@ class TokenState:
     accepted: bool  # the sampler has settled this position
 
 
-class Source(StrEnum):
-    """Where a candidate's text comes from: the model's own passes, or where it was found (a found
-    text took no denoising passes of its own)."""
-
-    MODEL = ""  # the model wrote it, pass by pass
-    DOCUMENT = "document"  # retrieval found it in this document
-    CONTEXT = "context"  # ... in the other open files or the open folder
-    TABLE = "table"  # ... in the corpus line table
-    PHRASES = "phrases"  # ... in the documentation phrase table
-    PROSE_MODEL = "prose_model"  # the prose model (a second, causal model) wrote it for a gap in prose
-
-
 @dataclass(frozen=True)
 class Candidate:
-    """One alternative's text in a draft; ``tokens`` spell exactly ``text``. Ranked results carry
-    their ``score`` (log-odds of being right) and ``origin`` (how the text was found or made);
-    ``source`` is a ``Source`` (any other value is refused). The text is cleaned on the way in
-    (``sfumato.model.untrusted_text``): no control, NUL or lone surrogate, whatever the backend."""
+    """One alternative's text in a draft, written by the model; ``tokens`` spell exactly ``text``.
+    The text is cleaned on the way in (``sfumato.model.untrusted_text``): no control, NUL or lone
+    surrogate, whatever the backend."""
 
     text: str
     tokens: tuple[TokenState, ...]
-    score: float | None = None
-    origin: str = ""
-    source: Source = Source.MODEL
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "source", Source(self.source))
         cleaned = clean_model_text(self.text)
         if cleaned is not self.text:  # rare: the tokens are cleaned the same way, so they still spell it
             object.__setattr__(self, "text", cleaned)
@@ -157,9 +139,8 @@ class Draft:
     own rows needed: the batch's passes after they stopped do not count, so it is the denominator
     of ``tokens_per_pass``. ``final`` marks the last draft, whose candidates are the results.
     Alternative 0 is ``text`` / ``tokens``. ``confident`` is False on a final draft the engine
-    does not trust (the embedded one: its tokens' mean probability is under a bar; a ranking
-    engine: no alternative cleared the ranker's bar); the editor shows it all the same, marked
-    "Low confidence: check it".
+    does not trust (the embedded one: its tokens' mean probability is under a bar); the editor
+    shows it all the same, marked "Low confidence: check it".
     """
 
     batch_passes: int
@@ -238,9 +219,8 @@ class ModelInfo:
 class Backend(Protocol):
     """A loaded model that turns requests into drafts. Not thread-safe: one worker owns it.
 
-    Optional methods, looked up with ``getattr``: ``warm(request, cancel)`` reads a request's
-    prompt ahead of time; ``watch_optional(report)`` calls ``report(line)`` (on any thread) for
-    each optional part of the engine that fails to load, such as the prose model.
+    Optional method, looked up with ``getattr``: ``warm(request, cancel)`` reads a request's
+    prompt ahead of time.
     """
 
     info: ModelInfo

@@ -18,8 +18,7 @@ The contract test (``tests/test_diffusion_gemma_contract.py``) holds this to the
 library's way of drawing tokens (``draw_like_library``), a seeded plain infill gives the same text
 as ``generate()``. A library upgrade that changes the loop's meaning fails that test, not a user.
 
-Outside the loop: ``encode_prompt`` and ``decoder_hidden`` for scoring texts
-(``sfumato.model.candidate_score``), and ``from_config`` (``_from_config``) for the memory estimate.
+Outside the loop: ``from_config`` (``_from_config``) for the memory estimate.
 
 Shapes: B rows, L = canvas length, V = vocabulary.
 """
@@ -76,18 +75,6 @@ def from_config(model_class, config):
     """``model_class`` built from ``config`` alone, as ``from_pretrained`` builds it before reading
     weights (on the ``meta`` device: the memory estimate, ``sfumato.model.memory``)."""
     return model_class._from_config(config)
-
-
-def encode_prompt(model, input_ids, position_ids):
-    """The encoder's cache of a prompt alone (no padding, no canvas)."""
-    return model.model.encoder(input_ids=input_ids, position_ids=position_ids).cache
-
-
-def decoder_hidden(model, cache, decoder_input_ids, decoder_position_ids):
-    """The decoder's last hidden states (B, L, H) of canvases ``decoder_input_ids`` over ``cache``."""
-    return model.model(
-        cache=cache, decoder_input_ids=decoder_input_ids, decoder_position_ids=decoder_position_ids
-    ).last_hidden_state
 
 
 def encode(model, input_ids, attention_mask, position_ids, cache, is_prefill: bool):

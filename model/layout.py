@@ -1,7 +1,9 @@
 """How infill requests are laid out as DiffusionGemma prompts and canvases.
 
-Training (``sfumato.model.training.train``) and decoding (``sfumato.model.diffusion_gemma``) share these functions, so the
-model sees at inference exactly the layout it was trained on.
+A checkpoint whose ``sfumato.json`` names the ``fim`` prompt layout was trained on exactly these
+prompts and canvases, with the FIM special tokens of its tokenizer (``sfumato.model.tokenizer``);
+``sfumato.model.diffusion_gemma`` decodes with them. Checkpoints without that file (the released
+instruction-tuned ones) get a chat prompt instead (``sfumato.model.region_prompt``).
 
 Single gap, prefix-suffix-middle (PSM) order::
 

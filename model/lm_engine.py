@@ -475,7 +475,7 @@ class LmDenoiserBackend:
             if final and text in seen:
                 continue
             seen.add(text)
-            candidates.append(Candidate(text, states, origin="model"))
+            candidates.append(Candidate(text, states))
         best = group[0]
         settled = [state.confidence for state in self._states(best) if state.accepted]
         count = len(settled) + spent[3]

@@ -16,7 +16,7 @@ from sfumato.model.api import CancelFlag
 
 # One model load at a time in a process: transformers' loading sets process-wide state while it
 # builds a model (weight-initialisation switches, empty-weight patches), so two threads loading at
-# once (the editor's worker and the prose model's thread, or a test's) could leave one model's
+# once (a replaced worker still loading beside its successor, or a test's) could leave one model's
 # parameters uninitialised or on the meta device.
 LOAD_LOCK = threading.RLock()
 

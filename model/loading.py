@@ -19,18 +19,11 @@ from sfumato.model.memory import measured_bytes
 from sfumato.model.placement import LoadPlan, plan_load
 from sfumato.model.quantization import silence_import_noise
 
-EMBEDDED_DIR = Path(__file__).resolve().parent.parent / "resources" / "models"
-EMBEDDED_NAME = "sfumato-small"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 def resolve_spec(spec: str) -> tuple[Path | None, str | None]:
     """(folder, None) for a local model, (None, hub id) for a hub model; EngineError otherwise."""
-    if spec == "embedded":
-        folder = EMBEDDED_DIR / EMBEDDED_NAME
-        if not (folder / "config.json").is_file():
-            raise EngineError(f"the embedded model is not installed ({folder} has no config.json)")
-        return folder, None
     path = Path(spec).expanduser()
     if path.exists():
         if not path.is_dir():
@@ -111,7 +104,6 @@ def load_backend(
 
     from sfumato.model.diffusion_gemma import DiffusionGemmaBackend
     from sfumato.model.masked_diffusion import MaskedDiffusionBackend, architecture_name, masked_diffusion_family
-    from sfumato.model.suggest import with_suggestions
 
     transformers_logging.disable_progress_bar()
     try:
@@ -140,7 +132,7 @@ def load_backend(
             raise EngineError(f"{source}: the tokenizer has {len(tokenizer)} tokens but the model only {vocab_size}")
         profile = _read_profile(folder)
         info = _model_info(source, folder, "diffusion-gemma", plan, model, profile.prompt_layout == "chat")
-        return with_suggestions(DiffusionGemmaBackend(model, tokenizer, profile, info), folder)
+        return DiffusionGemmaBackend(model, tokenizer, profile, info)
     return MaskedDiffusionBackend(model, tokenizer, _model_info(source, folder, "masked-diffusion", plan, model, False))
 
 

@@ -2,11 +2,11 @@
 
 The idea of llama.vim's ring buffer of chunks: cut the other files into chunks of a few lines,
 keep the ones that share the most identifiers with the text around the cursor, and put them in
-the prompt before the document, within a fixed share of its budget; retrieval searches their lines
-too. The editor cuts the files (``file_chunks``: once per version of a folder's file) and picks the
-nearest (``nearest_chunks``); backends lay the snippets out (``context_tokens``). An open folder's
-files are read by ``read_folder_files``, for the editor (``sfumato.app.folder_context``, which chooses the
-files that may be sent) and for the held-out measurement alike (``sfumato.model.training.sibling_context``).
+the prompt before the document, within a fixed share of its budget. The editor cuts the files
+(``file_chunks``: once per version of a folder's file) and picks the nearest (``nearest_chunks``);
+backends lay the snippets out (``context_tokens``). An open folder's files are read by
+``read_folder_files``, within bounds, for ``sfumato.app.folder_context`` (which chooses the files
+that may be sent).
 """
 
 from __future__ import annotations
@@ -18,14 +18,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 CHUNK_LINES = 16
-# Sent with a request: retrieval looks through them all; a prompt holds the nearest
-# PROMPT_SNIPPETS. Dev, 200 line tasks with the document's directory open: 32 gave line exact
-# 36.5% against 35.5% for 8 (34.0% with no folder); the prompt is the same either way.
-MAX_SNIPPETS = 32
-PROMPT_SNIPPETS = 8
+PROMPT_SNIPPETS = 8  # sent with a request, nearest first; a prompt holds those that fit
 AROUND_CHARS = 1500  # the text either side of the cursor whose names are looked for
 CONTEXT_SHARE = 4  # snippets take at most 1/CONTEXT_SHARE of a prompt budget
-# How much of an open folder the context reads (the editor, and the evaluation's "open folder")
+# How much of an open folder the context reads
 MAX_FOLDER_FILES = 2000
 MAX_FOLDER_FILE_BYTES = 256 << 10  # larger files (data, generated code, logs) are left out
 MAX_FOLDER_BYTES = 8 << 20
@@ -60,7 +56,7 @@ def file_chunks(name: str, text: str) -> tuple[Chunk, ...]:
     return tuple(Chunk(f"# {name}\n{chunk}\n", names) for chunk, names in found if names)
 
 
-def nearest_chunks(prefix: str, suffix: str, candidates: Iterable[Chunk], limit: int = MAX_SNIPPETS) -> tuple[str, ...]:
+def nearest_chunks(prefix: str, suffix: str, candidates: Iterable[Chunk], limit: int = PROMPT_SNIPPETS) -> tuple[str, ...]:
     """The snippets of the ``candidates`` (chunks of files other than the document) sharing the
     most names with the text around the cursor (by Jaccard similarity), nearest first."""
     wanted = _names(prefix[-AROUND_CHARS:] + suffix[:AROUND_CHARS])

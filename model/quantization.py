@@ -20,7 +20,6 @@ The libraries are optional extras (``pip install 'sfumato[gpu]'``) imported only
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import json
 import logging
@@ -171,14 +170,3 @@ def grad_free(model):
     import torch
 
     return torch.no_grad() if getattr(model, "hf_quantizer", None) is not None else torch.inference_mode()
-
-
-def backend_grad_free(function):
-    """Decorator: run ``function(backend, ...)`` under ``grad_free(backend.model)``."""
-
-    @functools.wraps(function)
-    def wrapper(backend, *args, **kwargs):
-        with grad_free(backend.model):
-            return function(backend, *args, **kwargs)
-
-    return wrapper

@@ -1,4 +1,7 @@
-"""The project's tokenizer: byte-level BPE trained on local code and prose (``sfumato.model.training.tokenizer_training``).
+"""The project's tokenizer (``resources/tokenizer``): byte-level BPE trained on local code and prose,
+with the special tokens of the FIM layout (``sfumato.model.layout``). The DiffusionGemma and
+masked-diffusion backends encode and decode with any checkpoint's own tokenizer through these helpers; this one
+is the vocabulary of the tests' tiny models and of the tools' random ones.
 
 Byte-level BPE can spell any string, so encode -> decode is the identity for every text
 (tabs, CRLF, NBSP, CJK, emoji). Special tokens are only recognised when the engine builds
@@ -15,12 +18,11 @@ from pathlib import Path
 
 from transformers import PreTrainedTokenizerFast
 
-PAD, EOS, BOS, MASK = "<pad>", "<eos>", "<bos>", "<mask>"
+MASK = "<mask>"
 FIM_PREFIX, FIM_SUFFIX, FIM_MIDDLE = "<fim_prefix>", "<fim_suffix>", "<fim_middle>"
 BOI, EOI, IMAGE = "<boi>", "<eoi>", "<image>"  # DiffusionGemma's config needs these ids
 N_GAPS = 16
 GAP_TOKENS = [f"<gap_{i}>" for i in range(N_GAPS)]
-SPECIAL_TOKENS = [PAD, EOS, BOS, MASK, FIM_PREFIX, FIM_SUFFIX, FIM_MIDDLE, BOI, EOI, IMAGE, *GAP_TOKENS]
 
 
 def load_tokenizer(folder: str | Path) -> PreTrainedTokenizerFast:

@@ -10,10 +10,6 @@ PYINSTALLER_VERSION="6.22.3"
 # The icons are committed; re-render them so the bundle never ships a stale PNG or runtime icon.
 QT_QPA_PLATFORM=offscreen .venv/bin/python packaging/render_icons.py
 
-if [ ! -f resources/models/sfumato-small/config.json ]; then
-  echo "build.sh: note: resources/models/sfumato-small is missing; the bundle will have no embedded model" >&2
-fi
-
 .venv/bin/pyinstaller --noconfirm --log-level WARN \
   --distpath dist --workpath build packaging/sfumato.spec
 echo "built dist/sfumato ($(du -sh dist/sfumato | cut -f1))"

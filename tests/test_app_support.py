@@ -7,9 +7,7 @@ while a run is "denoising". Real-model runs use the ``tiny_model_dir`` fixture i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import shutil
 import threading
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -150,21 +148,3 @@ def window_with_model(qapp, loop, spec: str, settings_dir, **settings):
         time.sleep(0.01)
     assert window.ai.worker.info is not None, window.ai.worker.error
     return window
-
-
-@contextlib.contextmanager
-def window_with_ranker(qapp, loop, tiny_model_dir, tmp_path_factory, ranker):
-    """A window on the tiny model wrapped for suggestions, ranked by ``ranker``; closed after."""
-    from sfumato.model.suggest import RANKER_FILE
-
-    folder = tmp_path_factory.mktemp("ranked") / "model"
-    shutil.copytree(tiny_model_dir, folder)
-    ranker.save(folder / RANKER_FILE)
-    window = window_with_model(qapp, loop, str(folder), tmp_path_factory.mktemp("settings"), max_new_tokens=8)
-    try:
-        yield window
-    finally:
-        for document in window.tabs.documents():
-            document.editor.document().setModified(False)
-        window.close()
-        window.deleteLater()

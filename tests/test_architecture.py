@@ -275,11 +275,10 @@ def test_transformers_private_generation_api_is_called_from_one_module():
 
 def test_transformers_internals_are_reached_from_one_module():
     """Any private attribute the project does not define (``_from_config``), and a model's own
-    submodules, only in the fence; the training scripts read the encoder themselves."""
+    submodules, only in the fence."""
     defined = defined_names(*PACKAGES)
     reached = {**private_reaches("sfumato.model", defined), **private_reaches("sfumato.app", defined)}
-    outside = {name: names for name, names in reached.items()
-               if name != TRANSFORMERS_ADAPTER and not name.startswith("sfumato.model.training")}
+    outside = {name: names for name, names in reached.items() if name != TRANSFORMERS_ADAPTER}
     assert outside == {}
     assert {"_prepare_sampler", "model.encoder", "model.decoder"} <= reached[TRANSFORMERS_ADAPTER]
 

@@ -4,12 +4,8 @@ import io
 import json
 import subprocess
 import sys
-from pathlib import Path
-
 
 from sfumato.app.cli import main
-
-SMALL = Path(__file__).resolve().parent.parent / "resources" / "models" / "sfumato-small"
 
 
 def infill(monkeypatch, capsys, model_dir, lines, *extra):
@@ -45,16 +41,6 @@ def test_jsonl_empty_input_gives_no_output_and_loads_no_model(monkeypatch, capsy
 def test_jsonl_with_a_missing_model_is_a_runtime_error(monkeypatch, capsys, tmp_path):
     code, records, err = infill(monkeypatch, capsys, tmp_path / "missing", ['{"id": 1}'])
     assert code == 1 and records == [] and err.count("\n") == 1 and "missing" in err
-
-
-def test_jsonl_says_on_stderr_when_the_prose_model_does_not_load(monkeypatch, capsys, tmp_path):
-    """The previous embedded model (sfumato-small) loads the prose model as an optional part."""
-    monkeypatch.setenv("SFUMATO_PROSE_MODEL", str(tmp_path / "missing.gguf"))
-    request = json.dumps({"id": 1, "prefix": "x = ", "suffix": "\n", "max_new_tokens": 4})
-    code, records, err = infill(monkeypatch, capsys, SMALL, [request])
-    assert code == 0 and [r["id"] for r in records] == [1] and "text" in records[0]
-    assert err.count("\n") == 1 and err.startswith("sfumato: the prose model (")
-    assert str(tmp_path / "missing.gguf") in err and "did not load" in err
 
 
 def test_usage_errors_exit_2(capsys):

@@ -1,8 +1,8 @@
-"""The training corpus: documentation sources, HTML pages read as text, choosing sources."""
+"""The training corpus: documentation sources, HTML pages read as text, whole units held out, licences."""
 
 from __future__ import annotations
 
-from sfumato.model.training import corpus
+from sfumato.model.training import lm_corpus
 from sfumato.model.training.html_text import page_text
 
 PAGE = """<html><body><div id="global-nav"><a href="index.html">Home</a></div>
@@ -29,15 +29,34 @@ def test_an_html_page_gives_its_content_sections_as_text():
     assert page_text("<html><body><p>search results</p></body></html>").strip() == ""
 
 
-def test_documents_come_from_the_chosen_sources_and_html_pages_are_read_as_text(tmp_path, monkeypatch):
-    (tmp_path / "code").mkdir()
-    (tmp_path / "code" / "a.py").write_text("x = 1\n")
+def test_files_come_by_unit_and_html_pages_are_read_as_text(tmp_path, monkeypatch):
+    (tmp_path / "code" / "pkg").mkdir(parents=True)
+    (tmp_path / "code" / "pkg" / "a.py").write_text("x = 1\n")
+    (tmp_path / "code" / "tests").mkdir()
+    (tmp_path / "code" / "tests" / "test_a.py").write_text("assert True\n")
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "queries.html").write_text(PAGE)
     (tmp_path / "docs" / "search.html").write_text("<html><body>nothing</body></html>")
     roots = [("stdlib", tmp_path / "code", "**/*.py"), ("django-docs", tmp_path / "docs", "**/*.html")]
-    monkeypatch.setattr(corpus, "source_roots", lambda: roots)
-    every = {doc.name: doc for doc in corpus.iter_documents()}
-    assert set(every) == {"stdlib/a.py", "django-docs/queries.html"}  # a page without content is left out
-    assert every["django-docs/queries.html"].text == page_text(PAGE)
-    assert [doc.name for doc in corpus.iter_documents(sources=["django-docs"])] == ["django-docs/queries.html"]
+    monkeypatch.setattr(lm_corpus, "source_roots", lambda: roots)
+    monkeypatch.setattr(lm_corpus, "split_of_unit", lambda unit: "train")
+    units = lm_corpus.files_by_unit("train")
+    assert set(units) == {"stdlib/pkg", "django-docs"}  # the standard library's tests are left out
+    assert [path.name for path in units["django-docs"]] == ["queries.html", "search.html"]
+    assert lm_corpus.read_text(tmp_path / "docs" / "queries.html") == page_text(PAGE)
+    assert lm_corpus.read_text(tmp_path / "docs" / "search.html").strip() == ""  # a page without content: no text
+    assert lm_corpus.files_by_unit("heldout") == {}
+
+
+def test_a_whole_unit_is_held_out_or_trained_on():
+    assert lm_corpus.unit_of("site-packages", "numpy/core/a.py") == lm_corpus.unit_of("site-packages", "numpy/b.py")
+    assert lm_corpus.unit_of("stdlib", "json.py") == "stdlib/json"
+    assert lm_corpus.split_of_unit("requests-docs") == "heldout" and lm_corpus.split_of_unit("python-docs") == "train"
+
+
+def test_the_corpus_leaves_out_packages_whose_licence_metadata_is_copyleft():
+    from sfumato.model.training.corpus import restricted_packages
+
+    restricted = restricted_packages()
+    assert {"PySide6", "shiboken6", "tqdm", "hypothesis"} <= restricted  # LGPL/GPL, MPL, MPL
+    assert not {"numpy", "transformers", "torch", "pygments"} & restricted  # BSD, Apache, BSD, BSD

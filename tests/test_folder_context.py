@@ -1,22 +1,20 @@
-"""The open folder as project context: bounded reading off the UI thread, tabs over disk, and a
-line of a folder file that is not open becoming the suggestion."""
+"""The open folder as project context: bounded reading off the UI thread, tabs over disk, the
+nearest snippets in a request and in its prompt."""
 
 from __future__ import annotations
 
 import os
 import threading
 
-import pytest
 from PySide6.QtCore import Qt
 
-from test_app_support import qasync_loop, window, window_with_ranker  # noqa: F401 - fixtures
+from test_app_support import FakeBackend, qasync_loop, window, with_fake_model  # noqa: F401 - fixtures
 
 import sfumato.app.folder_context as folder_context
 import sfumato.model.project_context as project_context
 from sfumato.app.folder_context import read_folder
 from sfumato.app.textpositions import document_text
 from sfumato.model.project_context import PROMPT_SNIPPETS, context_tokens, file_chunks, nearest_chunks
-from sfumato.model.rerank import DEFAULT, Ranker
 
 HELPERS = "def load_settings(path):\n    with open(path) as file:\n        return parse_settings(file.read())\n"
 
@@ -119,37 +117,23 @@ def test_a_prompt_holds_only_the_nearest_snippets(project_tokenizer):
     assert tokens == context_tokens(project_tokenizer, snippets[:PROMPT_SNIPPETS], budget=100_000)
 
 
-def test_the_evaluation_opens_the_held_out_documents_directory_as_its_folder(tmp_path, monkeypatch):
-    import sfumato.model.training.sibling_context as sibling_context
-    from sfumato.model.training.edit_tasks import EditTask
-    from sfumato.model.training.evaluate_edits import with_sibling_context
-
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "edited.py").write_text("def load_settings(path):\n    return parse_settings(path)\n")
-    (package / "helpers.py").write_text(HELPERS)
-    (package / "data.bin").write_bytes(b"\0load_settings\0")
-    (package / "sub").mkdir()
-    (package / "sub" / "deeper.py").write_text(HELPERS.replace("path", "deeper_path"))
-    monkeypatch.setattr(sibling_context, "source_roots", lambda: [("stdlib", tmp_path, "**/*.py")])
-    task = EditTask("line", "stdlib/pkg/edited.py", "def load_settings(path):\n    ", "return parse_settings(path)", "\n")
-
-    (with_context,) = with_sibling_context([task], snippets=8)
-
-    assert with_context.context == (f"# helpers.py\n{HELPERS}\n",)  # not itself, not binary, not a subfolder
-    assert with_context.request().context == with_context.context
+def test_nearest_snippets_share_names_with_the_cursor(project_tokenizer):
+    files = [("a.py", "def parse_header(line):\n    return line.split(':')\n"),
+             ("b.py", "def unrelated():\n    return 42\n")]
+    snippets = nearest_chunks("header = parse_header(", ")\n", [c for name, text in files for c in file_chunks(name, text)])
+    assert len(snippets) == 1 and snippets[0].startswith("# a.py\n")
+    tokens = context_tokens(project_tokenizer, snippets * 50, budget=128)
+    assert 0 < len(tokens) <= 128 // 4
 
 
-def test_the_evaluation_reads_its_folder_with_the_editors_reader(tmp_path, monkeypatch):
-    """The same reader, so the same bounds: a binary file takes no place among the files read."""
-    import sfumato.model.training.sibling_context as sibling_context
+def test_chat_and_served_prompts_carry_the_context():
+    from sfumato.model.api import InfillRequest
+    from sfumato.model.region_prompt import context_text, region_message
 
-    (tmp_path / "a.bin").write_bytes(b"\0load_settings\0")
-    (tmp_path / "b.py").write_text(HELPERS)
-    monkeypatch.setattr(project_context, "MAX_FOLDER_FILES", 1)
-    editor = snippets_of(read_folder(str(tmp_path), {}))
-    evaluation = [chunk.snippet for _, chunk in sibling_context.folder_chunks.__wrapped__(tmp_path)]
-    assert editor == evaluation == [f"# b.py\n{HELPERS}\n"]
+    request = InfillRequest(prefix="x = ", suffix="\n", context=("# a.py\ndef helper():\n    pass\n",))
+    assert "def helper" in region_message(request, 512)
+    assert context_text(request, 512) == request.context[0]
+    assert context_text(request, 8) == ""  # a snippet that does not fit whole is left out
 
 
 def test_the_folder_is_read_off_the_ui_thread_and_a_request_never_waits_for_it(window, qtbot, tmp_path, monkeypatch):  # noqa: F811
@@ -215,20 +199,12 @@ DOCUMENT = """def read_defaults(path):
 """
 
 
-@pytest.fixture(scope="module")
-def trusting_window(qapp, qasync_loop, tiny_model_dir, tmp_path_factory):  # noqa: F811
-    """A window on the tiny model with a ranker that trusts a line retrieved from the project."""
-    weights = dict.fromkeys(DEFAULT.weights, 0.0) | {"context": 10.0, "pair": 2.0}
-    with window_with_ranker(qapp, qasync_loop, tiny_model_dir, tmp_path_factory,
-                            Ranker(weights, bias=-5.0, confidence_bar=0.5)) as window:
-        yield window
-
-
-def test_a_line_of_a_folder_file_that_is_not_open_becomes_the_suggestion(trusting_window, qtbot, tmp_path):
-    window = trusting_window
+def test_ctrl_k_sends_a_folder_file_that_is_not_open_as_the_requests_context(window, qtbot, tmp_path):  # noqa: F811
+    backend = FakeBackend()
+    with_fake_model(window, qtbot, backend)
     window.ai.worker.slow_motion_ms = 0
     (tmp_path / "config.py").write_text(FOLDER_FILE)
-    window.open_folder(str(tmp_path))  # the trusting window's settings live elsewhere
+    window.open_folder(str(tmp_path))
     qtbot.waitUntil(lambda: bool(window.folder.context.files))
     editor = window.tabs.new_document().editor
     editor.setPlainText(DOCUMENT)
@@ -237,8 +213,8 @@ def test_a_line_of_a_folder_file_that_is_not_open_becomes_the_suggestion(trustin
     editor.setTextCursor(cursor)
 
     qtbot.keyClick(editor, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
-    session = editor.session
-    assert any("config.py" in snippet for snippet in session.request[0].context)
-    qtbot.waitUntil(lambda: session.state == "ready", timeout=60000)
-    qtbot.keyClick(editor, Qt.Key.Key_Tab)
-    assert document_text(editor.document()) == DOCUMENT.replace("\n    \n", '\n    config.setdefault("retries", 3)\n')
+    qtbot.waitUntil(lambda: editor.session.state == "ready", timeout=10000)
+    (request,) = backend.requests[-1]
+    assert request.context == (f"# config.py\n{FOLDER_FILE}\n",)
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert document_text(editor.document()) == DOCUMENT

@@ -162,11 +162,11 @@ def test_runtime_icon_is_the_packaged_svg():
 
 
 def test_spec_collects_resources_where_the_model_loader_looks_for_them():
-    from sfumato.model.loading import EMBEDDED_DIR
+    from sfumato.model.lm_base import ADAPTER_DIR
 
-    # Frozen, model/loading.py (sfumato.model.loading) lives at _MEIPASS/sfumato/model/, so resources/
+    # Frozen, model/lm_base.py (sfumato.model.lm_base) lives at _MEIPASS/sfumato/model/, so resources/
     # must land at _MEIPASS/sfumato/resources.
-    assert EMBEDDED_DIR.relative_to(REPO) == Path("resources", "models")
+    assert ADAPTER_DIR.relative_to(REPO) == Path("resources", "models", "sfumato-lm")
     assert spec_namespace()["RESOURCES_DEST"] == "sfumato/resources"
     assert '(str(ROOT / "resources"), RESOURCES_DEST)' in SPEC.read_text(encoding="utf-8")
     for folder in ("tokenizer", "samples", "icons"):
@@ -262,9 +262,9 @@ def test_about_names_version_model_and_licences():
     from sfumato.app.cli import VERSION
     from sfumato.model.api import ModelInfo
 
-    info = ModelInfo("sfumato-small", "diffusion-gemma", "cpu", 712_704, False, "apache-2.0")
+    info = ModelInfo("tiny-gemma", "diffusion-gemma", "cpu", 712_704, False, "apache-2.0")
     text = about_html(info)
-    for expected in (f"Sfumato {VERSION}", "sfumato-small", "DiffusionGemma", "cpu", "0.713 M", "apache-2.0", "Apache-2.0"):
+    for expected in (f"Sfumato {VERSION}", "tiny-gemma", "DiffusionGemma", "cpu", "0.713 M", "apache-2.0", "Apache-2.0"):
         assert expected in text, expected
     assert "none loaded" in about_html(None)
     hostile = ModelInfo("<b>x</b>", "masked-diffusion", "cuda", 10, True, "mit")

@@ -1,9 +1,10 @@
-"""--quantize int8 on CPU: the tiny random model and the embedded model load, infill, and agree with float32.
+"""--quantize int8 on CPU: tiny random DiffusionGemma and masked-diffusion models load, infill, and
+come near float32; a precision or device that cannot be had is one line; the embedded model refuses
+the option.
 
 Agreement is the mean character similarity (difflib's ratio) between the int8 and the float32
-result of the same request with the same seed. On the embedded model over the 300 held-out test
-tasks it is 0.93 (single line) and 0.97 (multi-line), see README's Hardware section; the requests
-here are lines of this repository's own code, and the bound leaves room for their small number.
+result of the same request with the same seed. Random weights make many near-ties, so its bound is
+loose.
 """
 
 from __future__ import annotations
@@ -25,17 +26,6 @@ def _final_texts(backend, requests) -> list[str]:
     for final in backend.stream(requests):
         pass
     return [draft.text for draft in final]
-
-
-def _line_tasks(n: int) -> list[InfillRequest]:
-    """Every 7th non-blank line of model/api.py, cut out as a single-line infill."""
-    lines = (REPO / "model" / "api.py").read_text(encoding="utf-8").split("\n")
-    picked = [i for i, line in enumerate(lines) if line.strip() and i > 10][::7][:n]
-    return [
-        InfillRequest(prefix="\n".join(lines[:i]) + "\n", suffix="\n" + "\n".join(lines[i + 1 :]), max_new_tokens=24,
-                      seed=i)
-        for i in picked
-    ]
 
 
 def _similarity(a: list[str], b: list[str]) -> float:
@@ -61,17 +51,6 @@ def test_tiny_model_infills_in_int8_like_float32(tiny_int8, tiny_backend):
     assert _similarity(int8, full) > 0.5  # random weights: many near-ties, so the bound is loose
 
 
-PREVIOUS = str(REPO / "resources" / "models" / "sfumato-small")  # the previous embedded model, a DiffusionGemma
-
-
-def test_a_shipped_diffusion_gemma_in_int8_agrees_with_float32():
-    requests = _line_tasks(12)
-    int8 = load_backend(PREVIOUS, device="cpu", quantize="int8")
-    full = load_backend(PREVIOUS, device="cpu")
-    assert int8.info.memory_bytes < 0.7 * full.info.memory_bytes
-    assert _similarity(_final_texts(int8, requests), _final_texts(full, requests)) > 0.8
-
-
 @pytest.mark.parametrize(
     ("options", "message"),
     [(["--quantize", "nf4", "--device", "cpu"], "--quantize nf4 needs a CUDA GPU"),
@@ -79,14 +58,14 @@ def test_a_shipped_diffusion_gemma_in_int8_agrees_with_float32():
      (["--device", "tpu"], "--device must be auto, cpu, cuda, cuda:N or mps"),
      (["--quantize", "fp8"], "invalid choice: 'fp8'")],
 )
-def test_an_impossible_precision_or_device_is_one_clean_line(tmp_path, options, message):
+def test_an_impossible_precision_or_device_is_one_clean_line(tmp_path, tiny_model_dir, options, message):
     import subprocess
     import sys
 
     requests = tmp_path / "requests.jsonl"
     requests.write_text('{"id": 1, "prefix": "x = ", "suffix": "\\n"}\n')
     result = subprocess.run(
-        [sys.executable, "-m", "sfumato.app.cli", "infill", "--jsonl", str(requests), "--model", PREVIOUS, *options],
+        [sys.executable, "-m", "sfumato.app.cli", "infill", "--jsonl", str(requests), "--model", str(tiny_model_dir), *options],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
     assert result.returncode in (1, 2) and result.stdout == ""

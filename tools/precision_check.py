@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -29,34 +29,62 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sfumato.model.quantization import silence_import_noise  # noqa: E402
+from sfumato.model.quantization import grad_free, silence_import_noise  # noqa: E402
 
 silence_import_noise()  # before anything imports transformers (and with it torchao)
 
-from sfumato.model.training.evaluate import pass_time_ms  # noqa: E402
-from sfumato.model.loading import EMBEDDED_DIR, EMBEDDED_NAME, load_backend  # noqa: E402
+from sfumato.model.loading import load_backend  # noqa: E402
 from sfumato.model.memory import GB, estimate_weights  # noqa: E402
 from sfumato.model.released import released_config  # noqa: E402
+from sfumato.model.tokenizer import load_tokenizer  # noqa: E402
 
 PROMPT_TOKENS = 512
-KEPT_FILES = ("tokenizer.json", "tokenizer_config.json", "generation_config.json")
+TOKENIZER = Path(__file__).resolve().parent.parent / "resources" / "tokenizer"
 
 
 def save_random_model(folder: Path, layers: int, experts: int, device: str) -> None:
-    """A random bfloat16 model with the released shapes, the embedded model's tokenizer and sampler."""
+    """A random bfloat16 model with the released shapes, the project's tokenizer and a FIM profile."""
     from transformers import DiffusionGemmaForBlockDiffusion
+    from transformers.models.diffusion_gemma.generation_diffusion_gemma import (
+        DiffusionGemmaGenerationConfig,
+        EntropyBoundSamplerConfig,
+    )
 
     torch.manual_seed(0)
     config = released_config(layers, experts)
     with torch.device(device):
         model = DiffusionGemmaForBlockDiffusion._from_config(config, dtype=torch.bfloat16)
+    tokenizer = load_tokenizer(TOKENIZER)
+    model.generation_config = DiffusionGemmaGenerationConfig(
+        max_denoising_steps=32, sampler_config=EntropyBoundSamplerConfig(entropy_bound=1.0), t_min=0.05, t_max=0.2,
+        stability_threshold=1, confidence_threshold=0.005, pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
+    )
     model.save_pretrained(folder)
     del model
-    embedded = EMBEDDED_DIR / EMBEDDED_NAME
-    for name in KEPT_FILES:
-        shutil.copy(embedded / name, folder / name)
-    profile = json.loads((embedded / "sfumato.json").read_text())
-    (folder / "sfumato.json").write_text(json.dumps({**profile, "context_tokens": PROMPT_TOKENS}))
+    tokenizer.save_pretrained(folder)
+    profile = {"format": 1, "prompt_layout": "fim", "canvas_noise": "mask", "context_tokens": PROMPT_TOKENS}
+    (folder / "sfumato.json").write_text(json.dumps(profile))
+
+
+def pass_time_ms(backend, prompt_tokens: int = 512, repeats: int = 20) -> float:
+    """Median wall time of one decoder pass (batch 1, full canvas) after a ``prompt_tokens`` prefill."""
+    model = backend.model
+    C = model.config.canvas_length
+    device = backend.device
+    times = []
+    with grad_free(model):
+        prompt = torch.randint(10, model.config.text_config.vocab_size, (1, prompt_tokens), device=device)
+        cache = model.model.encoder(input_ids=prompt).cache
+        canvas = torch.full((1, C), backend.tokenizer.mask_token_id, device=device)
+        positions = torch.arange(prompt_tokens, prompt_tokens + C, device=device).unsqueeze(0)
+        logits = None
+        for _ in range(repeats + 2):
+            t0 = time.perf_counter()
+            logits = model(cache=cache, decoder_input_ids=canvas, self_conditioning_logits=logits,
+                           decoder_position_ids=positions).logits
+            times.append(time.perf_counter() - t0)
+    return 1000 * statistics.median(times[2:])
 
 
 @torch.no_grad()

@@ -1,15 +1,10 @@
-"""Held-out tasks shaped as the editor sends them, and the baselines every figure is set beside.
+"""Held-out tasks shaped as the editor sends them (``sfumato.model.training.evaluate_lm`` runs them).
 
 * ``line``: one non-blank line of held-out code; the cursor sits after its indentation, the
   prefix holds ~3,000 characters before the cursor and the suffix ~1,500 after the line's end.
 * ``prose``: 1-4 words cut from a line of English prose in held-out documentation.
-* ``repair``: a ``line`` task given as a rewrite of the correct line with 30% of its tokens
-  renoised (the engine's ``strength``): the right answer is to give the line back.
 
 Answers are compared whitespace-normalised (``exact``) and by ``difflib`` character similarity.
-Baselines: ``repeat`` writes the nearest non-blank line above; ``lookup`` writes the line that
-most often sits between the same two neighbours, in the same file first, then in the corpus
-table (``sfumato.model.retrieval`` with the ``pair`` key alone).
 """
 
 from __future__ import annotations
@@ -20,31 +15,25 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sfumato.model.api import InfillRequest
-from sfumato.model.line_table import LineTable, normalise
-from sfumato.model.retrieval import retrieve
-
 BEFORE_CHARS = 3000
 AFTER_CHARS = 1500
-REPAIR_STRENGTH = 0.3
+REPAIR_STRENGTH = 0.3  # a repair task's rewrite renoises this share of the broken line's tokens
 PROSE_SOURCES_EXCLUDED = ("stdlib", "site-packages")  # every other corpus source is documentation
 WORD = re.compile(r"[A-Za-z][a-z]+(?:'[a-z]+)?[,.;:]?")
 
 
 @dataclass(frozen=True)
 class EditTask:
-    kind: str  # "line", "prose" or "repair"
+    kind: str  # "line", "prose" (or "body": evaluate_lm's function bodies)
     document: str
     prefix: str
     middle: str
     suffix: str
-    context: tuple[str, ...] = ()  # project snippets, as the editor sends them (none unless asked)
 
-    def request(self, max_new_tokens: int = 48, **options) -> InfillRequest:
-        if self.kind == "repair":
-            options = {"init_text": self.middle, "strength": REPAIR_STRENGTH, **options}
-        return InfillRequest(prefix=self.prefix, suffix=self.suffix, max_new_tokens=max_new_tokens,
-                             context=self.context, **options)
+
+def normalise(text: str) -> str:
+    """Whitespace-normalised text: what makes two answers the same answer here."""
+    return " ".join(text.split())
 
 
 def exact(prediction: str, reference: str) -> bool:
@@ -55,7 +44,7 @@ def similarity(prediction: str, reference: str) -> float:
     return difflib.SequenceMatcher(None, prediction, reference, autojunk=False).ratio()
 
 
-def line_tasks(documents: Sequence, n: int, seed: int, kind: str = "line") -> list[EditTask]:
+def line_tasks(documents: Sequence, n: int, seed: int) -> list[EditTask]:
     rng = random.Random(f"{seed}:line")
     documents = [doc for doc in documents if doc.source in PROSE_SOURCES_EXCLUDED
                  and sum(1 for line in doc.text.splitlines() if line.strip()) >= 8]
@@ -70,7 +59,7 @@ def line_tasks(documents: Sequence, n: int, seed: int, kind: str = "line") -> li
         start = sum(len(line) + 1 for line in lines[:i]) + indent
         middle = lines[i].strip()
         end = start + len(middle)
-        tasks.append(EditTask(kind, doc.name, doc.text[max(0, start - BEFORE_CHARS) : start], middle,
+        tasks.append(EditTask("line", doc.name, doc.text[max(0, start - BEFORE_CHARS) : start], middle,
                               doc.text[end : end + AFTER_CHARS]))
     return tasks
 
@@ -97,13 +86,3 @@ def prose_tasks(documents: Sequence, n: int, seed: int) -> list[EditTask]:
         tasks.append(EditTask("prose", doc.name, doc.text[max(0, start - BEFORE_CHARS) : start], doc.text[start:end],
                               doc.text[end : end + AFTER_CHARS]))
     return tasks
-
-
-def repeat_baseline(task: EditTask) -> str:
-    above = [line for line in task.prefix.split("\n")[:-1] if line.strip()]
-    return above[-1].strip() if above else ""
-
-
-def lookup_baseline(task: EditTask, table: LineTable | None) -> str:
-    found = [r for r in retrieve(task.prefix, task.suffix, table=table, limit=4) if r.kind == "pair"]
-    return found[0].text if found else ""

@@ -1,9 +1,9 @@
 """The issue-22 figures: held-out edits (whole packages and prose sources never trained on),
-the adapted LM beside the base model's own left-to-right greedy and the engine before it.
+the adapted LM beside the base model's own left-to-right greedy.
 
     python -m sfumato.model.training.evaluate_lm --lines 100 --prose 100 --repair 60 --bodies 30 --out runs/lm-eval.json
     python -m sfumato.model.training.evaluate_lm --adapter runs/adapt/last ...     # a checkpoint instead of the shipped adapter
-    python -m sfumato.model.training.evaluate_lm --systems engine,one-per-pass,base-greedy,previous
+    python -m sfumato.model.training.evaluate_lm --systems engine,base-greedy
 
 Tasks (``sfumato.model.training.edit_tasks`` shapes, documents from ``sfumato.model.training.lm_corpus``'s held-out units):
 ``line``: one line of code with ~3,000 characters before and ~1,500 after, infilled as Ctrl+K at the
@@ -15,8 +15,7 @@ its signature and docstring (parse rate of the function with the result, similar
 the result's parse rate and its similarity to the lines it replaced.
 Systems: ``engine`` (what the editor runs), ``one-per-pass`` (the same model accepting one token a
 pass: the speed baseline), ``base-greedy`` (the base alone, left to right from the prefix only; for
-prose it is given the reference's word count), ``previous`` (the engine this one replaces, where its
-folder is still installed).
+prose it is given the reference's word count).
 """
 
 from __future__ import annotations
@@ -283,8 +282,6 @@ def main(argv=None) -> None:
                 with torch.inference_mode():
                     texts = [base_greedy(*base, t, kind) for t in tasks]
                 report[kind][system] = score(kind, tasks, texts)
-            elif system == "previous":
-                report[kind][system] = previous_engine(kind, items, args.seed)
             print(json.dumps({kind: {system: report[kind].get(system)}}), flush=True)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -295,19 +292,6 @@ def _info():
     from sfumato.model.api import ModelInfo
 
     return ModelInfo("sfumato-lm (checkpoint)", "lm-denoiser", "cpu", 0, False, "Apache-2.0", "float32")
-
-
-def previous_engine(kind: str, items, seed: int) -> dict | None:
-    """The engine before this one (the 2.4M denoiser with its tables), where its folder is still here."""
-    from sfumato.model.loading import EMBEDDED_DIR, load_backend
-
-    folder = EMBEDDED_DIR / "sfumato-small"
-    if not (folder / "config.json").is_file():
-        return None
-    backend = load_backend(str(folder))
-    tasks = [t for t, _ in items]
-    texts = [r["text"] for r in run_engine(backend, [request_for(t, kind, b, seed=seed) for t, b in items])]
-    return score(kind, tasks, texts)
 
 
 if __name__ == "__main__":
