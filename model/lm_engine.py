@@ -20,18 +20,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import torch
 
 from sfumato.model.api import CancelFlag, Candidate, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
 from sfumato.model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
+from sfumato.model.lm_row import ACCEPT_PROBABILITY, Row, loop_cut
+from sfumato.model.lm_vocabulary import CanvasVocabulary
 from sfumato.model.prompt_cache import PromptCache
 from sfumato.model.rewrite_parts import split_selection
 from sfumato.model.suffix_overlap import cut_at_stop, without_overlap
-from sfumato.model.token_text import split_text, token_bytes_table
+from sfumato.model.token_text import split_text
 
-ACCEPT_PROBABILITY = 0.9
 CONFIDENT_PROBABILITY = 0.5  # a result whose tokens average less than this is marked not confident
 PREFIX_TOKENS, SUFFIX_TOKENS = 224, 96  # what training shows it (sfumato.model.training.adapt)
 MAX_CANVAS = 32
@@ -40,32 +41,7 @@ PREFILL_CHUNK = 128  # prompt tokens read between two cancel checks
 STOP_CHARS, MIN_STOP_CHARS = 16, 4  # how much of the suffix's start ends a text that runs into it
 LONGEST_STOP = 200  # of the suffix, what the overlap check reads (its first line)
 ALTERNATIVE_TEMPERATURE = 0.8
-
-
-@dataclass
-class _Row:
-    """One canvas being denoised: one alternative of one request (or one gap of a template)."""
-
-    prompt: list[int]
-    heal: bytes  # the text the first generated token must start with (the prompt's dropped token)
-    budget: int  # tokens it may still write
-    one_line: bool  # the rest of a line: its newline ends the text
-    temperature: float
-    generator: torch.Generator
-    canvas: list[int] = field(default_factory=list)
-    masked: list[bool] = field(default_factory=list)
-    confidence: list[float] = field(default_factory=list)
-    written: list[int] = field(default_factory=list)  # committed tokens of earlier canvases
-    written_confidence: list[float] = field(default_factory=list)
-    stop: str = ""  # the start of the suffix: a text that runs into it ends before it
-    stop_space: bool = False  # the suffix starts with white space (then so does the cut)
-    before: str = ""  # the prefix's last line and the suffix: a text ending with the suffix's start
-    after: str = ""  # is trimmed of the repeat (sfumato.model.suffix_overlap)
-    accept: float = ACCEPT_PROBABILITY  # the probability a pass accepts a token at
-    no_breaks: bool = False  # a one-line rewrite: no token with a line break may be written
-    done: bool = False
-    passes: int = 0
-    generated: int = 0  # tokens the model wrote (a rewrite's pinned ones do not count)
+HEAVY_REWRITE = 0.5  # a rewrite at this strength or more may grow past the selection's length
 
 
 class LmDenoiserBackend:
@@ -75,19 +51,9 @@ class LmDenoiserBackend:
         self.model = model.eval()
         self.tokenizer, self.info, self.device = tokenizer, info, device
         self.special = SpecialIds.of(tokenizer)
-        table = token_bytes_table(tokenizer)
-        for token_id in (self.special.suffix_mark, self.special.prefix_mark, self.special.mask, self.special.end):
-            table[token_id] = b""
-        self.table = table
-        # no canvas position may hold a marker, the mask or a chat token: only text or the end
-        self.unwritable = torch.tensor([not piece for piece in table], device=device)
-        self.unwritable[self.special.end] = False
-        # part of a character (byte-level BPE): the model never writes one, nor does a rewrite
-        # renoise one, so a result never holds a broken character
-        self.partial = torch.tensor([bool(piece) and not _whole_characters(piece) for piece in table], device=device)
-        self.breaks = torch.tensor([b"\n" in piece for piece in table], device=device)
+        self.vocabulary = CanvasVocabulary(tokenizer, self.special, device)
+        self.table = self.vocabulary.table
         self.prompt_cache = PromptCache()
-        self._heal_masks: dict[bytes, torch.Tensor] = {}
         self._prompt_logits: tuple[tuple[int, ...], torch.Tensor | None] = ((), None)
         self._valid = torch.ones(0, 0, dtype=torch.bool)  # [R, cached]: which cached keys each row sees
 
@@ -140,13 +106,15 @@ class LmDenoiserBackend:
         return plan[index][1] + "".join(part + brk for part, brk in plan[index + 1 :])
 
     def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
-        """Every gap is a canvas of one batch, its prompt the template around it (other gaps empty)."""
+        """Every gap is a canvas of one batch, its prompt the template around it (other gaps empty).
+        A gap with text after it on its line (``math.[MASK](16)``, ``"[MASK]",``) is filled within the line."""
         segments = template.segments
-        requests = [
-            InfillRequest(prefix="".join(segments[: i + 1]), suffix="".join(segments[i + 1 :]), max_new_tokens=cap,
-                          seed=template.seed, steps=template.steps)
-            for i, cap in enumerate(template.max_new_tokens)
-        ]
+        requests = []
+        for i, cap in enumerate(template.max_new_tokens):
+            suffix = "".join(segments[i + 1 :])
+            requests.append(InfillRequest(prefix="".join(segments[: i + 1]), suffix=suffix, max_new_tokens=cap,
+                                          seed=template.seed, steps=template.steps,
+                                          one_line=bool(suffix.split("\n", 1)[0].strip())))
         yield from self.stream(requests, cancel)
 
     # ---- building rows --------------------------------------------------------------------
@@ -154,7 +122,7 @@ class LmDenoiserBackend:
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False).input_ids if text else []
 
-    def _row(self, request: InfillRequest, alternative: int) -> _Row:
+    def _row(self, request: InfillRequest, alternative: int) -> Row:
         prefix = self._encode(request.prefix[-4 * PREFIX_TOKENS :])[-PREFIX_TOKENS:]
         suffix = self._encode(request.suffix[: 4 * SUFFIX_TOKENS])[:SUFFIX_TOKENS]
         heal = self.table[prefix.pop()] if prefix else b""
@@ -165,14 +133,18 @@ class LmDenoiserBackend:
         no_breaks = request.is_rewrite and "\n" not in request.init_text
         if request.one_line or no_breaks:  # only the suffix's first line can be run into
             stop = stop.split("\n", 1)[0]
-        row = _Row(prompt_ids(self.special, prefix, suffix), heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks,
+        blank_line = not request.prefix.rsplit("\n", 1)[-1].strip() and not request.suffix.split("\n", 1)[0].strip()
+        row = Row(prompt_ids(self.special, prefix, suffix), heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks,
+                   must_write=request.one_line and not request.is_rewrite and blank_line,
                    temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
                    generator=torch.Generator().manual_seed(seed), accept=bar,
                    stop=stop if len(stop.strip()) >= MIN_STOP_CHARS else "", stop_space=request.suffix[:1].isspace(),
                    before=request.prefix.rsplit("\n", 1)[-1], after=request.suffix[:LONGEST_STOP])
         if request.is_rewrite:
             init = self._encode(heal.decode("utf-8", "replace") + request.init_text)
-            slack = max(2, len(init) // 4) if request.strength > 0 else 0  # room to grow; an end there deletes it
+            # room to grow at the end (an end there deletes it); a light rewrite (a fix) keeps its
+            # length, since its renoised tokens can end to shorten it and the slack filled junk
+            slack = max(2, len(init) // 4) if request.strength >= HEAVY_REWRITE else 0
             row.canvas = init + [self.special.mask] * slack
             row.masked = [False] * len(init) + [True] * slack
             row.confidence = [1.0] * len(init) + [0.0] * slack
@@ -181,7 +153,7 @@ class LmDenoiserBackend:
             self._open(row, min(LINE_CANVAS if request.one_line else MAX_CANVAS, row.budget + 1))
         return row
 
-    def _open(self, row: _Row, size: int) -> None:
+    def _open(self, row: Row, size: int) -> None:
         size = max(1, size)
         row.canvas = [self.special.mask] * size
         row.masked = [True] * size
@@ -189,7 +161,7 @@ class LmDenoiserBackend:
 
     # ---- the passes -----------------------------------------------------------------------
 
-    def _denoise(self, rows: list[_Row], requests, groups, cancel) -> Iterator[int]:
+    def _denoise(self, rows: list[Row], requests, groups, cancel) -> Iterator[int]:
         """Run passes over every row until all are done; yield the pass count after each."""
         passes = 0
         last_logits, cache = self._prefill(rows)
@@ -242,7 +214,7 @@ class LmDenoiserBackend:
         self._prompt_logits = (tuple(prompt), logits)
         return logits, cache
 
-    def _prefill(self, rows: list[_Row]):
+    def _prefill(self, rows: list[Row]):
         """Read every row's prompt (left-padded to one length) into one cache; (last logits [R, V], cache).
 
         Rows with one prompt (a request's alternatives) go through the prompt cache: an identical
@@ -279,11 +251,11 @@ class LmDenoiserBackend:
             mask[:, :, :, self._valid.shape[1] :] &= torch.tril(torch.ones(queries, queries, dtype=torch.bool, device=self.device))
         return mask
 
-    def _canvas_ids(self, rows: list[_Row]) -> torch.Tensor:
+    def _canvas_ids(self, rows: list[Row]) -> torch.Tensor:
         width = max(len(row.canvas) for row in rows)
         return torch.tensor([row.canvas + [self.special.end] * (width - len(row.canvas)) for row in rows], device=self.device)
 
-    def _canvas_logits(self, rows: list[_Row], last_logits: torch.Tensor, cache) -> torch.Tensor:
+    def _canvas_logits(self, rows: list[Row], last_logits: torch.Tensor, cache) -> torch.Tensor:
         """[R, C, V]: the logits that predict each canvas position (i-1 predicts i)."""
         ids = self._canvas_ids(rows)
         width = ids.shape[1]
@@ -292,11 +264,11 @@ class LmDenoiserBackend:
         cache.crop(-width)
         return torch.cat([last_logits[:, None], out.logits[:, :-1].float()], dim=1)
 
-    def _goes_on(self, row: _Row) -> bool:
+    def _goes_on(self, row: Row) -> bool:
         """A settled canvas with no end in it and budget left: the text goes on in the next one."""
         return not row.done and not any(row.masked) and self.special.end not in row.canvas and row.budget > len(row.canvas)
 
-    def _commit(self, rows: list[_Row], cache, last_logits: torch.Tensor) -> torch.Tensor:
+    def _commit(self, rows: list[Row], cache, last_logits: torch.Tensor) -> torch.Tensor:
         """Read every full canvas into the prompt (causally) and open the next canvas there."""
         going = [self._goes_on(row) for row in rows]
         ids = self._canvas_ids(rows)
@@ -316,7 +288,7 @@ class LmDenoiserBackend:
         self._valid = torch.cat([self._valid, added], dim=1)
         return logits
 
-    def _renoise_least_likely(self, rows: list[_Row], requests: list[InfillRequest], last_logits, cache) -> None:
+    def _renoise_least_likely(self, rows: list[Row], requests: list[InfillRequest], last_logits, cache) -> None:
         """Score a rewrite's selection in place; mask the ``strength`` fraction the model finds
         least likely (there a typo or a wrong name is), pin the rest."""
         logits = self._canvas_logits(rows, last_logits, cache)
@@ -324,7 +296,7 @@ class LmDenoiserBackend:
             if not request.is_rewrite:
                 continue
             row.passes += 1
-            kept = [i for i, m in enumerate(row.masked) if not m and not self.partial[row.canvas[i]]]
+            kept = [i for i, m in enumerate(row.masked) if not m and not self.vocabulary.partial[row.canvas[i]]]
             probs = logits[b, : len(row.canvas)].softmax(-1)
             likely = [probs[i, row.canvas[i]].item() for i in kept]
             count = math.ceil(request.strength * sum(not m for m in row.masked))
@@ -338,14 +310,20 @@ class LmDenoiserBackend:
             if not any(row.masked):
                 row.done = True
 
-    def _accept(self, row: _Row, logits: torch.Tensor) -> None:
+    def _accept(self, row: Row, logits: torch.Tensor) -> None:
         """Fill every masked position above the bar (at least the surest one); end the row when done."""
         logits = logits[: len(row.canvas)].clone()
         position, left = self._heal_position(row)
-        blocked = (self.unwritable | self.partial | (self.breaks if row.no_breaks else False)).expand(len(row.canvas), -1).clone()
+        blocked = self.vocabulary.blocked(len(row.canvas), row.no_breaks)
+        if row.must_write and self._text_start(row) is not None:  # no empty line: nothing ends it before its text
+            open_ = torch.tensor(row.masked, device=logits.device)
+            blocked[open_] |= self.vocabulary.breaks
+            blocked[open_, self.special.end] = True
+            if position is not None:
+                blocked[position] |= self.vocabulary.heal_breaks(left)
         if position is not None:  # the healed text may be spelt by parts of a character, as the prompt held it
-            logits[position, ~self._heal_allowed(left)] = -math.inf
-            blocked[position] = self.unwritable
+            logits[position, ~self.vocabulary.heal_allowed(left)] = -math.inf
+            blocked[position] = self.vocabulary.unwritable
         logits[blocked] = -math.inf
         probs = logits.softmax(-1)
         if row.temperature:
@@ -370,8 +348,22 @@ class LmDenoiserBackend:
             row.canvas[i], row.masked[i], row.confidence[i] = int(sampled[i]), False, float(chosen[i])
             row.generated += 1
         self._close_at_end(row)
+        if row.one_line and not row.done:
+            self._stop_loop(row)
 
-    def _heal_position(self, row: _Row) -> tuple[int | None, bytes]:
+    def _stop_loop(self, row: Row) -> None:
+        """A line that has begun to write one unit of tokens over and over (``* height * height
+        * height``) ends after the unit's first copy."""
+        ids = list(row.written)
+        for token, masked in zip(row.canvas, row.masked):
+            if masked:
+                break
+            ids.append(token)
+        cut = loop_cut(ids)
+        if cut is not None:
+            row.cut, row.done = cut, True
+
+    def _heal_position(self, row: Row) -> tuple[int | None, bytes]:
         """(the first canvas position still to match the healed text, the bytes it must match);
         (None, b"") once the settled tokens have spelt it all."""
         left = row.heal
@@ -391,21 +383,26 @@ class LmDenoiserBackend:
             left = left[len(piece) :]
         return None, b""
 
-    def _heal_allowed(self, left: bytes) -> torch.Tensor:
-        """[V] bool: tokens that begin with ``left``, or spell a start of it (the next token goes on)."""
-        if left not in self._heal_masks:
-            self._heal_masks[left] = torch.tensor(
-                [bool(piece) and (piece.startswith(left) or left.startswith(piece)) for piece in self.table], device=self.device)
-        return self._heal_masks[left]
+    def _text_start(self, row: Row) -> int | None:
+        """The canvas position the text's first character goes to while only the heal and white
+        space are settled before it; None once the text has begun (or its start is not open)."""
+        if row.written:
+            return None
+        for i in range(len(row.canvas)):
+            if row.masked[i]:
+                return i
+            if self._piece(row, i).strip():
+                return None
+        return None
 
-    def _piece(self, row: _Row, index: int) -> bytes:
+    def _piece(self, row: Row, index: int) -> bytes:
         """The bytes canvas position ``index`` adds to the text after the healed start."""
         if not row.heal:
             return self.table[row.canvas[index]]
         before = sum(len(self.table[t]) for t in row.written + row.canvas[:index])
         return self.table[row.canvas[index]][max(0, len(row.heal) - before) :]
 
-    def _end_index(self, row: _Row) -> int:
+    def _end_index(self, row: Row) -> int:
         """The first settled position that ends the text (an end, or a newline for one line); the
         last position when there is none."""
         for i, token in enumerate(row.canvas):
@@ -413,7 +410,7 @@ class LmDenoiserBackend:
                 return i
         return len(row.canvas) - 1
 
-    def _close_at_end(self, row: _Row) -> None:
+    def _close_at_end(self, row: Row) -> None:
         """A settled end (or a newline, for one line) after settled tokens closes the row."""
         end = self._end_index(row)
         closes = not row.masked[end] and (row.canvas[end] == self.special.end
@@ -437,12 +434,12 @@ class LmDenoiserBackend:
 
     # ---- drafts ---------------------------------------------------------------------------
 
-    def _states(self, row: _Row) -> tuple[TokenState, ...]:
+    def _states(self, row: Row) -> tuple[TokenState, ...]:
         """Per-token text of everything the row has written, masked positions shown empty and
         unsettled; the healed start and what follows a closing newline or end are left out."""
-        ids = row.written + row.canvas
-        settled = [True] * len(row.written) + [not m for m in row.masked]
-        confidence = row.written_confidence + row.confidence
+        ids = (row.written + row.canvas)[: row.cut]
+        settled = ([True] * len(row.written) + [not m for m in row.masked])[: row.cut]
+        confidence = (row.written_confidence + row.confidence)[: row.cut]
         pieces = split_text(self.table, [t if ok else self.special.end for t, ok in zip(ids, settled)])
         heal = row.heal.decode("utf-8", "replace")
         states = []
@@ -460,11 +457,11 @@ class LmDenoiserBackend:
         return without_overlap(states, row.before, row.after)
 
     @staticmethod
-    def _kept_generated(row: _Row) -> int:
+    def _kept_generated(row: Row) -> int:
         """Tokens the model wrote that the result keeps (not those cut after its end, not pinned ones)."""
         return min(row.generated, len(row.written) + sum(not m for m in row.masked))
 
-    def _draft(self, group: list[_Row], passes: int, final: bool, written: list[list[TokenState]], after: str,
+    def _draft(self, group: list[Row], passes: int, final: bool, written: list[list[TokenState]], after: str,
                spent: list[int]) -> Draft:
         """The group's candidates: each alternative's parts done, its current part, the selection's rest."""
         candidates, seen = [], set()
@@ -482,11 +479,3 @@ class LmDenoiserBackend:
         confident = bool(count) and (sum(settled) + spent[2]) / count >= CONFIDENT_PROBABILITY
         return Draft(batch_passes=passes, candidates=tuple(candidates), final=final, forward_passes=spent[0] + best.passes,
                      generated_tokens=spent[1] + self._kept_generated(best), confident=confident or not final)
-
-
-def _whole_characters(piece: bytes) -> bool:
-    try:
-        piece.decode("utf-8")
-        return True
-    except UnicodeDecodeError:
-        return False

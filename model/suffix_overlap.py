@@ -5,7 +5,8 @@ the text holds several characters of the suffix's start (``cut_at_stop``: it end
 or its last characters are the suffix's first ones (``without_overlap``): a docstring's closing
 quotes, a sentence's period, a call's closing bracket, the start of the suffix's next line. Whether those are doubled or meant twice
 is read from the line around the gap: brackets and quotes that balance only without them, a
-doubled sentence mark, or three or more marks repeated (closing quotes, ``);``).
+doubled sentence mark, three or more marks repeated (closing quotes, ``);``), four or more
+characters with letters or digits.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ PAIRS = {")": "(", "]": "[", "}": "{"}
 QUOTES = "\"'`"
 SENTENCE_MARKS = ".,;:!?"
 LONGEST = 8
+MIN_WORD_OVERLAP = 4  # letters or digits: this many repeated (``sqrt(16)`` before ``(16)``) were copied
 MIN_LINE_START = 4  # a last line this long that the suffix's next line starts with was copied from it
 
 
@@ -40,8 +42,8 @@ def overlap_to_drop(text: str, before: str, after: str) -> int:
     if not longest:
         return 0
     repeated = line_after[:longest]
-    if any(c.isalnum() for c in repeated):
-        return 0  # words are the stop string's business (several characters of them)
+    if any(c.isalnum() for c in repeated):  # a word or a number: copied when long enough and not all there is
+        return longest if MIN_WORD_OVERLAP <= longest < len(text.strip()) else 0
     if longest >= 3:
         return longest
     if all(c in SENTENCE_MARKS for c in repeated):

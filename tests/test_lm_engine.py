@@ -94,13 +94,7 @@ def test_a_rewrite_at_strength_zero_gives_the_selection_back(backend):
 def test_a_rewrite_of_one_line_writes_one_line(tiny_lm, smol_tokenizer):
     """The slack after a one-line selection is not a place to go on into the next lines (a model
     that writes line breaks everywhere still gives one line back)."""
-    from sfumato.model.lm_engine import LmDenoiserBackend
-
-    model = copy.deepcopy(tiny_lm)
-    newlines = [i for token, i in smol_tokenizer.get_vocab().items() if token.startswith("Ċ")]
-    model.lm_head.register_forward_hook(lambda module, args, out: out.index_add(
-        -1, torch.tensor(newlines), torch.full((*out.shape[:-1], len(newlines)), 8.0)))
-    backend = LmDenoiserBackend(model, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
+    backend = newline_biased(tiny_lm, smol_tokenizer)
     request = InfillRequest(prefix="def f():\n    ", suffix="\n    return total\n", max_new_tokens=30,
                             init_text="total = sum(values)", strength=0.8, seed=1, n_alternatives=2)
     assert backend._row(request, 0).no_breaks
@@ -138,7 +132,7 @@ def test_no_result_holds_a_broken_character(backend, smol_tokenizer):
     rewrite, and no pass writes part of one."""
     selection = 'labels = ["勹", "匕", "🙂"]'
     ids = smol_tokenizer(selection, add_special_tokens=False).input_ids
-    assert any(backend.partial[i] for i in ids)  # the premise: some tokens are parts of characters
+    assert any(backend.vocabulary.partial[i] for i in ids)  # the premise: some tokens are parts of characters
     for seed in range(3):
         _, final = run(backend, InfillRequest(prefix="def f():\n    ", suffix="\n", init_text=selection,
                                               strength=1.0, seed=seed, n_alternatives=2))
@@ -149,12 +143,62 @@ def test_no_result_holds_a_broken_character(backend, smol_tokenizer):
     assert "\ufffd" not in infill.text
 
 
+def newline_biased(tiny_lm, smol_tokenizer, boost=8.0):
+    """The engine on a copy of the tiny model that prefers line breaks and the end everywhere."""
+    from sfumato.model.lm_engine import LmDenoiserBackend
+
+    model = copy.deepcopy(tiny_lm)
+    favoured = [i for token, i in smol_tokenizer.get_vocab().items() if token.startswith("Ċ")]
+    favoured.append(SpecialIds.of(smol_tokenizer).end)
+    model.lm_head.register_forward_hook(lambda module, args, out: out.index_add(
+        -1, torch.tensor(favoured), torch.full((*out.shape[:-1], len(favoured)), boost)))
+    return LmDenoiserBackend(model, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
+
+
+def test_the_cursor_on_a_blank_line_gets_a_line(tiny_lm, smol_tokenizer):
+    """Ctrl+K on an empty line asks for a line: its first token may not end it (it came back empty)."""
+    backend = newline_biased(tiny_lm, smol_tokenizer)
+    request = InfillRequest(prefix="def mean(values):\n    total = sum(values)\n    ", suffix="\n    return total\n",
+                            max_new_tokens=8, one_line=True, seed=0)
+    assert backend._row(request, 0).must_write
+    _, final = run(backend, request)
+    assert final.text.strip()
+    mid_line = InfillRequest(prefix="x = compute(", suffix=")\n", one_line=True)
+    assert not backend._row(mid_line, 0).must_write  # there an empty answer may be right
+
+
+def test_a_gap_inside_a_line_is_filled_within_it(backend, monkeypatch):
+    seen = []
+    stream = backend.stream
+    monkeypatch.setattr(backend, "stream", lambda requests, cancel=None: seen.extend(requests) or stream(requests, cancel))
+    template = TemplateRequest(segments=("root = math.", "(16)  # the root\ndef f():\n    ", "\n"), max_new_tokens=(4, 4))
+    list(backend.stream_template(template))
+    assert [r.one_line for r in seen] == [True, False]  # the second gap has its line to itself
+
+
+def test_a_line_that_loops_ends_after_the_first_copy():
+    from sfumato.model.lm_row import loop_cut
+
+    ids = [10, 11, 12, 13, 12, 13, 12, 13, 12, 13]  # return width * height * height * height * height
+    assert loop_cut(ids) == 4
+    assert loop_cut([10, 11, 12, 13, 12, 13, 12]) is None  # not yet four copies
+    assert loop_cut([7, 7, 7, 7, 7]) is None and loop_cut([7] * 6) == 1
+
+
+def test_the_engine_stops_a_loop(backend, smol_tokenizer):
+    row = backend._row(InfillRequest(prefix="def area(w, h):\n    ", suffix="\n", one_line=True), 0)
+    ids = smol_tokenizer(row.heal.decode() + "return w * h * h * h * h * h", add_special_tokens=False).input_ids
+    row.canvas, row.masked, row.confidence = ids + [0] * 2, [False] * len(ids) + [True] * 2, [0.9] * len(ids) + [0.0] * 2
+    backend._stop_loop(row)
+    assert row.done and "".join(s.text for s in backend._states(row)) == "return w * h"
+
+
 def test_the_healed_token_is_spelt_once(backend, smol_tokenizer):
     """A cursor after indentation: the prompt ends a token early and the result does not repeat it."""
     _, final = run(backend, InfillRequest(prefix="def f(x):\n    ", suffix="\n", max_new_tokens=6, one_line=True, seed=6))
     row = backend._row(InfillRequest(prefix="def f(x):\n    ", suffix="\n"), 0)
     assert row.heal.endswith(b" ") and smol_tokenizer.decode(row.prompt[-1:]) == "):"
-    allowed = backend._heal_allowed(row.heal).nonzero()[:, 0].tolist()
+    allowed = backend.vocabulary.heal_allowed(row.heal).nonzero()[:, 0].tolist()
     assert allowed and all(backend.table[i].startswith(row.heal) or row.heal.startswith(backend.table[i]) for i in allowed)
     assert not final.text.startswith("\n")
 

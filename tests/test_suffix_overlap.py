@@ -18,7 +18,9 @@ from sfumato.model.suffix_overlap import overlap_to_drop, without_overlap
         ("items = ", "[1, 2]", "]\n", 1),
         ("value = ", "compute()", "\n", 0),  # nothing repeated
         ("call(", "a, ", " b)\n", 0),  # white space alone is no overlap
-        ("prefix_", "name", "name_suffix\n", 0),  # words are left to the stop string
+        ("prefix_", "name", "name_suffix\n", 0),  # a word that is all the text: left as written
+        ("root = math.", "sqrt(16)", "(16)  # the square root\n", 4),  # the call's argument, copied
+        ("x = f", "(a)", "(a)\n", 0),  # too short to tell
         ('    "A",\n', '"B",\n    "NORM', '\n    "NORMAL",\n', len('\n    "NORM')),  # the next line's start, copied
         ("x = [", "1,\n    2", "\n    2, 3]\n", 0),  # too short to tell
     ],

@@ -23,7 +23,7 @@ import threading
 import time
 
 from sfumato.model.api import InfillRequest
-from sfumato.model.lm_engine import ACCEPT_PROBABILITY
+from sfumato.model.lm_row import ACCEPT_PROBABILITY
 from sfumato.model.training.edit_tasks import EditTask, line_tasks
 from sfumato.model.training.evaluate_lm import held_out_documents, request_for, run_engine, score
 from sfumato.model.worker import InferenceWorker

@@ -1,0 +1,54 @@
+"""The embedded engine's state for one canvas being denoised, and the loop check on what it wrote."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+ACCEPT_PROBABILITY = 0.9
+
+
+@dataclass
+class Row:
+    """One canvas being denoised: one alternative of one request (or one gap of a template)."""
+
+    prompt: list[int]
+    heal: bytes  # the text the first generated token must start with (the prompt's dropped token)
+    budget: int  # tokens it may still write
+    one_line: bool  # the rest of a line: its newline ends the text
+    temperature: float
+    generator: torch.Generator
+    canvas: list[int] = field(default_factory=list)
+    masked: list[bool] = field(default_factory=list)
+    confidence: list[float] = field(default_factory=list)
+    written: list[int] = field(default_factory=list)  # committed tokens of earlier canvases
+    written_confidence: list[float] = field(default_factory=list)
+    stop: str = ""  # the start of the suffix: a text that runs into it ends before it
+    stop_space: bool = False  # the suffix starts with white space (then so does the cut)
+    before: str = ""  # the prefix's last line and the suffix: a text ending with the suffix's start
+    after: str = ""  # is trimmed of the repeat (sfumato.model.suffix_overlap)
+    accept: float = ACCEPT_PROBABILITY  # the probability a pass accepts a token at
+    no_breaks: bool = False  # a one-line rewrite: no token with a line break may be written
+    must_write: bool = False  # the cursor on a blank line: the line's text may not start with its end
+    cut: int | None = None  # the text ends after this many tokens (a loop was stopped)
+    done: bool = False
+    passes: int = 0
+    generated: int = 0  # tokens the model wrote (a rewrite's pinned ones do not count)
+
+
+LOOP_REPEATS = 4  # a unit of 2-6 tokens written this many times in a row (one token: 6 times) is a loop
+
+
+def loop_cut(ids: list[int]) -> int | None:
+    """Where ``ids`` should end when they close with a loop: after the first copy of the unit
+    repeated; None when they do not."""
+    for size in range(1, 7):
+        span = size * (LOOP_REPEATS + 2 if size == 1 else LOOP_REPEATS)
+        tail = ids[-span:]
+        if len(tail) == span and all(tail[i] == tail[i + size] for i in range(span - size)):
+            start = len(ids) - span
+            while start > 0 and ids[start - 1] == ids[start - 1 + size]:  # the loop began before the tail
+                start -= 1
+            return start + size
+    return None
