@@ -134,8 +134,9 @@ class LmDenoiserBackend:
         if request.one_line or no_breaks:  # only the suffix's first line can be run into
             stop = stop.split("\n", 1)[0]
         blank_line = not request.prefix.rsplit("\n", 1)[-1].strip() and not request.suffix.split("\n", 1)[0].strip()
+        must_write = request.one_line and not request.is_rewrite and blank_line
         row = Row(prompt_ids(self.special, prefix, suffix), heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks,
-                   must_write=request.one_line and not request.is_rewrite and blank_line,
+                   must_write=must_write, avoid=self.vocabulary.starting(self._next_line(request)) if must_write else False,
                    temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
                    generator=torch.Generator().manual_seed(seed), accept=bar,
                    stop=stop if len(stop.strip()) >= MIN_STOP_CHARS else "", stop_space=request.suffix[:1].isspace(),
@@ -152,6 +153,10 @@ class LmDenoiserBackend:
         else:
             self._open(row, min(LINE_CANVAS if request.one_line else MAX_CANVAS, row.budget + 1))
         return row
+
+    @staticmethod
+    def _next_line(request: InfillRequest) -> str:
+        return next((line.strip() for line in request.suffix.split("\n") if line.strip()), "")
 
     def _open(self, row: Row, size: int) -> None:
         size = max(1, size)
@@ -315,15 +320,17 @@ class LmDenoiserBackend:
         logits = logits[: len(row.canvas)].clone()
         position, left = self._heal_position(row)
         blocked = self.vocabulary.blocked(len(row.canvas), row.no_breaks)
-        if row.must_write and self._text_start(row) is not None:  # no empty line: nothing ends it before its text
-            open_ = torch.tensor(row.masked, device=logits.device)
-            blocked[open_] |= self.vocabulary.breaks
-            blocked[open_, self.special.end] = True
-            if position is not None:
-                blocked[position] |= self.vocabulary.heal_breaks(left)
         if position is not None:  # the healed text may be spelt by parts of a character, as the prompt held it
             logits[position, ~self.vocabulary.heal_allowed(left)] = -math.inf
             blocked[position] = self.vocabulary.unwritable
+        if row.must_write and self._text_start(row) is not None:
+            # a blank line gets a line: nothing ends it before its text, and it does not begin as
+            # the next line does (that copy would be cut as running into the suffix: nothing left)
+            open_ = torch.tensor(row.masked, device=logits.device)
+            blocked[open_] |= self.vocabulary.breaks | row.avoid
+            blocked[open_, self.special.end] = True
+            if position is not None:
+                blocked[position] = self.vocabulary.unwritable | self.vocabulary.heal_breaks(left) | row.avoid
         logits[blocked] = -math.inf
         probs = logits.softmax(-1)
         if row.temperature:

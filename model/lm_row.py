@@ -32,6 +32,7 @@ class Row:
     no_breaks: bool = False  # a one-line rewrite: no token with a line break may be written
     must_write: bool = False  # the cursor on a blank line: the line's text may not start with its end
     cut: int | None = None  # the text ends after this many tokens (a loop was stopped)
+    avoid: torch.Tensor | bool = False  # [V] for a blank line: tokens that would begin it as the next line begins
     done: bool = False
     passes: int = 0
     generated: int = 0  # tokens the model wrote (a rewrite's pinned ones do not count)

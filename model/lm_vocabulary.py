@@ -34,6 +34,13 @@ class CanvasVocabulary:
             rule = rule | self.breaks
         return rule.expand(positions, -1).clone()
 
+    def starting(self, text: str) -> torch.Tensor | bool:
+        """[V] bool: tokens whose text, white space aside, begins ``text`` (False for no text)."""
+        if not text:
+            return False
+        data = text.encode("utf-8")
+        return torch.tensor([bool(piece.strip()) and data.startswith(piece.strip()) for piece in self.table], device=self.device)
+
     def heal_allowed(self, left: bytes) -> torch.Tensor:
         """[V] bool: tokens that begin with ``left``, or spell a start of it (the next token goes on)."""
         return self._heal_mask("allowed", left, lambda piece: bool(piece) and (piece.startswith(left) or left.startswith(piece)))

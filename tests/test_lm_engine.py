@@ -163,6 +163,9 @@ def test_the_cursor_on_a_blank_line_gets_a_line(tiny_lm, smol_tokenizer):
     assert backend._row(request, 0).must_write
     _, final = run(backend, request)
     assert final.text.strip()
+    assert not final.text.strip().startswith("return")  # the next line's copy is no line of its own
+    avoid = backend._row(request, 0).avoid
+    assert avoid[smol_tokenizer(" return", add_special_tokens=False).input_ids[0]] and not avoid[smol_tokenizer(" total").input_ids[0]]
     mid_line = InfillRequest(prefix="x = compute(", suffix=")\n", one_line=True)
     assert not backend._row(mid_line, 0).must_write  # there an empty answer may be right
 
