@@ -38,14 +38,20 @@ class Row:
     generated: int = 0  # tokens the model wrote (a rewrite's pinned ones do not count)
 
 
-LOOP_REPEATS = 4  # a unit of 2-6 tokens written this many times in a row (one token: 6 times) is a loop
+LOOP_UNITS = 16  # the longest unit of tokens looked for
+
+
+def _repeats(size: int) -> int:
+    """How many copies of a unit of ``size`` tokens in a row make a loop: a sentence written three
+    times over is one, a token needs six (a run of dashes may be meant)."""
+    return 6 if size == 1 else 4 if size <= 6 else 3
 
 
 def loop_cut(ids: list[int]) -> int | None:
     """Where ``ids`` should end when they close with a loop: after the first copy of the unit
     repeated; None when they do not."""
-    for size in range(1, 7):
-        span = size * (LOOP_REPEATS + 2 if size == 1 else LOOP_REPEATS)
+    for size in range(1, LOOP_UNITS + 1):
+        span = size * _repeats(size)
         tail = ids[-span:]
         if len(tail) == span and all(tail[i] == tail[i + size] for i in range(span - size)):
             start = len(ids) - span

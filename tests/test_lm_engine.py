@@ -186,6 +186,8 @@ def test_a_line_that_loops_ends_after_the_first_copy():
     assert loop_cut(ids) == 4
     assert loop_cut([10, 11, 12, 13, 12, 13, 12]) is None  # not yet four copies
     assert loop_cut([7, 7, 7, 7, 7]) is None and loop_cut([7] * 6) == 1
+    sentence = list(range(20, 31))  # "It is a text based language for writing and editing."
+    assert loop_cut([5, 6] + sentence * 3) == 2 + len(sentence) and loop_cut([5, 6] + sentence * 2) is None
 
 
 def test_the_engine_stops_a_loop(backend, smol_tokenizer):
