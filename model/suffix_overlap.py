@@ -6,7 +6,7 @@ or its last characters are the suffix's first ones (``without_overlap``): a docs
 quotes, a sentence's period, a call's closing bracket, the start of the suffix's next line. Whether those are doubled or meant twice
 is read from the line around the gap: brackets and quotes that balance only without them, a
 doubled sentence mark, three or more marks repeated (closing quotes, ``);``), four or more
-characters with letters or digits.
+characters with letters or digits, or closing marks written with a separator after them (``MIT",`` before ``"``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from sfumato.model.api import TokenState
 PAIRS = {")": "(", "]": "[", "}": "{"}
 QUOTES = "\"'`"
 SENTENCE_MARKS = ".,;:!?"
+SEPARATORS = ",;"
 LONGEST = 8
 MIN_WORD_OVERLAP = 4  # letters or digits: this many repeated (``sqrt(16)`` before ``(16)``) were copied
 MIN_LINE_START = 4  # a last line this long that the suffix's next line starts with was copied from it
@@ -40,7 +41,7 @@ def overlap_to_drop(text: str, before: str, after: str) -> int:
             longest = k
             break
     if not longest:
-        return 0
+        return _closed_then_punctuated(text, before, line_after)
     repeated = line_after[:longest]
     if any(c.isalnum() for c in repeated):  # a word or a number: copied when long enough and not all there is
         return longest if MIN_WORD_OVERLAP <= longest < len(text.strip()) else 0
@@ -51,6 +52,20 @@ def overlap_to_drop(text: str, before: str, after: str) -> int:
     kept = before + text + line_after
     trimmed = before + text[:-longest] + line_after
     return longest if _imbalance(trimmed) < _imbalance(kept) else 0
+
+
+def _closed_then_punctuated(text: str, before: str, line_after: str) -> int:
+    """A text that writes the suffix's closing marks and then a separator (``MIT",`` before ``"``,
+    as if another entry followed): the marks and the separator go when the line balances without them."""
+    body = text.rstrip(SEPARATORS)
+    tail = len(text) - len(body)
+    if not tail or not body or not line_after[:1] or line_after[0].isalnum() or line_after[0].isspace():
+        return 0
+    mark = line_after[0]
+    if not body.endswith(mark):
+        return 0
+    kept, trimmed = before + text + line_after, before + body[:-1] + line_after
+    return tail + 1 if _imbalance(trimmed) < _imbalance(kept) else 0
 
 
 def _imbalance(line: str) -> int:

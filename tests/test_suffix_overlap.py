@@ -21,6 +21,10 @@ from sfumato.model.suffix_overlap import overlap_to_drop, without_overlap
         ("prefix_", "name", "name_suffix\n", 0),  # a word that is all the text: left as written
         ("root = math.", "sqrt(16)", "(16)  # the square root\n", 4),  # the call's argument, copied
         ("x = f", "(a)", "(a)\n", 0),  # too short to tell
+        ('  "license": "', 'MIT",', '"\n}\n', 2),  # the closing quote and a comma, as if an entry followed
+        ("call(a, ", "b),", ")\n", 2),
+        ("pair = (", "a, b", ")\n", 0),
+        ("f(g(", "x),", ")\n", 0),  # f(g(x), ...: the bracket closes g, the comma goes on
         ('    "A",\n', '"B",\n    "NORM', '\n    "NORMAL",\n', len('\n    "NORM')),  # the next line's start, copied
         ("x = [", "1,\n    2", "\n    2, 3]\n", 0),  # too short to tell
     ],
