@@ -74,10 +74,10 @@ class LmDenoiserBackend:
                          for i in live]
                 groups = [[self._row(part, k) for k, part in enumerate(group)] for group in parts]
                 rows = [row for group in groups for row in group]
+                after = {i: self._after(plans[i], index) for i in live}  # the same for every pass of the round
                 passes = 0
                 for passes in self._denoise(rows, [group[0] for group in parts], groups, cancel):
                     final = index == rounds - 1 and all(row.done for row in rows)
-                    after = {i: self._after(plans[i], index) for i in live}
                     for i, group in zip(live, groups):
                         drafts[i] = self._draft(group, offset + passes, final, written[i], after[i], spent[i])
                     yield tuple(replace(d, batch_passes=offset + passes, final=final) for d in drafts)
@@ -122,10 +122,15 @@ class LmDenoiserBackend:
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False).input_ids if text else []
 
-    def _row(self, request: InfillRequest, alternative: int) -> Row:
+    def _prompt(self, request: InfillRequest) -> tuple[list[int], bytes]:
+        """(the prompt's ids, the healed text: the prefix's last token, which the canvas spells)."""
         prefix = self._encode(request.prefix[-4 * PREFIX_TOKENS :])[-PREFIX_TOKENS:]
         suffix = self._encode(request.suffix[: 4 * SUFFIX_TOKENS])[:SUFFIX_TOKENS]
         heal = self.table[prefix.pop()] if prefix else b""
+        return prompt_ids(self.special, prefix, suffix), heal
+
+    def _row(self, request: InfillRequest, alternative: int) -> Row:
+        prompt, heal = self._prompt(request)
         seed = (request.seed if request.seed is not None else 0) * 1000 + alternative
         bar = ACCEPT_PROBABILITY if request.sampler_bound is None else math.exp(-request.sampler_bound)
         stop = request.suffix.lstrip()[:STOP_CHARS]
@@ -135,7 +140,7 @@ class LmDenoiserBackend:
             stop = stop.split("\n", 1)[0]
         blank_line = not request.prefix.rsplit("\n", 1)[-1].strip() and not request.suffix.split("\n", 1)[0].strip()
         must_write = request.one_line and not request.is_rewrite and blank_line
-        row = Row(prompt_ids(self.special, prefix, suffix), heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks,
+        row = Row(prompt, heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks,
                    must_write=must_write, avoid=self.vocabulary.starting(self._next_line(request)) if must_write else False,
                    temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
                    generator=torch.Generator().manual_seed(seed), accept=bar,
@@ -192,7 +197,7 @@ class LmDenoiserBackend:
         """Read ``request``'s prompt into the prompt cache ahead of time (the cursor rested there),
         so Ctrl+K starts at its first pass. A cancel keeps what was read so far."""
         with torch.inference_mode():
-            self._read_prompt(self._row(request, 0).prompt, cancel)
+            self._read_prompt(self._prompt(request)[0], cancel)  # only the prompt: no row is denoised
 
     def _read_prompt(self, prompt: list[int], cancel: CancelFlag | None = None):
         """(logits after the prompt [1, V], cache of it, batch of one), reading only what the
