@@ -8,8 +8,8 @@ the leftmost open one for the rest of a line, else the surest one.
 A canvas that fills up without ``<|endoftext|>`` is committed to the prompt and the next one
 starts, until ``max_new_tokens``. A rewrite starts the canvas from the selection: a first pass
 scores every token of it, the ``strength`` fraction the model finds least likely is renoised and
-the rest stays pinned. ``<|endoftext|>`` inside a canvas deletes its position, so a rewrite may
-come out shorter than the selection.
+the rest stays pinned. In a rewrite ``<|endoftext|>`` deletes its position (the pinned text after it
+stays), so a rewrite may come out shorter than the selection; in an infill it ends the text.
 
 The token at the cursor is healed: the prompt ends one token early and the canvas's first token
 must begin with that token's text, so a cursor after indentation (which the tokenizer would join
@@ -140,7 +140,7 @@ class LmDenoiserBackend:
             stop = stop.split("\n", 1)[0]
         blank_line = not request.prefix.rsplit("\n", 1)[-1].strip() and not request.suffix.split("\n", 1)[0].strip()
         must_write = request.one_line and not request.is_rewrite and blank_line
-        row = Row(prompt, heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks,
+        row = Row(prompt, heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks, ends_delete=request.is_rewrite,
                    must_write=must_write, avoid=self.vocabulary.starting(self._next_line(request)) if must_write else False,
                    temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
                    generator=torch.Generator().manual_seed(seed), accept=bar,
@@ -418,7 +418,8 @@ class LmDenoiserBackend:
         """The first settled position that ends the text (an end, or a newline for one line); the
         last position when there is none."""
         for i, token in enumerate(row.canvas):
-            if not row.masked[i] and (token == self.special.end or (row.one_line and b"\n" in self._piece(row, i))):
+            if not row.masked[i] and ((token == self.special.end and not row.ends_delete)
+                                      or (row.one_line and b"\n" in self._piece(row, i))):
                 return i
         return len(row.canvas) - 1
 
@@ -463,6 +464,8 @@ class LmDenoiserBackend:
                 states.append(TokenState(piece.split("\n", 1)[0], conf, ok))
                 break
             if ids[index] == self.special.end and ok:
+                if row.ends_delete:
+                    continue
                 break
             states.append(TokenState(piece, conf, ok))
         states = cut_at_stop(states, row.stop, row.stop_space)

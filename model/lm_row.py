@@ -30,6 +30,7 @@ class Row:
     after: str = ""  # is trimmed of the repeat (sfumato.model.suffix_overlap)
     accept: float = ACCEPT_PROBABILITY  # the probability a pass accepts a token at
     no_breaks: bool = False  # a one-line rewrite: no token with a line break may be written
+    ends_delete: bool = False  # a rewrite: an end deletes its position instead of ending the text
     must_write: bool = False  # the cursor on a blank line: the line's text may not start with its end
     cut: int | None = None  # the text ends after this many tokens (a loop was stopped)
     avoid: torch.Tensor | bool = False  # [V] for a blank line: tokens that would begin it as the next line begins

@@ -8,6 +8,7 @@ infills stop at the line's end, the cache is reused, a cancel stops between pass
 from __future__ import annotations
 
 import copy
+import math
 
 import pytest
 
@@ -104,6 +105,22 @@ def test_a_rewrite_of_one_line_writes_one_line(tiny_lm, smol_tokenizer):
     assert not backend._row(block, 0).no_breaks  # a selection of lines may change its line count
 
 
+def test_an_end_in_a_rewrite_deletes_its_position_and_keeps_the_pinned_text_after_it(tiny_lm, smol_tokenizer):
+    """A fix may need fewer tokens than the typo ("retrn" is two): the renoised positions the model
+    ends are deleted; the pinned tokens after them stay (the text used to stop at the first end)."""
+    backend = biased(tiny_lm, smol_tokenizer, [SpecialIds.of(smol_tokenizer).end], 30.0)
+    selection = "result = compute(alpha, beta, gamma, delta)"
+    _, final = run(backend, InfillRequest(prefix="def f():\n    ", suffix="\n    return result\n", max_new_tokens=30,
+                                          init_text=selection, strength=0.3, seed=4))
+    original = smol_tokenizer(" " + selection, add_special_tokens=False).input_ids
+    pinned = len(original) - math.ceil(0.3 * len(original))
+    kept = smol_tokenizer(" " + final.text, add_special_tokens=False).input_ids
+    assert len(kept) >= pinned - 1  # every renoised position ended, so deleted; the pinned ones kept
+    # (one less where the healed indentation token and the first word re-tokenise together)
+    letters = iter(selection)
+    assert all(char in letters for char in final.text.strip())  # what is left is the selection's, in order
+
+
 def test_a_long_selection_is_rewritten_part_after_part(backend, monkeypatch):
     """No canvas is longer than the ones the model trained on; the line breaks and indentation
     between the parts come back as they were, and each part's prompt holds the parts before it."""
@@ -145,11 +162,15 @@ def test_no_result_holds_a_broken_character(backend, smol_tokenizer):
 
 def newline_biased(tiny_lm, smol_tokenizer, boost=8.0):
     """The engine on a copy of the tiny model that prefers line breaks and the end everywhere."""
+    favoured = [i for token, i in smol_tokenizer.get_vocab().items() if token.startswith("Ċ")]
+    return biased(tiny_lm, smol_tokenizer, favoured + [SpecialIds.of(smol_tokenizer).end], boost)
+
+
+def biased(tiny_lm, smol_tokenizer, favoured: list[int], boost: float):
+    """The engine on a copy of the tiny model whose logits for ``favoured`` are raised by ``boost``."""
     from sfumato.model.lm_engine import LmDenoiserBackend
 
     model = copy.deepcopy(tiny_lm)
-    favoured = [i for token, i in smol_tokenizer.get_vocab().items() if token.startswith("Ċ")]
-    favoured.append(SpecialIds.of(smol_tokenizer).end)
     model.lm_head.register_forward_hook(lambda module, args, out: out.index_add(
         -1, torch.tensor(favoured), torch.full((*out.shape[:-1], len(favoured)), boost)))
     return LmDenoiserBackend(model, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))

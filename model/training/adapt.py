@@ -25,18 +25,21 @@ own, a run starts from the shipped adapter when there is one.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
-
 import os
 import random
 import shutil
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from sfumato.model.lm_layout import SpecialIds, canvas_mask, prompt_ids
+from sfumato.model.training.edit_tasks import corrupt
 from sfumato.model.training.lm_corpus import DocumentSampler
 
 LORA_RANK = 16
@@ -45,7 +48,11 @@ CANVAS_SIZES = (16, 32)
 MAX_PREFIX, MAX_SUFFIX = 224, 96
 AR_TOKENS = 32  # prompt positions that also get the next-token loss
 FIX_SHARE = 0.3
-LINE_SHARE = 0.6  # middles that are exactly one line's tokens (the editor's commonest request)
+SLIP_SHARE = 0.6  # of fix examples: a slip of the hand re-tokenised (else a token swapped for another)
+LINE_SHARE = 0.5  # middles that are exactly one line's tokens (the editor's commonest request)
+WORDS_SHARE = 0.25  # middles of 1 to WORDS_MAX words inside a line
+WORDS_MAX = 4
+PROSE_SHARE = 0.3  # of examples: documentation (by units alone it would be ~6%)
 LEFT_TO_RIGHT_SHARE = 0.4  # of infill examples: a written start and a masked rest, not scattered masks
 
 
@@ -78,19 +85,50 @@ def export(checkpoint: Path, folder: Path) -> None:
     (folder / "training.json").write_text(json.dumps({k: state[k] for k in ("step", "examples", "tokens")}, indent=1))
 
 
-def make_example(tokens: list[int], rng: random.Random, special: SpecialIds, newline_ids: frozenset[int]):
+@dataclass(frozen=True)
+class Vocabulary:
+    """What example making needs to know of the tokenizer."""
+    special: SpecialIds
+    newlines: frozenset[int]  # tokens that hold a line break
+    word_starts: frozenset[int]  # tokens that begin a word after a space ("Ġword")
+    encode: Callable[[str], list[int]]
+    decode: Callable[[list[int]], str]
+
+    @classmethod
+    def of(cls, tokenizer) -> Vocabulary:
+        vocab = tokenizer.get_vocab()
+        return cls(SpecialIds.of(tokenizer),
+                   frozenset(i for tok, i in vocab.items() if "Ċ" in tok),
+                   frozenset(i for tok, i in vocab.items() if tok.startswith("Ġ") and tok[1:2].isalnum()),
+                   lambda text: tokenizer(text, add_special_tokens=False).input_ids,
+                   lambda ids: tokenizer.decode(ids))
+
+
+def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary):
     """(input ids, prompt length, targets over the canvas, loss weights over the canvas) or None."""
     if len(tokens) < 24:
         return None
+    special = vocab.special
     canvas = rng.choice(CANVAS_SIZES)
-    start, length = _pick_middle(tokens, rng, canvas, newline_ids)
+    start, length = _pick_middle(tokens, rng, canvas, vocab)
     middle = tokens[start : start + length]
     prefix = tokens[max(0, start - rng.randint(8, MAX_PREFIX)) : start]
     suffix_len = 0 if rng.random() < 0.2 else rng.randint(1, MAX_SUFFIX)
     suffix = tokens[start + length : start + length + suffix_len]
+    fix = rng.random() < FIX_SHARE
+    slip = _slip(middle, tokens, rng, vocab) if fix and rng.random() < SLIP_SHARE else None
+    if slip is not None:
+        shown, target, wrong = slip
+        shown, target = (shown + [special.end] * canvas)[:canvas], (target + [special.end] * canvas)[:canvas]
+        for i in range(len(shown)):
+            # the engine renoises what it finds least likely: sometimes the slip itself, sometimes not
+            if (i in wrong and rng.random() < 0.5) or rng.random() < 0.15:
+                shown[i] = special.mask
+        prompt = prompt_ids(special, prefix, suffix)
+        return prompt + shown, len(prompt), target, [1.0] * canvas
     target = (middle + [special.end] * canvas)[:canvas]
     shown, weight = list(target), [0.0] * canvas
-    if rng.random() < FIX_SHARE:
+    if fix:
         for i in rng.sample(range(min(len(middle), canvas)), k=min(len(middle), rng.randint(1, 2))):
             wrong = rng.choice(tokens)
             shown[i] = wrong if wrong != target[i] else special.mask
@@ -114,15 +152,46 @@ def make_example(tokens: list[int], rng: random.Random, special: SpecialIds, new
     return prompt + shown, len(prompt), target, weight
 
 
-def _pick_middle(tokens, rng, canvas, newline_ids):
-    """A line's tokens (between two newline tokens) or a random span; at least 1 token."""
-    if rng.random() < LINE_SHARE:
-        breaks = [i for i, t in enumerate(tokens) if t in newline_ids and 8 <= i < len(tokens) - 2]
+def _slip(middle: list[int], tokens: list[int], rng: random.Random, vocab: Vocabulary):
+    """The middle as typed with one slip (a dropped, doubled or swapped letter, a wrong name:
+    ``edit_tasks.corrupt``) and re-tokenised, aligned with the correct tokens: (shown, target,
+    positions that differ). Where the correct text needs fewer tokens, ``<|endoftext|>`` deletes
+    the extra positions, as it does in the engine's rewrite. None when no slip fits in place."""
+    text = vocab.decode(middle)
+    typed = corrupt(text, vocab.decode(tokens), rng)
+    if typed is None or typed == text:
+        return None
+    shown = vocab.encode(typed)
+    target, wrong = [], set()
+    for op, a0, a1, b0, b1 in difflib.SequenceMatcher(None, shown, middle, autojunk=False).get_opcodes():
+        if op != "equal":
+            if b1 - b0 > a1 - a0:
+                return None  # the right text needs more positions than the slip left
+            wrong.update(range(a0, a1))
+        target += middle[b0:b1] + [vocab.special.end] * ((a1 - a0) - (b1 - b0))
+    return shown, target, wrong
+
+
+def _pick_middle(tokens, rng, canvas, vocab: Vocabulary):
+    """A line's tokens (between two newline tokens), a few words inside a line (a gap in a
+    sentence) or a random span; at least 1 token."""
+    kind = rng.random()
+    if kind < LINE_SHARE:
+        breaks = [i for i, t in enumerate(tokens) if t in vocab.newlines and 8 <= i < len(tokens) - 2]
         if len(breaks) >= 2:
             k = rng.randrange(len(breaks) - 1)
             start, end = breaks[k] + 1, breaks[k + 1]
             if 0 < end - start:
                 return start, end - start
+    elif kind < LINE_SHARE + WORDS_SHARE:
+        starts = [i for i in range(8, len(tokens) - 1) if tokens[i] in vocab.word_starts]
+        if len(starts) >= 2:
+            k = rng.randrange(len(starts) - 1)
+            words = rng.randint(1, WORDS_MAX)
+            end = starts[min(k + words, len(starts) - 1)]
+            cut = next((i for i in range(starts[k], end) if tokens[i] in vocab.newlines), end)
+            if cut > starts[k]:
+                return starts[k], cut - starts[k]
     start = rng.randrange(8, len(tokens) - 1)
     return start, min(rng.randint(1, canvas + 8), len(tokens) - start)
 
@@ -169,8 +238,7 @@ def main(argv=None) -> None:
     from sfumato.model.lm_base import shipped_adapter
 
     base, tokenizer = load_base()
-    special = SpecialIds.of(tokenizer)
-    newline_ids = frozenset(i for tok, i in tokenizer.get_vocab().items() if tok.startswith("Ċ"))
+    vocab = Vocabulary.of(tokenizer)
     last = args.out / "last"
     resume = last if (last / "adapter_config.json").is_file() else None
     start = resume or args.start or shipped_adapter()
@@ -190,7 +258,7 @@ def main(argv=None) -> None:
         optimizer.load_state_dict(torch.load(resume / "optimizer.pt", weights_only=True))
         state = json.loads((resume / "state.json").read_text())
     rng = random.Random(f"{args.seed}:{state['step']}")
-    sampler = DocumentSampler("train", tokenizer, rng)
+    sampler = DocumentSampler("train", tokenizer, rng, prose_share=PROSE_SHARE)
     started = time.monotonic()
     deadline = started + 60 * args.minutes
     running = None
@@ -199,7 +267,7 @@ def main(argv=None) -> None:
         optimizer.zero_grad(set_to_none=True)
         total, n = 0.0, 0
         while n < args.accumulate:
-            example = make_example(sampler.next_tokens(), rng, special, newline_ids)
+            example = make_example(sampler.next_tokens(), rng, vocab)
             if example is None:
                 continue
             loss = example_loss(model, example, device) / args.accumulate

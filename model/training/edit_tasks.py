@@ -19,6 +19,7 @@ BEFORE_CHARS = 3000
 AFTER_CHARS = 1500
 REPAIR_STRENGTH = 0.3  # a repair task's rewrite renoises this share of the broken line's tokens
 PROSE_SOURCES_EXCLUDED = ("stdlib", "site-packages")  # every other corpus source is documentation
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 WORD = re.compile(r"[A-Za-z][a-z]+(?:'[a-z]+)?[,.;:]?")
 
 
@@ -86,3 +87,23 @@ def prose_tasks(documents: Sequence, n: int, seed: int) -> list[EditTask]:
         tasks.append(EditTask("prose", doc.name, doc.text[max(0, start - BEFORE_CHARS) : start], doc.text[start:end],
                               doc.text[end : end + AFTER_CHARS]))
     return tasks
+
+
+def corrupt(line: str, document: str, rng: random.Random) -> str | None:
+    """``line`` with one typo or one wrong name; None when the line offers no place for one."""
+    names = [m for m in IDENTIFIER.finditer(line)]
+    kind = rng.choice(["swap", "drop", "double", "name"])
+    if kind == "name" and names:
+        target = rng.choice(names)
+        others = sorted({m.group() for m in IDENTIFIER.finditer(document)} - {target.group()})
+        if others:
+            return line[: target.start()] + rng.choice(others) + line[target.end() :]
+    letters = [i for i, c in enumerate(line) if c.isalpha()]
+    if len(letters) < 4:
+        return None
+    i = rng.choice(letters[:-1])
+    if kind == "swap" and line[i] != line[i + 1]:
+        return line[:i] + line[i + 1] + line[i] + line[i + 2 :]
+    if kind == "double":
+        return line[: i + 1] + line[i] + line[i + 1 :]
+    return line[:i] + line[i + 1 :]

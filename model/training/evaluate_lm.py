@@ -24,7 +24,6 @@ import argparse
 import ast
 import json
 import random
-import re
 import statistics
 import textwrap
 import time
@@ -34,10 +33,9 @@ import torch
 
 from sfumato.model.api import InfillRequest
 from sfumato.model.training.corpus import Document
-from sfumato.model.training.edit_tasks import REPAIR_STRENGTH, EditTask, exact, line_tasks, prose_tasks, similarity
+from sfumato.model.training.edit_tasks import REPAIR_STRENGTH, EditTask, corrupt, exact, line_tasks, prose_tasks, similarity
 from sfumato.model.training.lm_corpus import files_by_unit, read_text
 
-IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 
 def held_out_documents() -> list[Document]:
@@ -49,26 +47,6 @@ def held_out_documents() -> list[Document]:
             if text and text.strip():
                 documents.append(Document(source, f"{unit}:{path.name}", text))
     return documents
-
-
-def corrupt(line: str, document: str, rng: random.Random) -> str | None:
-    """``line`` with one typo or one wrong name; None when the line offers no place for one."""
-    names = [m for m in IDENTIFIER.finditer(line)]
-    kind = rng.choice(["swap", "drop", "double", "name"])
-    if kind == "name" and names:
-        target = rng.choice(names)
-        others = sorted({m.group() for m in IDENTIFIER.finditer(document)} - {target.group()})
-        if others:
-            return line[: target.start()] + rng.choice(others) + line[target.end() :]
-    letters = [i for i, c in enumerate(line) if c.isalpha()]
-    if len(letters) < 4:
-        return None
-    i = rng.choice(letters[:-1])
-    if kind == "swap" and line[i] != line[i + 1]:
-        return line[:i] + line[i + 1] + line[i] + line[i + 2 :]
-    if kind == "double":
-        return line[: i + 1] + line[i] + line[i + 1 :]
-    return line[:i] + line[i + 1 :]
 
 
 def repair_tasks(documents, n: int, seed: int) -> list[tuple[EditTask, str]]:

@@ -61,17 +61,27 @@ def read_text(path: Path) -> str | None:
 
 class DocumentSampler:
     """Random windows of random files; a unit is drawn with weight sqrt(its files), so the few
-    giant packages do not drown the many small ones."""
+    giant packages do not drown the many small ones. With ``prose_share``, that share of windows
+    comes from documentation units (drawn the same way among themselves), the rest from code."""
 
-    def __init__(self, split: str, tokenizer, rng: random.Random):
+    def __init__(self, split: str, tokenizer, rng: random.Random, prose_share: float | None = None):
         self.units = files_by_unit(split)
-        self.names = sorted(self.units)
-        self.weights = [math.sqrt(len(self.units[name])) for name in self.names]
+        names = sorted(self.units)
+        if prose_share is None:
+            self.groups = [(1.0, names)]
+        else:
+            prose = [name for name in names if "/" not in name]
+            self.groups = [(prose_share, prose), (1.0 - prose_share, [name for name in names if "/" in name])]
+            self.groups = [(share, group) for share, group in self.groups if group]
         self.tokenizer, self.rng = tokenizer, rng
+
+    def _unit(self) -> str:
+        names = self.rng.choices([g for _, g in self.groups], [share for share, _ in self.groups])[0]
+        return self.rng.choices(names, [math.sqrt(len(self.units[name])) for name in names])[0]
 
     def next_tokens(self) -> list[int]:
         while True:
-            unit = self.rng.choices(self.names, self.weights)[0]
+            unit = self._unit()
             text = read_text(self.rng.choice(self.units[unit]))
             if text and text.strip():
                 break

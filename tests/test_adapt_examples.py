@@ -1,0 +1,77 @@
+"""The adaptation's training examples: slips aligned with the text they spoil, word gaps, the prose share."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+pytest.importorskip("torch")
+
+from sfumato.model.training import adapt, lm_corpus  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def vocab(smol_tokenizer):
+    return adapt.Vocabulary.of(smol_tokenizer)
+
+
+TEXT = ("def area(width, height):\n    \"\"\"Return the area of the rectangle.\"\"\"\n    return width * height\n\n\n"
+        "Keep a copy of your files on another machine, and check the copy now and then.\n") * 2
+
+
+def test_a_slip_is_aligned_with_the_correct_tokens_and_an_end_deletes_the_extra_ones(vocab, smol_tokenizer):
+    tokens = vocab.encode(TEXT)
+    middle = vocab.encode("    return width * height")
+    rng = random.Random(3)
+    seen = 0
+    for _ in range(40):
+        slip = adapt._slip(middle, tokens, rng, vocab)
+        if slip is None:
+            continue
+        shown, target, wrong = slip
+        seen += 1
+        assert len(shown) == len(target) and wrong and all(0 <= i < len(shown) for i in wrong)
+        assert vocab.decode(shown) != vocab.decode(middle)  # the slip is in what the model is shown
+        kept = [t for t in target if t != vocab.special.end]
+        assert kept == middle  # with its ends deleted, the target is the correct text
+        assert all(shown[i] == target[i] for i in range(len(shown)) if i not in wrong)
+    assert seen >= 20
+
+
+def test_a_word_gap_is_whole_words_inside_one_line(vocab):
+    tokens = vocab.encode(TEXT)
+    rng = random.Random(5)
+    for _ in range(200):
+        start, length = adapt._pick_middle(tokens, rng, 16, vocab)
+        assert length >= 1 and start + length <= len(tokens)
+    gaps = 0
+    for seed in range(300):
+        rng = random.Random(seed)
+        kind = random.Random(seed).random()  # the draw that picks the middle's kind
+        start, length = adapt._pick_middle(tokens, rng, 16, vocab)
+        if adapt.LINE_SHARE <= kind < adapt.LINE_SHARE + adapt.WORDS_SHARE:
+            gaps += 1
+            assert tokens[start] in vocab.word_starts
+            assert not any(t in vocab.newlines for t in tokens[start : start + length])
+    assert gaps > 30
+
+
+def test_every_example_fills_a_canvas_of_a_trained_size(vocab):
+    tokens = vocab.encode(TEXT)
+    rng = random.Random(7)
+    for _ in range(100):
+        ids, prompt_len, target, weight = adapt.make_example(tokens, rng, vocab)
+        assert len(target) == len(weight) == len(ids) - prompt_len in adapt.CANVAS_SIZES
+        assert any(weight)
+
+
+def test_the_sampler_draws_documentation_at_its_share(monkeypatch, tmp_path, smol_tokenizer):
+    for name in ("guide.txt", "code.py"):
+        (tmp_path / name).write_text(f"text of {name}\n")
+    units = {"python-docs": [tmp_path / "guide.txt"], **{f"site-packages/p{i}": [tmp_path / "code.py"] for i in range(50)}}
+    monkeypatch.setattr(lm_corpus, "files_by_unit", lambda split: units)
+    sampler = lm_corpus.DocumentSampler("train", smol_tokenizer, random.Random(1), prose_share=0.5)
+    drawn = [smol_tokenizer.decode(sampler.next_tokens()) for _ in range(400)]
+    share = sum("guide" in text for text in drawn) / len(drawn)
+    assert 0.4 < share < 0.6  # by units alone it would be 1 in 51
