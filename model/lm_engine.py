@@ -25,6 +25,7 @@ from dataclasses import replace
 import torch
 
 from sfumato.model.api import CancelFlag, Candidate, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
+from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, CutQueries, cut_candidates
 from sfumato.model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
 from sfumato.model.lm_row import ACCEPT_PROBABILITY, Row, loop_cut
 from sfumato.model.lm_vocabulary import CanvasVocabulary
@@ -140,12 +141,14 @@ class LmDenoiserBackend:
             stop = stop.split("\n", 1)[0]
         blank_line = not request.prefix.rsplit("\n", 1)[-1].strip() and not request.suffix.split("\n", 1)[0].strip()
         must_write = request.one_line and not request.is_rewrite and blank_line
+        inside_line = request.one_line and not request.is_rewrite and bool(request.suffix.split("\n", 1)[0].strip())
         row = Row(prompt, heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks, ends_delete=request.is_rewrite,
                    must_write=must_write, avoid=self.vocabulary.starting(self._next_line(request)) if must_write else False,
                    temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
                    generator=torch.Generator().manual_seed(seed), accept=bar,
                    stop=stop if len(stop.strip()) >= MIN_STOP_CHARS else "", stop_space=request.suffix[:1].isspace(),
-                   before=request.prefix.rsplit("\n", 1)[-1], after=request.suffix[:LONGEST_STOP])
+                   before=request.prefix.rsplit("\n", 1)[-1], after=request.suffix[:LONGEST_STOP],
+                   gap_suffix=self._encode(request.suffix)[:SUFFIX_SCORE_TOKENS] if inside_line else [])
         if request.is_rewrite:
             init = self._encode(heal.decode("utf-8", "replace") + request.init_text)
             # room to grow at the end (an end there deletes it); a light rewrite (a fix) keeps its
@@ -189,7 +192,9 @@ class LmDenoiserBackend:
                     row.passes += 1
                     self._accept(row, logits[b])
             passes += 1
-            if any(self._goes_on(row) for row in rows):
+            if all(row.done for row in rows):
+                self._cut_gaps(rows, last_logits, cache)
+            elif any(self._goes_on(row) for row in rows):
                 last_logits = self._commit(rows, cache, last_logits)
             yield passes
 
@@ -297,6 +302,38 @@ class LmDenoiserBackend:
                 self._open(row, min(MAX_CANVAS, row.budget + 1))
         self._valid = torch.cat([self._valid, added], dim=1)
         return logits
+
+    def _cut_gaps(self, rows: list[Row], last_logits: torch.Tensor, cache) -> None:
+        """A gap inside a line ends at the word start the model finds the suffix likeliest after
+        (``sfumato.model.gap_cut``): one forward pass over the cached prompt for every such row."""
+        queries: dict[int, CutQueries] = {}
+        for b, row in enumerate(rows):
+            if not row.gap_suffix:
+                continue
+            limit = next((i for i in range(len(row.canvas)) if row.canvas[i] == self.special.end
+                          or b"\n" in self._piece(row, i)), len(row.canvas))
+            if row.cut is not None:
+                limit = min(limit, row.cut - len(row.written))
+            pieces = [self._piece(row, i) for i in range(max(0, limit))]
+            candidates = cut_candidates(pieces, 2 if pieces and not pieces[0] else 1)  # not the healed start alone
+            if len(candidates) > 1:
+                queries[b] = CutQueries.build(row.canvas[:limit], row.gap_suffix, candidates)
+        if not queries:
+            return
+        width = max(len(q.ids) for q in queries.values())
+        ids = torch.full((len(rows), width), self.special.end, device=self.device)
+        offsets = torch.zeros(len(rows), width, dtype=torch.long, device=self.device)
+        mask = self._key_mask(width)
+        mask[:, :, :, self._valid.shape[1] :] = torch.eye(width, dtype=torch.bool, device=self.device)
+        for b, q in queries.items():
+            ids[b, : len(q.ids)] = torch.tensor(q.ids)
+            offsets[b, : len(q.ids)] = torch.tensor(q.offsets)
+            mask[b, 0, : len(q.ids), self._valid.shape[1] : self._valid.shape[1] + len(q.ids)] = q.mask
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=self._positions(0, 1) + offsets,
+                         cache=cache, use_cache=True)
+        cache.crop(-width)
+        for b, q in queries.items():
+            rows[b].cut = len(rows[b].written) + q.best(last_logits[b], out.logits[b, : len(q.ids)])
 
     def _renoise_least_likely(self, rows: list[Row], requests: list[InfillRequest], last_logits, cache) -> None:
         """Score a rewrite's selection in place; mask the ``strength`` fraction the model finds

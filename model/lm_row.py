@@ -32,7 +32,8 @@ class Row:
     no_breaks: bool = False  # a one-line rewrite: no token with a line break may be written
     ends_delete: bool = False  # a rewrite: an end deletes its position instead of ending the text
     must_write: bool = False  # the cursor on a blank line: the line's text may not start with its end
-    cut: int | None = None  # the text ends after this many tokens (a loop was stopped)
+    cut: int | None = None  # the text ends after this many tokens (a loop was stopped, a gap's end was scored)
+    gap_suffix: list[int] = field(default_factory=list)  # a gap inside a line: the suffix's start its cut is scored on
     avoid: torch.Tensor | bool = False  # [V] for a blank line: tokens that would begin it as the next line begins
     done: bool = False
     passes: int = 0
