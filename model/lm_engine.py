@@ -23,19 +23,25 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 import torch
-
-from sfumato.model.api import CancelFlag, Candidate, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
+from sfumato.model.api import (
+    CancelFlag,
+    Draft,
+    InfillRequest,
+    ModelInfo,
+    TemplateRequest,
+    TokenState,
+)
 from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, CutQueries, cut_candidates
+from sfumato.model.lm_drafts import Spent, group_draft, row_states
 from sfumato.model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
 from sfumato.model.lm_row import ACCEPT_PROBABILITY, Row, loop_cut
 from sfumato.model.lm_vocabulary import CanvasVocabulary
+from sfumato.model.project_context import CONTEXT_SHARE, context_tokens
 from sfumato.model.prompt_cache import PromptCache
 from sfumato.model.rewrite_parts import split_selection
-from sfumato.model.suffix_overlap import cut_at_stop, without_overlap
-from sfumato.model.token_text import split_text
 
-CONFIDENT_PROBABILITY = 0.5  # a result whose tokens average less than this is marked not confident
 PREFIX_TOKENS, SUFFIX_TOKENS = 224, 96  # what training shows it (sfumato.model.training.adapt)
+CONTEXT_TOKENS = 128  # the most the project's snippets take, before the prefix
 MAX_CANVAS = 32
 LINE_CANVAS = 16  # the rest of one line rarely needs more; a longer one goes on in the next canvas
 PREFILL_CHUNK = 128  # prompt tokens read between two cancel checks
@@ -65,7 +71,7 @@ class LmDenoiserBackend:
         request's current part is a row of one batch."""
         plans = [split_selection(r.init_text, self._count) if r.is_rewrite else [(None, "")] for r in requests]
         written = [[[] for _ in range(r.n_alternatives)] for r in requests]  # states of the parts done
-        spent = [[0, 0, 0.0, 0] for _ in requests]  # alternative 0 over the parts done: passes, tokens, confidence sum, count
+        spent = [Spent() for _ in requests]
         drafts: list[Draft] = [None] * len(requests)  # type: ignore[list-item]
         rounds, offset = max(map(len, plans)), 0
         with torch.inference_mode():
@@ -80,15 +86,14 @@ class LmDenoiserBackend:
                 for passes in self._denoise(rows, [group[0] for group in parts], groups, cancel):
                     final = index == rounds - 1 and all(row.done for row in rows)
                     for i, group in zip(live, groups):
-                        drafts[i] = self._draft(group, offset + passes, final, written[i], after[i], spent[i])
+                        drafts[i] = group_draft(group, [self._states(row) for row in group], offset + passes, final,
+                                                written[i], after[i], spent[i])
                     yield tuple(replace(d, batch_passes=offset + passes, final=final) for d in drafts)
                 offset += passes
                 for i, group in zip(live, groups):
                     for k, row in enumerate(group):
                         written[i][k] += [*self._states(row), TokenState(plans[i][index][1], 1.0, True)]
-                    settled = [state.confidence for state in self._states(group[0]) if state.accepted]
-                    spent[i] = [spent[i][0] + group[0].passes, spent[i][1] + self._kept_generated(group[0]),
-                                spent[i][2] + sum(settled), spent[i][3] + len(settled)]
+                    spent[i].add(group[0], self._states(group[0]))
 
     def _count(self, text: str) -> int:
         return len(self._encode(text))
@@ -124,11 +129,13 @@ class LmDenoiserBackend:
         return self.tokenizer(text, add_special_tokens=False).input_ids if text else []
 
     def _prompt(self, request: InfillRequest) -> tuple[list[int], bytes]:
-        """(the prompt's ids, the healed text: the prefix's last token, which the canvas spells)."""
+        """(the prompt's ids, the healed text: the prefix's last token, which the canvas spells).
+        Project snippets (``request.context``) go before the prefix, as text the file follows."""
         prefix = self._encode(request.prefix[-4 * PREFIX_TOKENS :])[-PREFIX_TOKENS:]
         suffix = self._encode(request.suffix[: 4 * SUFFIX_TOKENS])[:SUFFIX_TOKENS]
         heal = self.table[prefix.pop()] if prefix else b""
-        return prompt_ids(self.special, prefix, suffix), heal
+        context = context_tokens(self.tokenizer, request.context, CONTEXT_SHARE * CONTEXT_TOKENS) if request.context else []
+        return prompt_ids(self.special, context + prefix, suffix), heal
 
     def _row(self, request: InfillRequest, alternative: int) -> Row:
         prompt, heal = self._prompt(request)
@@ -482,52 +489,5 @@ class LmDenoiserBackend:
             if row.stop in "".join(settled):
                 row.done = True
 
-    # ---- drafts ---------------------------------------------------------------------------
-
     def _states(self, row: Row) -> tuple[TokenState, ...]:
-        """Per-token text of everything the row has written, masked positions shown empty and
-        unsettled; the healed start and what follows a closing newline or end are left out."""
-        ids = (row.written + row.canvas)[: row.cut]
-        settled = ([True] * len(row.written) + [not m for m in row.masked])[: row.cut]
-        confidence = (row.written_confidence + row.confidence)[: row.cut]
-        pieces = split_text(self.table, [t if ok else self.special.end for t, ok in zip(ids, settled)])
-        heal = row.heal.decode("utf-8", "replace")
-        states = []
-        for index, (piece, ok, conf) in enumerate(zip(pieces, settled, confidence)):
-            if heal and ok:  # the healed text is the prompt's, not the result's
-                cut = len(piece) if heal.startswith(piece) else len(heal) if piece.startswith(heal) else 0
-                piece, heal = piece[cut:], heal[cut:]
-            if row.one_line and "\n" in piece:
-                states.append(TokenState(piece.split("\n", 1)[0], conf, ok))
-                break
-            if ids[index] == self.special.end and ok:
-                if row.ends_delete:
-                    continue
-                break
-            states.append(TokenState(piece, conf, ok))
-        states = cut_at_stop(states, row.stop, row.stop_space)
-        return without_overlap(states, row.before, row.after)
-
-    @staticmethod
-    def _kept_generated(row: Row) -> int:
-        """Tokens the model wrote that the result keeps (not those cut after its end, not pinned ones)."""
-        return min(row.generated, len(row.written) + sum(not m for m in row.masked))
-
-    def _draft(self, group: list[Row], passes: int, final: bool, written: list[list[TokenState]], after: str,
-               spent: list[int]) -> Draft:
-        """The group's candidates: each alternative's parts done, its current part, the selection's rest."""
-        candidates, seen = [], set()
-        for row, before in zip(group, written):
-            states = (*before, *self._states(row), TokenState(after, 1.0, True))
-            states = tuple(state for state in states if state.text or not state.accepted)
-            text = "".join(state.text for state in states)
-            if final and text in seen:
-                continue
-            seen.add(text)
-            candidates.append(Candidate(text, states))
-        best = group[0]
-        settled = [state.confidence for state in self._states(best) if state.accepted]
-        count = len(settled) + spent[3]
-        confident = bool(count) and (sum(settled) + spent[2]) / count >= CONFIDENT_PROBABILITY
-        return Draft(batch_passes=passes, candidates=tuple(candidates), final=final, forward_passes=spent[0] + best.passes,
-                     generated_tokens=spent[1] + self._kept_generated(best), confident=confident or not final)
+        return row_states(row, self.table, self.special.end)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -41,6 +42,19 @@ def test_the_layout_keeps_the_base_reading_of_the_prompt(tiny_lm, smol_tokenizer
         causal = tiny_lm(x).logits
     assert torch.allclose(plain, laid_out[:, : len(ids)], atol=1e-5)  # the prompt reads as the base reads it
     assert not torch.allclose(causal[:, len(ids) :], laid_out[:, len(ids) :], atol=1e-5)  # the canvas looks both ways
+
+
+def test_project_snippets_go_before_the_prefix(backend, smol_tokenizer):
+    snippet = "# shapes.py\ndef area(width, height):\n    return width * height\n"
+    request = InfillRequest(prefix="from shapes import area\nprint(", suffix=")\n", context=(snippet,))
+    prompt, _ = backend._prompt(request)
+    plain, _ = backend._prompt(replace(request, context=()))
+    snippet_ids = smol_tokenizer(snippet, add_special_tokens=False).input_ids
+    mark = prompt.index(SpecialIds.of(smol_tokenizer).prefix_mark)
+    assert prompt[mark + 1 : mark + 1 + len(snippet_ids)] == snippet_ids
+    assert prompt[:mark + 1] + prompt[mark + 1 + len(snippet_ids):] == plain
+    huge = replace(request, context=("# big.py\n" + "x = 1\n" * 400,))
+    assert backend._prompt(huge)[0] == plain  # a snippet over the budget is left out whole
 
 
 def test_every_draft_is_one_pass_and_the_last_is_final(backend):

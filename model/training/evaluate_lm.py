@@ -13,7 +13,8 @@ rewritten at strength 0.3, fixed when the result is the line exactly; ``body``: 
 its signature and docstring (parse rate of the function with the result, similarity); ``block``:
 3-6 whole lines of code that parse on their own, rewritten at the editor's default strength (0.6):
 the result's parse rate and its similarity to the lines it replaced.
-Systems: ``engine`` (what the editor runs), ``one-per-pass`` (the same model accepting one token a
+Systems: ``engine`` (what the editor runs), ``engine-context`` (the same, sent the chunks of the
+task's package's other files that the editor's folder context would pick), ``one-per-pass`` (the same model accepting one token a
 pass: the speed baseline), ``base-greedy`` (the base alone, left to right from the prefix only; for
 prose it is given the reference's word count).
 """
@@ -27,6 +28,7 @@ import random
 import statistics
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -34,6 +36,7 @@ import torch
 from sfumato.model.api import InfillRequest
 from sfumato.model.training.corpus import Document
 from sfumato.model.training.edit_tasks import REPAIR_STRENGTH, EditTask, corrupt, exact, line_tasks, prose_tasks, similarity
+from sfumato.model.project_context import Chunk, file_chunks, nearest_chunks
 from sfumato.model.training.lm_corpus import files_by_unit, read_text
 
 
@@ -47,6 +50,16 @@ def held_out_documents() -> list[Document]:
             if text and text.strip():
                 documents.append(Document(source, f"{unit}:{path.name}", text))
     return documents
+
+
+def project_context(documents) -> Callable[[EditTask], tuple[str, ...]]:
+    """What the editor's folder context would send with a task: the chunks of the other files of
+    its package that share the most names with the text around the cursor."""
+    by_unit: dict[str, list[tuple[str, Chunk]]] = {}
+    for doc in documents:
+        by_unit.setdefault(doc.name.split(":")[0], []).extend((doc.name, c) for c in file_chunks(doc.name.split(":")[1], doc.text))
+    return lambda task: nearest_chunks(task.prefix, task.suffix, [c for name, c in by_unit.get(task.document.split(":")[0], [])
+                                                                  if name != task.document])
 
 
 def repair_tasks(documents, n: int, seed: int) -> list[tuple[EditTask, str]]:
@@ -227,7 +240,7 @@ def main(argv=None) -> None:
     systems = args.systems.split(",")
     report: dict = {"adapter": str(args.adapter or "shipped"), "held_out_units": len(files_by_unit("heldout"))}
     engine, base = None, None
-    if "engine" in systems or "one-per-pass" in systems:
+    if {"engine", "engine-context", "one-per-pass"} & set(systems):
         if args.adapter:
             model, tokenizer = load_adapted(args.adapter)
             engine = LmDenoiserBackend(model, tokenizer, _info())
@@ -239,9 +252,11 @@ def main(argv=None) -> None:
         tasks = [t for t, _ in items]
         report[kind] = {}
         for system in systems:
-            if system == "engine" or (system == "one-per-pass" and kind in ("line", "prose")):
+            if system in ("engine", "engine-context") or (system == "one-per-pass" and kind in ("line", "prose")):
                 options = {"sampler_bound": 1e-4} if system == "one-per-pass" else {}
-                results = run_engine(engine, [request_for(t, kind, b, seed=args.seed, **options) for t, b in items])
+                context = project_context(documents) if system == "engine-context" else lambda task: ()
+                results = run_engine(engine, [request_for(t, kind, b, seed=args.seed, context=context(t), **options)
+                                              for t, b in items])
                 texts = [r["text"] for r in results]
                 entry = score(kind, tasks, texts)
                 entry["tokens_per_pass"] = round(sum(r["tokens"] for r in results) / max(1, sum(r["passes"] for r in results)), 3)

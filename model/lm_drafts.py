@@ -1,0 +1,80 @@
+"""What the editor is shown of the embedded engine's rows: per-token states and one Draft per pass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sfumato.model.api import Candidate, Draft, TokenState
+from sfumato.model.lm_row import Row
+from sfumato.model.suffix_overlap import cut_at_stop, without_overlap
+from sfumato.model.token_text import split_text
+
+CONFIDENT_PROBABILITY = 0.5  # a result whose tokens average less than this is marked not confident
+
+
+def row_states(row: Row, table: list[bytes], end: int) -> tuple[TokenState, ...]:
+    """Per-token text of everything the row has written, masked positions shown empty and
+    unsettled; the healed start and what follows a closing newline or end are left out (in a
+    rewrite an end deletes only its own position)."""
+    ids = (row.written + row.canvas)[: row.cut]
+    settled = ([True] * len(row.written) + [not m for m in row.masked])[: row.cut]
+    confidence = (row.written_confidence + row.confidence)[: row.cut]
+    pieces = split_text(table, [t if ok else end for t, ok in zip(ids, settled)])
+    heal = row.heal.decode("utf-8", "replace")
+    states = []
+    for index, (piece, ok, conf) in enumerate(zip(pieces, settled, confidence)):
+        if heal and ok:  # the healed text is the prompt's, not the result's
+            cut = len(piece) if heal.startswith(piece) else len(heal) if piece.startswith(heal) else 0
+            piece, heal = piece[cut:], heal[cut:]
+        if row.one_line and "\n" in piece:
+            states.append(TokenState(piece.split("\n", 1)[0], conf, ok))
+            break
+        if ids[index] == end and ok:
+            if row.ends_delete:
+                continue
+            break
+        states.append(TokenState(piece, conf, ok))
+    states = cut_at_stop(states, row.stop, row.stop_space)
+    return without_overlap(states, row.before, row.after)
+
+
+def kept_generated(row: Row) -> int:
+    """Tokens the model wrote that the result keeps (not those cut after its end, not pinned ones)."""
+    return min(row.generated, len(row.written) + sum(not m for m in row.masked))
+
+
+@dataclass
+class Spent:
+    """A request's first alternative over the parts of a rewrite already done."""
+
+    passes: int = 0
+    tokens: int = 0  # written by the model and kept
+    confidence: float = 0.0  # summed over the settled tokens
+    settled: int = 0
+
+    def add(self, row: Row, states: tuple[TokenState, ...]) -> None:
+        settled = [state.confidence for state in states if state.accepted]
+        self.passes += row.passes
+        self.tokens += kept_generated(row)
+        self.confidence += sum(settled)
+        self.settled += len(settled)
+
+
+def group_draft(group: list[Row], group_states: list[tuple[TokenState, ...]], passes: int, final: bool,
+                written: list[list[TokenState]], after: str, spent: Spent) -> Draft:
+    """The group's candidates: each alternative's parts done, its current part, the selection's rest."""
+    candidates, seen = [], set()
+    for states_now, before in zip(group_states, written):
+        states = (*before, *states_now, TokenState(after, 1.0, True))
+        states = tuple(state for state in states if state.text or not state.accepted)
+        text = "".join(state.text for state in states)
+        if final and text in seen:
+            continue
+        seen.add(text)
+        candidates.append(Candidate(text, states))
+    best = group[0]
+    settled = [state.confidence for state in group_states[0] if state.accepted]
+    count = len(settled) + spent.settled
+    confident = bool(count) and (sum(settled) + spent.confidence) / count >= CONFIDENT_PROBABILITY
+    return Draft(batch_passes=passes, candidates=tuple(candidates), final=final, forward_passes=spent.passes + best.passes,
+                 generated_tokens=spent.tokens + kept_generated(best), confident=confident or not final)
