@@ -139,10 +139,11 @@ def load_backend(
 def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = None, device: str | None = None,
                   quantize: str | None = None) -> Backend:
     """The embedded default: the registry package's base with this project's adapter merged in,
-    in float32 on the CPU, or in bfloat16 with ``--device cuda``."""
-    if quantize not in (None, "none"):
-        raise EngineError(f"--quantize {quantize}: the embedded model runs in float32 on the CPU (bfloat16 on CUDA); "
-                          "--quantize is for DiffusionGemma and masked-diffusion checkpoints")
+    on the CPU with its linear layers in int8 (``quantize`` "none": float32), or in bfloat16 with
+    ``--device cuda``."""
+    if quantize not in (None, "none", "int8"):
+        raise EngineError(f"--quantize {quantize}: the embedded model runs in int8 (or, with --quantize none, float32) "
+                          "on the CPU and in bfloat16 on CUDA; int4 and nf4 are for DiffusionGemma and masked-diffusion checkpoints")
     from sfumato.model.devices import parse_device
 
     device = parse_device(device)
@@ -153,7 +154,7 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
 
     from transformers.utils import logging as transformers_logging
 
-    from sfumato.model.lm_base import BaseMissing, load_adapted, shipped_adapter
+    from sfumato.model.lm_base import BaseMissing, load_adapted, shipped_adapter, with_int8_linears
     from sfumato.model.lm_engine import LmDenoiserBackend
 
     transformers_logging.disable_progress_bar()
@@ -170,12 +171,18 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     if target == "cuda":
         if not torch.cuda.is_available():
             raise EngineError("--device cuda: no CUDA GPU is available")
+        if quantize == "int8":
+            raise EngineError("--quantize int8: the embedded model's int8 runs on the CPU; on CUDA it runs in bfloat16")
         model = model.to(target, torch.bfloat16)
+    int8 = target == "cpu" and quantize != "none"
+    parameters = sum(p.numel() for p in model.parameters())
+    if int8:
+        model = with_int8_linears(model)
     adapter = shipped_adapter()
     info = ModelInfo(
         name="sfumato-lm" if adapter else "SmolLM2-135M (no adapter)", backend="lm-denoiser", device=target,
-        parameters=sum(p.numel() for p in model.parameters()), instruction_tuned=False, license="Apache-2.0",
-        precision="bfloat16" if target == "cuda" else "float32", memory_bytes=measured_bytes(model),
+        parameters=parameters, instruction_tuned=False, license="Apache-2.0",
+        precision="bfloat16" if target == "cuda" else "int8 (float32)" if int8 else "float32", memory_bytes=measured_bytes(model),
     )
     return LmDenoiserBackend(model, tokenizer, info, target)
 

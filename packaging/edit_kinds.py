@@ -118,10 +118,11 @@ def main(argv=None) -> None:
 
     if args.adapter:
         from sfumato.model.api import ModelInfo
-        from sfumato.model.lm_base import load_adapted
+        from sfumato.model.lm_base import load_adapted, with_int8_linears
         from sfumato.model.lm_engine import LmDenoiserBackend
 
-        backend = LmDenoiserBackend(*load_adapted(args.adapter), ModelInfo("checkpoint", "lm-denoiser", "cpu", 0, False))
+        model, tokenizer = load_adapted(args.adapter)  # int8, as the editor runs it
+        backend = LmDenoiserBackend(with_int8_linears(model), tokenizer, ModelInfo("checkpoint", "lm-denoiser", "cpu", 0, False))
     else:
         backend = load_embedded()
     rows = []

@@ -45,6 +45,8 @@ def test_git_holds_only_a_small_float16_adapter():
 def test_it_loads_as_the_embedded_engine(backend):
     assert backend.info.backend == "lm-denoiser" and backend.info.name == "sfumato-lm"
     assert 100e6 < backend.info.parameters < 200e6
+    # linear layers in int8 on the CPU: well under the 540 MB the float32 weights take
+    assert backend.info.precision == "int8 (float32)" and 150e6 < backend.info.memory_bytes < 300e6
 
 
 def test_it_completes_a_common_line_in_one_line(backend):

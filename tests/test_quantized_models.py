@@ -72,12 +72,12 @@ def test_an_impossible_precision_or_device_is_one_clean_line(tmp_path, tiny_mode
     assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr
 
 
-def test_the_embedded_model_refuses_quantize_and_a_bad_device_in_one_line():
+def test_the_embedded_model_refuses_int4_and_a_bad_device_in_one_line():
     from sfumato.model.api import EngineError
     from sfumato.model.loading import load_embedded
 
-    with pytest.raises(EngineError, match="runs in float32"):
-        load_embedded(quantize="int8")
+    with pytest.raises(EngineError, match="runs in int8"):
+        load_embedded(quantize="int4")
     with pytest.raises(EngineError, match="--device must be"):
         load_embedded(device="tpu")
 
@@ -109,3 +109,17 @@ def test_a_masked_diffusion_model_takes_the_same_option(tmp_path, project_tokeni
     assert sum(type(p.data).__name__ == "Int8Tensor" for p in int8.model.parameters()) >= 8  # 2 layers x 4+ linears
     requests = [InfillRequest(prefix="x = ", suffix="\n", max_new_tokens=4, seed=0)]
     assert len(_final_texts(int8, requests)) == 1
+
+
+def test_int8_linears_are_counted_in_the_memory_the_model_holds():
+    torch = pytest.importorskip("torch")
+    from sfumato.model.lm_base import with_int8_linears
+    from sfumato.model.memory import measured_bytes
+
+    model = torch.nn.Sequential(torch.nn.Embedding(100, 64), torch.nn.Linear(64, 256), torch.nn.Linear(256, 64))
+    float32 = measured_bytes(model)
+    quantized = with_int8_linears(model)
+    linear_weights = 64 * 256 * 2
+    assert measured_bytes(quantized) == pytest.approx(float32 - 3 * linear_weights, rel=0.05)  # 4 bytes a weight -> 1
+    x = torch.randint(0, 100, (1, 5))
+    assert quantized(x).shape == (1, 5, 64)

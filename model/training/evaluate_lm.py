@@ -222,12 +222,13 @@ def main(argv=None) -> None:
     p.add_argument("--bodies", type=int, default=30)
     p.add_argument("--blocks", type=int, default=0)
     p.add_argument("--systems", default="engine,one-per-pass,base-greedy")
+    p.add_argument("--float32", action="store_true", help="the engine in float32 (the editor runs int8 on the CPU)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
-    from sfumato.model.lm_base import load_adapted, load_base
+    from sfumato.model.lm_base import load_adapted, load_base, with_int8_linears
     from sfumato.model.lm_engine import LmDenoiserBackend
     from sfumato.model.loading import load_embedded
 
@@ -243,9 +244,9 @@ def main(argv=None) -> None:
     if {"engine", "engine-context", "one-per-pass"} & set(systems):
         if args.adapter:
             model, tokenizer = load_adapted(args.adapter)
-            engine = LmDenoiserBackend(model, tokenizer, _info())
+            engine = LmDenoiserBackend(model if args.float32 else with_int8_linears(model), tokenizer, _info(args.float32))
         else:
-            engine = load_embedded()
+            engine = load_embedded(quantize="none" if args.float32 else None)
     for kind, items in kinds.items():
         if not items:
             continue
@@ -281,10 +282,11 @@ def main(argv=None) -> None:
         args.out.write_text(json.dumps(report, indent=1))
 
 
-def _info():
+def _info(float32: bool):
     from sfumato.model.api import ModelInfo
 
-    return ModelInfo("sfumato-lm (checkpoint)", "lm-denoiser", "cpu", 0, False, "Apache-2.0", "float32")
+    return ModelInfo("sfumato-lm (checkpoint)", "lm-denoiser", "cpu", 0, False, "Apache-2.0",
+                     "float32" if float32 else "int8 (float32)")
 
 
 if __name__ == "__main__":
