@@ -26,6 +26,7 @@ def hardware_options(parser: argparse.ArgumentParser, default_device: str | None
     parser.add_argument("--device", default=default_device,
                         help="auto, cpu, cuda, cuda:N or mps (auto: the first GPU; a model too big for it is "
                         "spread over every GPU and CPU memory)")
-    parser.add_argument("--quantize", choices=QUANTIZE_CHOICES, default=None if default_device is None else "none",
-                        help="store the weights in fewer bits: int8 (CPU or CUDA), int4 or nf4 (CUDA); "
-                        "needs pip install 'sfumato[gpu]'")
+    parser.add_argument("--quantize", choices=QUANTIZE_CHOICES, default=None if default_device is None else "auto",
+                        help="store the weights in fewer bits: int8 (CPU or CUDA), int4 or nf4 (CUDA), which "
+                        "need pip install 'sfumato[gpu]' for checkpoints; none: full precision; auto (the "
+                        "default): int8 for the embedded model on the CPU, full precision for the rest")

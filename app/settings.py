@@ -30,7 +30,7 @@ class Settings:
     model_spec: str = "embedded"
     allow_downloads: bool = False
     device: str = "auto"  # auto, cpu, cuda, cuda:N or mps
-    quantize: str = "none"  # the weights' precision: none, int8 (CPU or CUDA), int4 or nf4 (CUDA)
+    quantize: str = "auto"  # the weights' precision: auto, none, int8 (CPU or CUDA), int4 or nf4 (CUDA)
     trust_remote_code: bool = False
     steps: int = 0  # 0: the model's own default
     sampler_bound: float = 0.0  # entropy a pass may accept: higher is faster, lower is better; 0: default

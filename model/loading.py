@@ -83,7 +83,7 @@ def load_backend(
 
         if not SERVER_URL.match(spec):
             raise EngineError(f"{shown_url(spec)}: a server URL must end in /v1 (e.g. http://host:8000/v1)")
-        if quantize not in (None, "none"):
+        if quantize not in (None, "auto", "none"):
             raise EngineError(f"--quantize {quantize}: a server chooses its own precision; drop it for {shown_url(spec)}")
         from sfumato.model.remote.backend import RemoteOptions, connect
 
@@ -141,7 +141,7 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     """The embedded default: the registry package's base with this project's adapter merged in,
     on the CPU with its linear layers in int8 (``quantize`` "none": float32), or in bfloat16 with
     ``--device cuda``."""
-    if quantize not in (None, "none", "int8"):
+    if quantize not in (None, "auto", "none", "int8"):
         raise EngineError(f"--quantize {quantize}: the embedded model runs in int8 (or, with --quantize none, float32) "
                           "on the CPU and in bfloat16 on CUDA; int4 and nf4 are for DiffusionGemma and masked-diffusion checkpoints")
     from sfumato.model.devices import parse_device

@@ -119,6 +119,8 @@ def plan_load(
     """Check the request and the machine; ``build()`` makes the model from its config (for the estimate)."""
     silence_import_noise()
     quantize = parse_quantize(quantize)
+    if quantize == "auto":  # a checkpoint's automatic precision is its full one
+        quantize = "none"
     own = checkpoint_scheme(raw_config)  # an already quantized folder is priced at its own scheme
     priced = quantize if own is None else own if own in CHOICES else None
 

@@ -27,7 +27,7 @@ import re
 
 from sfumato.model.api import EngineError
 
-CHOICES = ("none", "int8", "int4", "nf4")
+CHOICES = ("auto", "none", "int8", "int4", "nf4")  # auto: int8 for the embedded model on the CPU, else none
 CUDA_ONLY = {"int4", "nf4"}
 LIBRARY = {"int8": "torchao", "int4": "torchao", "nf4": "bitsandbytes"}
 PACKAGE = {"torchao": "torchao", "bitsandbytes": "bitsandbytes", "quanto": "optimum-quanto"}
@@ -40,7 +40,7 @@ EXPERT_NAMES = r"experts\.(gate_up_proj|down_proj)"
 
 
 def parse_quantize(text: str | None) -> str:
-    value = (text or "none").strip().lower()
+    value = (text or "auto").strip().lower()
     if value not in CHOICES:
         raise EngineError(f"--quantize must be one of {', '.join(CHOICES)} (got {text!r})")
     return value

@@ -77,7 +77,7 @@ def test_a_command_line_precision_is_for_this_run_only(make_window, qtbot, tiny_
     qtbot.waitUntil(lambda: window.ai.worker.error is not None, timeout=60000)
     assert "--quantize nf4 needs a CUDA GPU" in window.ai.worker.error
     window.save_settings()
-    assert QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat).value("quantize") == "none"
+    assert QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat).value("quantize") == "auto"
 
 
 def test_the_settings_dialog_keeps_the_precision(make_window):

@@ -15,7 +15,7 @@ TORCHAO_INT8 = {"quantization_config": {"quant_method": "torchao", "quant_type":
 
 
 def test_quantize_choices():
-    assert [parse_quantize(text) for text in (None, "none", "INT8", "int4", "nf4")] == ["none", "none", "int8", "int4", "nf4"]
+    assert [parse_quantize(text) for text in (None, "auto", "none", "INT8", "int4", "nf4")] == ["auto", "auto", "none", "int8", "int4", "nf4"]
     with pytest.raises(EngineError, match="none, int8, int4, nf4"):
         parse_quantize("fp8")
 
