@@ -93,16 +93,17 @@ class AiController(QObject):
                 document.editor.session.set_underline(s.underline_low_confidence)
                 document.editor.session.set_diff(s.review_diff)
 
-    def project_chunks(self, editor: CodeEditor) -> list[Chunk]:
+    def project_chunks(self, editor: CodeEditor, refresh: bool = True) -> list[Chunk]:
         """The project context's chunks for a request from ``editor``: the other open tabs', then
         the open folder's files that no tab holds (a tab's unsaved text wins over the file); a tab
         of a hidden, secret or git-ignored file is left out. The folder's are what its cache holds
-        now; a refresh starts for the next request."""
+        now; a refresh starts for the next request (unless ``refresh`` is False: a warm)."""
         documents = self.tabs.documents()
         tabs = [chunk for document in documents
                 if document.editor is not editor and (not document.path or self.folder_context.admits(document.path))
                 for chunk in file_chunks(document.name, document_text(document.editor.document()))]
-        self.folder_context.refresh()
+        if refresh:
+            self.folder_context.refresh()
         return tabs + self.folder_context.chunks({document.path for document in documents if document.path})
 
     def cursor_moved(self) -> None:
@@ -113,7 +114,7 @@ class AiController(QObject):
         editor = self.tabs.current_editor()
         if editor is None or editor.session is not None or self.worker.info is None:
             return
-        request = self.starter.cursor_request(editor)
+        request = self.starter.cursor_request(editor, self.project_chunks(editor, refresh=False))
         if request is not None:
             self.worker.warm(request)
 

@@ -65,13 +65,14 @@ class EditStarter:
         requests = [self._rewrite_request(text, start, end, strength, instruction, chunks) for start, end in spans]
         return self._run(editor, spans, requests)
 
-    def cursor_request(self, editor: CodeEditor) -> InfillRequest | None:
-        """What Ctrl+K at ``editor``'s one cursor would ask for its prompt (no project context:
-        it only warms the model's prompt cache); None with a selection or more cursors."""
+    def cursor_request(self, editor: CodeEditor, chunks: list[Chunk]) -> InfillRequest | None:
+        """What Ctrl+K at ``editor``'s one cursor would ask for its prompt, project context
+        (``chunks``) included, so the prompt warmed is the one Ctrl+K sends; None with a selection
+        or more cursors."""
         cursor = editor.textCursor()
         if cursor.hasSelection() or editor.extra_cursors.cursors:
             return None
-        return self._rewrite_request(document_text(editor.document()), cursor.position(), cursor.position(), 1.0, None, [])
+        return self._rewrite_request(document_text(editor.document()), cursor.position(), cursor.position(), 1.0, None, chunks)
 
     def _rewrite_request(self, text: str, start: int, end: int, strength: float, instruction: str | None,
                          chunks: list[Chunk]) -> InfillRequest:

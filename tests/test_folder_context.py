@@ -218,3 +218,23 @@ def test_ctrl_k_sends_a_folder_file_that_is_not_open_as_the_requests_context(win
     assert request.context == (f"# config.py\n{FOLDER_FILE}\n",)
     qtbot.keyClick(editor, Qt.Key.Key_Escape)
     assert document_text(editor.document()) == DOCUMENT
+
+
+def test_the_prompt_warmed_at_a_resting_cursor_carries_the_project_context(window, qtbot, monkeypatch):  # noqa: F811
+    """The embedded engine puts the project's snippets in its prompt: a warm without them would
+    read a prompt Ctrl+K never sends."""
+    backend = FakeBackend()
+    with_fake_model(window, qtbot, backend)
+    other = window.tabs.new_document().editor
+    other.setPlainText("def load_settings(path):\n    return json.loads(open(path).read())\n")
+    editor = window.tabs.new_document().editor
+    editor.setPlainText("settings = load_settings(")
+    editor.moveCursor(editor.textCursor().MoveOperation.End)
+    warmed = []
+    monkeypatch.setattr(window.ai.worker, "warm", warmed.append)
+    window.ai._warm_at_cursor()
+    session = window.ai.starter.rewrite(editor)
+    qtbot.waitUntil(lambda: session.state != "running", timeout=10000)
+    assert warmed and "load_settings" in "".join(warmed[0].context)
+    (sent,) = backend.requests[-1]
+    assert (sent.prefix, sent.suffix, sent.context) == (warmed[0].prefix, warmed[0].suffix, warmed[0].context)
