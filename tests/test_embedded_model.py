@@ -46,7 +46,7 @@ def test_it_loads_as_the_embedded_engine(backend):
     assert backend.info.backend == "lm-denoiser" and backend.info.name == "sfumato-lm"
     assert 100e6 < backend.info.parameters < 200e6
     # linear layers in int8 on the CPU: well under the 540 MB the float32 weights take
-    assert backend.info.precision == "int8 (float32)" and 150e6 < backend.info.memory_bytes < 300e6
+    assert backend.info.precision == "int8 (float32)" and 150e6 < backend.info.memory_bytes < 400e6
 
 
 def test_it_completes_a_common_line_in_one_line(backend):
