@@ -34,7 +34,7 @@ from sfumato.model.api import (
 from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, CutQueries, cut_candidates
 from sfumato.model.lm_drafts import Spent, group_draft, row_states
 from sfumato.model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
-from sfumato.model.lm_row import ACCEPT_PROBABILITY, Row, loop_cut
+from sfumato.model.lm_row import ACCEPT_PROBABILITY, Row, heal_only_tokens, heal_position, loop_cut
 from sfumato.model.lm_vocabulary import CanvasVocabulary
 from sfumato.model.project_context import CONTEXT_SHARE, context_tokens
 from sfumato.model.prompt_cache import PromptCache
@@ -350,10 +350,12 @@ class LmDenoiserBackend:
             if not request.is_rewrite:
                 continue
             row.passes += 1
-            kept = [i for i, m in enumerate(row.masked) if not m and not self.vocabulary.partial[row.canvas[i]]]
+            healed = heal_only_tokens(row, self.table)  # the prompt's text, not the selection's: pinned
+            kept = [i for i, m in enumerate(row.masked)
+                    if not m and i >= healed and not self.vocabulary.partial[row.canvas[i]]]
             probs = logits[b, : len(row.canvas)].softmax(-1)
             likely = [probs[i, row.canvas[i]].item() for i in kept]
-            count = math.ceil(request.strength * sum(not m for m in row.masked))
+            count = math.ceil(request.strength * sum(not m for m in row.masked[healed:]))
             jitter = torch.rand(len(kept), generator=row.generator).tolist() if row.temperature else [0.0] * len(kept)
             order = sorted(range(len(kept)), key=lambda k: likely[k] * (1 + 0.5 * jitter[k]))
             for k in order[:count]:
@@ -367,7 +369,7 @@ class LmDenoiserBackend:
     def _accept(self, row: Row, logits: torch.Tensor) -> None:
         """Fill every masked position above the bar (at least the surest one); end the row when done."""
         logits = logits[: len(row.canvas)].clone()
-        position, left = self._heal_position(row)
+        position, left = heal_position(row, self.table)
         blocked = self.vocabulary.blocked(len(row.canvas), row.no_breaks)
         if position is not None:  # the healed text may be spelt by parts of a character, as the prompt held it
             logits[position, ~self.vocabulary.heal_allowed(left)] = -math.inf
@@ -418,26 +420,6 @@ class LmDenoiserBackend:
         cut = loop_cut(ids)
         if cut is not None:
             row.cut, row.done = cut, True
-
-    def _heal_position(self, row: Row) -> tuple[int | None, bytes]:
-        """(the first canvas position still to match the healed text, the bytes it must match);
-        (None, b"") once the settled tokens have spelt it all."""
-        left = row.heal
-        if not left:
-            return None, b""
-        for token in row.written:  # a committed canvas was settled: it spelt its part of the heal
-            piece = self.table[token]
-            if len(piece) >= len(left):
-                return None, b""
-            left = left[len(piece) :]
-        for i, token in enumerate(row.canvas):
-            piece = self.table[token]
-            if row.masked[i] or not piece:
-                return i, left
-            if len(piece) >= len(left):
-                return None, b""
-            left = left[len(piece) :]
-        return None, b""
 
     def _text_start(self, row: Row) -> int | None:
         """The canvas position the text's first character goes to while only the heal and white

@@ -1,4 +1,5 @@
-"""The embedded engine's state for one canvas being denoised, and the loop check on what it wrote."""
+"""The embedded engine's state for one canvas being denoised: the loop check on what it wrote, and
+where its healed start (the prefix's last token, spelt again by the canvas) stands."""
 
 from __future__ import annotations
 
@@ -61,3 +62,36 @@ def loop_cut(ids: list[int]) -> int | None:
                 start -= 1
             return start + size
     return None
+
+
+def heal_only_tokens(row: Row, table: list[bytes]) -> int:
+    """How many of a rewrite's first canvas tokens spell nothing but the healed text (the
+    prefix's last token, e.g. a line break before the selection): renoised, they let the model
+    rewrite the text before the selection (``\n`` came back as ``\n       ``)."""
+    spelt = 0
+    for i, token in enumerate(row.canvas):
+        spelt += len(table[token])
+        if spelt > len(row.heal):
+            return i
+    return len(row.canvas)
+
+
+def heal_position(row: Row, table: list[bytes]) -> tuple[int | None, bytes]:
+    """(the first canvas position still to match the healed text, the bytes it must match);
+    (None, b"") once the settled tokens have spelt it all."""
+    left = row.heal
+    if not left:
+        return None, b""
+    for token in row.written:  # a committed canvas was settled: it spelt its part of the heal
+        piece = table[token]
+        if len(piece) >= len(left):
+            return None, b""
+        left = left[len(piece) :]
+    for i, token in enumerate(row.canvas):
+        piece = table[token]
+        if row.masked[i] or not piece:
+            return i, left
+        if len(piece) >= len(left):
+            return None, b""
+        left = left[len(piece) :]
+    return None, b""

@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 
 from sfumato.model.api import Cancelled, CancelFlag, InfillRequest, ModelInfo, TemplateRequest  # noqa: E402
 from sfumato.model.lm_layout import SpecialIds, canvas_mask, prompt_ids  # noqa: E402
+from sfumato.model.lm_row import heal_position  # noqa: E402
 
 
 @pytest.fixture
@@ -133,6 +134,17 @@ def test_an_end_in_a_rewrite_deletes_its_position_and_keeps_the_pinned_text_afte
     # (one less where the healed indentation token and the first word re-tokenise together)
     letters = iter(selection)
     assert all(char in letters for char in final.text.strip())  # what is left is the selection's, in order
+
+
+def test_a_rewrite_never_renoises_the_healed_line_break_before_the_selection(tiny_lm, smol_tokenizer):
+    """The canvas spells the prefix's last token first; renoised, the model rewrote the text before
+    the selection (a line break came back as a line break and indentation)."""
+    backend = newline_biased(tiny_lm, smol_tokenizer)
+    request = InfillRequest(prefix="import sys\n", suffix="\nprint(sys.argv)\n", init_text="import poerator", strength=1.0, seed=3)
+    _, final = run(backend, request)
+    row = backend._row(request, 0)
+    assert row.heal == b"\n" and smol_tokenizer.decode(row.canvas[:1]) == "\n"
+    assert final.text.startswith(tuple("abcdefghijklmnopqrstuvwxyz_")) or not final.text  # nothing before the selection's place
 
 
 def test_a_long_selection_is_rewritten_part_after_part(backend, monkeypatch):
@@ -345,7 +357,7 @@ def test_a_line_longer_than_its_canvas_keeps_its_healed_start_out(backend, smol_
     text = "".join(state.text for state in backend._states(row))
     assert text == "value = compute(alpha, beta, gamma, delta, epsilon, zeta, eta)"
     assert backend._end_index(row) == len(row.canvas) - 1
-    assert backend._heal_position(row) == (None, b"")
+    assert heal_position(row, backend.table) == (None, b"")
 
 
 def test_a_line_that_runs_into_the_suffix_ends_before_it(backend):
