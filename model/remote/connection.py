@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from sfumato.model.api import CancelFlag, Cancelled, EngineError
+from sfumato.model.api import CancelFlag, EngineError
 from sfumato.model.remote.addresses import LOOPBACK, WHERE, peer_kind
 from sfumato.model.remote.sse import SseDecoder
 
