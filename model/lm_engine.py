@@ -63,6 +63,7 @@ class LmDenoiserBackend:
         self.prompt_cache = PromptCache()
         self._prompt_logits: tuple[tuple[int, ...], torch.Tensor | None] = ((), None)
         self._valid = torch.ones(0, 0, dtype=torch.bool)  # [R, cached]: which cached keys each row sees
+        self._prompt_width = 0  # of the cached keys, the prompts' (the rest: committed canvases)
 
     # ---- the Backend protocol -------------------------------------------------------------
 
@@ -185,6 +186,7 @@ class LmDenoiserBackend:
         """Run passes over every row until all are done; yield the pass count after each."""
         passes = 0
         last_logits, cache = self._prefill(rows)
+        prompt_logits = last_logits
         if any(request.is_rewrite for request in requests):
             self._renoise_least_likely(rows, [r for request, group in zip(requests, groups) for r in [request] * len(group)],
                                        last_logits, cache)
@@ -200,7 +202,7 @@ class LmDenoiserBackend:
                     self._accept(row, logits[b])
             passes += 1
             if all(row.done for row in rows):
-                self._cut_gaps(rows, last_logits, cache)
+                self._cut_gaps(rows, prompt_logits, cache)
             elif any(self._goes_on(row) for row in rows):
                 last_logits = self._commit(rows, cache, last_logits)
             yield passes
@@ -244,6 +246,7 @@ class LmDenoiserBackend:
         prompts = [row.prompt for row in rows]
         width = max(len(p) for p in prompts)
         pads = [width - len(p) for p in prompts]
+        self._prompt_width = width
         self._valid = torch.tensor([[i >= pad for i in range(width)] for pad in pads], device=self.device)
         if all(p == prompts[0] for p in prompts):
             logits, cache = self._read_prompt(prompts[0])
@@ -310,37 +313,47 @@ class LmDenoiserBackend:
         self._valid = torch.cat([self._valid, added], dim=1)
         return logits
 
-    def _cut_gaps(self, rows: list[Row], last_logits: torch.Tensor, cache) -> None:
+    def _cut_gaps(self, rows: list[Row], prompt_logits: torch.Tensor, cache) -> None:
         """A gap inside a line ends at the word start the model finds the suffix likeliest after
-        (``sfumato.model.gap_cut``): one forward pass over the cached prompt for every such row."""
+        (``sfumato.model.gap_cut``): one forward pass over the cached prompt for every such row,
+        the text read again whole (canvases already committed included)."""
         queries: dict[int, CutQueries] = {}
         for b, row in enumerate(rows):
-            if not row.gap_suffix:
-                continue
-            limit = next((i for i in range(len(row.canvas)) if row.canvas[i] == self.special.end
-                          or b"\n" in self._piece(row, i)), len(row.canvas))
-            if row.cut is not None:
-                limit = min(limit, row.cut - len(row.written))
-            pieces = [self._piece(row, i) for i in range(max(0, limit))]
-            candidates = cut_candidates(pieces, 2 if pieces and not pieces[0] else 1)  # not the healed start alone
-            if len(candidates) > 1:
-                queries[b] = CutQueries.build(row.canvas[:limit], row.gap_suffix, candidates)
+            if row.gap_suffix:
+                ids, pieces = self._text_pieces(row)
+                candidates = cut_candidates(pieces, 2 if pieces and not pieces[0] else 1)  # not the healed start alone
+                if len(candidates) > 1:
+                    queries[b] = CutQueries.build(ids, row.gap_suffix, candidates)
         if not queries:
             return
-        width = max(len(q.ids) for q in queries.values())
+        width, prompt, cached = max(len(q.ids) for q in queries.values()), self._prompt_width, self._valid.shape[1]
         ids = torch.full((len(rows), width), self.special.end, device=self.device)
         offsets = torch.zeros(len(rows), width, dtype=torch.long, device=self.device)
         mask = self._key_mask(width)
-        mask[:, :, :, self._valid.shape[1] :] = torch.eye(width, dtype=torch.bool, device=self.device)
+        mask[:, :, :, prompt:] = False  # committed canvases are read again as queries
+        mask[:, :, :, cached:] = torch.eye(width, dtype=torch.bool, device=self.device)
         for b, q in queries.items():
             ids[b, : len(q.ids)] = torch.tensor(q.ids)
             offsets[b, : len(q.ids)] = torch.tensor(q.offsets)
-            mask[b, 0, : len(q.ids), self._valid.shape[1] : self._valid.shape[1] + len(q.ids)] = q.mask
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=self._positions(0, 1) + offsets,
-                         cache=cache, use_cache=True)
+            mask[b, 0, : len(q.ids), cached : cached + len(q.ids)] = q.mask
+        positions = self._valid[:, :prompt].sum(1, keepdim=True) + offsets
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True)
         cache.crop(-width)
         for b, q in queries.items():
-            rows[b].cut = len(rows[b].written) + q.best(last_logits[b], out.logits[b, : len(q.ids)])
+            rows[b].cut = q.best(prompt_logits[b], out.logits[b, : len(q.ids)])
+
+    def _text_pieces(self, row: Row) -> tuple[list[int], list[bytes]]:
+        """The row's text tokens (committed and in the canvas, up to an end, a line break or a cut)
+        and the bytes each adds after the healed start."""
+        ids, pieces, spelt = [], [], 0
+        for i, token in enumerate(row.written + row.canvas):
+            piece = self.table[token][max(0, len(row.heal) - spelt) :]
+            spelt += len(self.table[token])
+            if (row.cut is not None and i >= row.cut) or token in (self.special.end, self.special.mask) or b"\n" in piece:
+                break
+            ids.append(token)
+            pieces.append(piece)
+        return ids, pieces
 
     def _renoise_least_likely(self, rows: list[Row], requests: list[InfillRequest], last_logits, cache) -> None:
         """Score a rewrite's selection in place; mask the ``strength`` fraction the model finds

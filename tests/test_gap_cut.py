@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -54,3 +56,40 @@ def test_a_gap_inside_a_line_is_cut_at_a_word_start_of_what_the_model_wrote(tiny
     whole = [d[0] for d in backend.stream([request])][-1].text
     assert cut and whole.startswith(cut)
     assert len(cut) == len(whole) or not whole[len(cut)].isalnum()
+
+
+def test_over_several_canvases_the_cut_is_the_one_a_plain_reading_prefers(tiny_lm, smol_tokenizer, monkeypatch):
+    """Canvases already committed to the cache are read again with the text: the cut chosen is the
+    argmax of log p(text[:k] + suffix start) read plainly after the prompt."""
+    import sfumato.model.lm_engine as engine
+    from sfumato.model.gap_cut import cut_candidates
+
+    from sfumato.model.lm_layout import SpecialIds
+
+    monkeypatch.setattr(engine, "LINE_CANVAS", 4)
+    monkeypatch.setattr(engine, "MAX_CANVAS", 4)
+    monkeypatch.setattr(engine, "loop_cut", lambda ids: None)  # the random model repeats a word
+    model = copy.deepcopy(tiny_lm)  # one that never ends a line: the text runs over several canvases
+    enders = [i for token, i in smol_tokenizer.get_vocab().items() if "Ċ" in token] + [SpecialIds.of(smol_tokenizer).end]
+    model.lm_head.register_forward_hook(lambda module, args, out: out.index_add(
+        -1, torch.tensor(enders), torch.full((*out.shape[:-1], len(enders)), -30.0)))
+    backend = engine.LmDenoiserBackend(model, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
+    seen = []
+    cut_gaps = engine.LmDenoiserBackend._cut_gaps
+
+    def spy(self, rows, prompt_logits, cache):
+        seen.append((list(rows[0].prompt), *self._text_pieces(rows[0]), list(rows[0].gap_suffix)))
+        cut_gaps(self, rows, prompt_logits, cache)
+        seen.append(rows[0].cut)
+
+    monkeypatch.setattr(engine.LmDenoiserBackend, "_cut_gaps", spy)
+    request = InfillRequest(prefix="Keep a copy of your files on another ", suffix=" and check it now and then.\n",
+                            max_new_tokens=14, one_line=True, seed=2)
+    for _ in backend.stream([request]):
+        pass
+    (prompt, ids, pieces, suffix), chosen = seen
+    assert len(ids) > 4  # the text spans more than one canvas
+    candidates = cut_candidates(pieces, 2 if not pieces[0] else 1)
+    with torch.no_grad():
+        scores = {k: reference_score(model, prompt, ids, suffix, k) for k in candidates}
+    assert chosen == max(scores, key=scores.get)
