@@ -78,10 +78,10 @@ def measured_bytes(model) -> int:
             continue
         seen.add(id(tensor))
         size += _tensor_bytes(tensor)
-    for module in model.modules():  # torch's dynamically quantized linears keep their weights packed, not as parameters
-        packed = getattr(module, "_packed_params", None)
-        if packed is not None and hasattr(packed, "_weight_bias"):
-            size += sum(t.numel() * t.element_size() for t in packed._weight_bias() if t is not None)
+    for module in model.modules():  # torch's dynamically quantized linears hold their weights packed, behind methods
+        weight, bias = getattr(module, "weight", None), getattr(module, "bias", None)
+        if callable(weight) and callable(bias):
+            size += sum(t.numel() * t.element_size() for t in (weight(), bias()) if t is not None)
     return size
 
 
