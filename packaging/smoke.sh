@@ -39,7 +39,7 @@ for run in cold warm; do
   version="$("$EXE" --version)" || fail "--version exited $?"
   echo "start ($run): $(( $(now_ms) - began )) ms to '$version'"
 done
-[ "$version" = "sfumato $(sed -n 's/^VERSION = "\(.*\)"/\1/p' "$ROOT/app/cli.py")" ] || fail "--version printed '$version'"
+[ "$version" = "sfumato $(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/pyproject.toml")" ] || fail "--version printed '$version'"
 
 # --- fill the sample template
 model_args=()
