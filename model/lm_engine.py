@@ -23,14 +23,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 import torch
-from sfumato.model.api import (
-    CancelFlag,
-    Draft,
-    InfillRequest,
-    ModelInfo,
-    TemplateRequest,
-    TokenState,
-)
+
+from sfumato.model.api import CancelFlag, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
 from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, CutQueries, cut_candidates
 from sfumato.model.lm_drafts import Spent, group_draft, row_states
 from sfumato.model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
