@@ -5,6 +5,7 @@ collection rules, the About dialog. The validators run where they are installed
 from __future__ import annotations
 
 import ast
+import re
 import configparser
 import importlib.util
 import shutil
@@ -260,6 +261,11 @@ def test_spec_keeps_the_model_families_the_gguf_reader_imports():
                 for node in ast.walk(ast.parse(source.read_text(encoding="utf-8")))
                 if isinstance(node, ast.ImportFrom) and node.level == 3 and (node.module or "").startswith("models.")}
     assert imported and imported <= kept, imported - kept
+    peft = Path(importlib.util.find_spec("peft").origin).parent  # it loads the adapter
+    families = {match for source in peft.rglob("*.py")
+                for match in re.findall(r"transformers\.models\.(\w+)|import (\w+)PreTrainedModel\b", source.read_text(encoding="utf-8"))}
+    named = {(module or prefix).lower() for module, prefix in families} - {""}
+    assert named and named <= kept, named - kept
 
 
 def test_spec_drops_torch_test_programs_and_headers_but_keeps_what_import_torch_needs():
