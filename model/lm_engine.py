@@ -143,7 +143,7 @@ class LmDenoiserBackend:
             stop = stop.split("\n", 1)[0]
         blank_line = not request.prefix.rsplit("\n", 1)[-1].strip() and not request.suffix.split("\n", 1)[0].strip()
         must_write = request.one_line and not request.is_rewrite and blank_line
-        inside_line = request.one_line and not request.is_rewrite and bool(request.suffix.split("\n", 1)[0].strip())
+        inside_line = not request.is_rewrite and bool(request.suffix.split("\n", 1)[0].strip())
         row = Row(prompt, heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks, ends_delete=request.is_rewrite,
                    must_write=must_write, avoid=self.vocabulary.starting(self._next_line(request)) if must_write else False,
                    temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
@@ -315,7 +315,9 @@ class LmDenoiserBackend:
         for b, row in enumerate(rows):
             if row.gap_suffix:
                 ids, pieces = self._text_pieces(row)
-                candidates = cut_candidates(pieces, 2 if pieces and not pieces[0] else 1)  # not the healed start alone
+                line_end = next((k for k, piece in enumerate(pieces) if b"\n" in piece), len(pieces))
+                candidates = [k for k in cut_candidates(pieces, 2 if pieces and not pieces[0] else 1)  # not the healed start alone
+                              if k <= line_end or k == len(pieces)]  # within the gap's line, or the whole text
                 if len(candidates) > 1:
                     queries[b] = CutQueries.build(ids, row.gap_suffix, candidates)
         if not queries:
@@ -337,13 +339,14 @@ class LmDenoiserBackend:
             rows[b].cut = q.best(prompt_logits[b], out.logits[b, : len(q.ids)])
 
     def _text_pieces(self, row: Row) -> tuple[list[int], list[bytes]]:
-        """The row's text tokens (committed and in the canvas, up to an end, a line break or a cut)
-        and the bytes each adds after the healed start."""
+        """The row's text tokens (committed and in the canvas, up to an end or a cut; for one line,
+        up to its line break) and the bytes each adds after the healed start."""
         ids, pieces, spelt = [], [], 0
         for i, token in enumerate(row.written + row.canvas):
             piece = self.table[token][max(0, len(row.heal) - spelt) :]
             spelt += len(self.table[token])
-            if (row.cut is not None and i >= row.cut) or token in (self.special.end, self.special.mask) or b"\n" in piece:
+            if ((row.cut is not None and i >= row.cut) or token in (self.special.end, self.special.mask)
+                    or (row.one_line and b"\n" in piece)):
                 break
             ids.append(token)
             pieces.append(piece)

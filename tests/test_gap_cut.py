@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import pytest
 
@@ -51,6 +52,7 @@ def test_a_gap_inside_a_line_is_cut_at_a_word_start_of_what_the_model_wrote(tiny
                             max_new_tokens=16, one_line=True, seed=2)
     assert backend._row(request, 0).gap_suffix
     assert not backend._row(InfillRequest(prefix="x = ", suffix="\ny = 2\n", one_line=True), 0).gap_suffix
+    assert backend._row(replace(request, one_line=False), 0).gap_suffix  # an infill of lines at the gap, too
     cut = [d[0] for d in backend.stream([request])][-1].text
     monkeypatch.setattr(backend, "_cut_gaps", lambda rows, last_logits, cache: None)
     whole = [d[0] for d in backend.stream([request])][-1].text
@@ -93,3 +95,4 @@ def test_over_several_canvases_the_cut_is_the_one_a_plain_reading_prefers(tiny_l
     with torch.no_grad():
         scores = {k: reference_score(model, prompt, ids, suffix, k) for k in candidates}
     assert chosen == max(scores, key=scores.get)
+
