@@ -44,6 +44,11 @@ def test_tiny_model_loads_in_int8_with_less_memory_and_says_so(tiny_int8, tiny_b
     assert tiny_int8.info.parameters == tiny_backend.info.parameters
 
 
+def test_auto_precision_keeps_a_checkpoint_at_full_precision(tiny_model_dir):
+    """``--quantize auto`` (the default) means int8 only for the embedded model on the CPU."""
+    assert load_backend(str(tiny_model_dir), device="cpu", quantize="auto").info.precision == "float32"
+
+
 def test_tiny_model_infills_in_int8_like_float32(tiny_int8, tiny_backend):
     requests = [InfillRequest(prefix=f"x = {i}\n", suffix="\nprint(x)\n", max_new_tokens=12, seed=i) for i in range(6)]
     int8, full = _final_texts(tiny_int8, requests), _final_texts(tiny_backend, requests)
