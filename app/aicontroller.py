@@ -59,6 +59,7 @@ class AiController(QObject):
         self.starter = EditStarter(self.worker, InfillOptions(), session_keys(settings.keys))
         self.folder_context = folder_context
         self.starter.project_chunks = self.project_chunks
+        self._tab_chunks: dict[int, tuple[tuple[str, int], tuple[Chunk, ...]]] = {}  # a tab's, by its text
         self._ended: EditSession | None = None  # the last session that ended (an empty one may run again)
         self._starts = 0  # counts ``start`` calls: one waiting for a server's address yields to a later one
         self.model_label = QLabel("No model")
@@ -101,10 +102,23 @@ class AiController(QObject):
         documents = self.tabs.documents()
         tabs = [chunk for document in documents
                 if document.editor is not editor and (not document.path or self.folder_context.admits(document.path))
-                for chunk in file_chunks(document.name, document_text(document.editor.document()))]
+                for chunk in self._chunks_of_tab(document)]
+        open_now = {id(document.editor.document()) for document in documents}
+        self._tab_chunks = {key: held for key, held in self._tab_chunks.items() if key in open_now}
         if refresh:
             self.folder_context.refresh()
         return tabs + self.folder_context.chunks({document.path for document in documents if document.path})
+
+    def _chunks_of_tab(self, document) -> tuple[Chunk, ...]:
+        """A tab's chunks, cut again only when its name or text changed (a warm asks for them at
+        every cursor rest, on the UI thread)."""
+        text = document_text(document.editor.document())
+        key = (document.name, hash(text))
+        held = self._tab_chunks.get(id(document.editor.document()))
+        if held is None or held[0] != key:
+            held = (key, file_chunks(document.name, text))
+            self._tab_chunks[id(document.editor.document())] = held
+        return held[1]
 
     def cursor_moved(self) -> None:
         """The current editor's cursor or text changed: warm the prompt once it rests."""

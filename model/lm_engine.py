@@ -150,7 +150,7 @@ class LmDenoiserBackend:
                    generator=torch.Generator().manual_seed(seed), accept=bar,
                    stop=stop if len(stop.strip()) >= MIN_STOP_CHARS else "", stop_space=request.suffix[:1].isspace(),
                    before=request.prefix.rsplit("\n", 1)[-1], after=request.suffix[:LONGEST_STOP],
-                   gap_suffix=self._encode(request.suffix)[:SUFFIX_SCORE_TOKENS] if inside_line else [])
+                   gap_suffix=self._encode(request.suffix[: 4 * SUFFIX_SCORE_TOKENS])[:SUFFIX_SCORE_TOKENS] if inside_line else [])
         if request.is_rewrite:
             init = self._encode(heal.decode("utf-8", "replace") + request.init_text)
             # room to grow at the end (an end there deletes it); a light rewrite (a fix) keeps its

@@ -240,7 +240,7 @@ def main(argv=None) -> None:
              "block": [(t, None) for t in block_tasks(documents, args.blocks, args.seed)]}
     systems = args.systems.split(",")
     report: dict = {"adapter": str(args.adapter or "shipped"), "held_out_units": len(files_by_unit("heldout"))}
-    engine, base = None, None
+    engine, base, nearest = None, None, None
     if {"engine", "engine-context", "one-per-pass"} & set(systems):
         if args.adapter:
             model, tokenizer = load_adapted(args.adapter)
@@ -255,7 +255,9 @@ def main(argv=None) -> None:
         for system in systems:
             if system in ("engine", "engine-context") or (system == "one-per-pass" and kind in ("line", "prose")):
                 options = {"sampler_bound": 1e-4} if system == "one-per-pass" else {}
-                context = project_context(documents) if system == "engine-context" else lambda task: ()
+                if system == "engine-context" and nearest is None:
+                    nearest = project_context(documents)  # the chunk index, built once
+                context = nearest if system == "engine-context" else lambda task: ()
                 results = run_engine(engine, [request_for(t, kind, b, seed=args.seed, context=context(t), **options)
                                               for t, b in items])
                 texts = [r["text"] for r in results]
