@@ -75,3 +75,63 @@ def test_the_sampler_draws_documentation_at_its_share(monkeypatch, tmp_path, smo
     drawn = [smol_tokenizer.decode(sampler.next_tokens()) for _ in range(400)]
     share = sum("guide" in text for text in drawn) / len(drawn)
     assert 0.4 < share < 0.6  # by units alone it would be 1 in 51
+
+
+def test_the_teacher_reads_the_prefix_and_the_true_middle_at_the_masked_positions(vocab):
+    tokens = vocab.encode(TEXT)
+    rng = random.Random(11)
+    checked = 0
+    for _ in range(60):
+        example = adapt.make_example(tokens, rng, vocab)
+        if example is None:
+            continue
+        ids, prompt_len, target, _ = example
+        reading = adapt.teacher_reading(example, vocab.special)
+        if reading is None:
+            continue
+        teacher_ids, first, positions = reading
+        prefix = ids[ids.index(vocab.special.prefix_mark) + 1 : prompt_len]
+        assert teacher_ids[:first] == prefix
+        assert vocab.special.end not in teacher_ids and vocab.special.mask not in teacher_ids
+        for j in positions:  # what the base reads before canvas position j is the prefix and the middle's start
+            assert ids[prompt_len + j] == vocab.special.mask and teacher_ids[first + j] == target[j]
+        checked += 1
+    assert checked > 20
+
+
+def test_distillation_pulls_the_adapter_towards_the_base_it_started_from(vocab, tiny_lm):
+    """With the base's own distribution as the only target, steps lower the KL term; the
+    teacher is the base with the adapter switched off, so it does not move with training."""
+    import copy
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    torch.manual_seed(0)
+    model = get_peft_model(copy.deepcopy(tiny_lm), LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
+                                                              init_lora_weights=False))
+    tokens = vocab.encode(TEXT)
+    rng = random.Random(2)
+    example = None
+    while example is None or adapt.teacher_reading(example, vocab.special) is None:
+        example = adapt.make_example(tokens, rng, vocab)
+    teacher_ids = adapt.teacher_reading(example, vocab.special)[0]
+    with torch.no_grad(), model.disable_adapter():
+        before = model(input_ids=torch.tensor([teacher_ids])).logits
+    plain = adapt.example_loss(model, example, "cpu", vocab.special, 0.0)
+    with_kl = adapt.example_loss(model, example, "cpu", vocab.special, 1.0)
+    kl = (with_kl - plain).item()
+    assert kl > 0  # the random adapter reads the canvas unlike the base reads the text
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.Adam(params, lr=1e-2)
+    for _ in range(10):
+        optimizer.zero_grad()  # the difference of the two losses is the KL term alone, value and gradient
+        (adapt.example_loss(model, example, "cpu", vocab.special, 1.0)
+         - adapt.example_loss(model, example, "cpu", vocab.special, 0.0)).backward()
+        optimizer.step()
+    with torch.no_grad():
+        after_kl = (adapt.example_loss(model, example, "cpu", vocab.special, 1.0)
+                    - adapt.example_loss(model, example, "cpu", vocab.special, 0.0)).item()
+        with model.disable_adapter():
+            assert torch.equal(model(input_ids=torch.tensor([teacher_ids])).logits, before)
+    assert after_kl < kl

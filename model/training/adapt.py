@@ -16,7 +16,10 @@ cut from a training document, and a canvas of C tokens holding the middle (close
   wrong identifier would be) and a few more masked; the loss covers every canvas position, so
   the model learns to give a corrupted text back correct and to keep what is right.
 
-Plus half a next-token loss on the end of the prompt, which keeps the causal reading the base had.
+Plus half a next-token loss on the end of the prompt, which keeps the causal reading the base had,
+and optionally (``--distill W``) W times the KL divergence from the base's own next-token
+distribution, the adapter switched off, reading the prefix and the true middle left to right, at
+the masked canvas positions: soft targets that carry what the base knows beyond the one right token.
 Only LoRA weights train (``peft``); the checkpoint is a peft adapter folder, written atomically
 with the optimiser state, so a killed run resumes where it stopped. Without a checkpoint of its
 own, a run starts from the shipped adapter when there is one.
@@ -68,6 +71,8 @@ def parse_args(argv=None):
     p.add_argument("--accumulate", type=int, default=8)
     p.add_argument("--save-every", type=int, default=25, help="optimizer steps between checkpoints")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--distill", type=float, default=0.0,
+                   help="weight of the KL divergence from the base's next-token distribution (0: off)")
     p.add_argument("--export", nargs=2, type=Path, metavar=("CHECKPOINT", "FOLDER"),
                    help="write CHECKPOINT's adapter to FOLDER in float16 (what git holds) and stop")
     return p.parse_args(argv)
@@ -196,7 +201,7 @@ def _pick_middle(tokens, rng, canvas, vocab: Vocabulary):
     return start, min(rng.randint(1, canvas + 8), len(tokens) - start)
 
 
-def example_loss(model, example, device) -> torch.Tensor:
+def example_loss(model, example, device, special: SpecialIds | None = None, distill: float = 0.0) -> torch.Tensor:
     ids, prompt_len, target, weight = example
     x = torch.tensor([ids], device=device)
     canvas = len(target)
@@ -210,7 +215,28 @@ def example_loss(model, example, device) -> torch.Tensor:
     if prompt_len - ar_from >= 2:
         ar_logits = head(hidden[0, ar_from - 1 : prompt_len - 1])
         loss = loss + 0.5 * F.cross_entropy(ar_logits, x[0, ar_from:prompt_len])
+    reading = teacher_reading(example, special) if distill else None
+    if reading is not None:
+        teacher_ids, first, positions = reading
+        with torch.no_grad(), model.disable_adapter():
+            teacher = model(input_ids=torch.tensor([teacher_ids], device=device)).logits[0]
+        taught = teacher[[first - 1 + j for j in positions]].log_softmax(-1)
+        student = logits[positions].log_softmax(-1)
+        loss = loss + distill * F.kl_div(student, taught, log_target=True, reduction="batchmean")
     return loss
+
+
+def teacher_reading(example, special: SpecialIds) -> tuple[list[int], int, list[int]] | None:
+    """What the base reads to teach an example: (prefix + the middle's tokens up to its first end,
+    where the middle starts in them, the masked canvas positions it predicts); None when none is
+    masked there. A slip's target is the true middle up to its first end, so it aligns too."""
+    ids, prompt_len, target, _ = example
+    prefix = ids[ids.index(special.prefix_mark) + 1 : prompt_len]
+    middle = target[: target.index(special.end)] if special.end in target else target
+    positions = [j for j in range(len(middle)) if ids[prompt_len + j] == special.mask]
+    if not prefix or not positions:
+        return None
+    return prefix + middle, len(prefix), positions
 
 
 def save_checkpoint(model, optimizer, state: dict, out: Path) -> None:
@@ -257,6 +283,7 @@ def main(argv=None) -> None:
     if resume:
         optimizer.load_state_dict(torch.load(resume / "optimizer.pt", weights_only=True))
         state = json.loads((resume / "state.json").read_text())
+    state["distill"] = args.distill  # the recipe a checkpoint was last trained with
     rng = random.Random(f"{args.seed}:{state['step']}")
     sampler = DocumentSampler("train", tokenizer, rng, prose_share=PROSE_SHARE)
     started = time.monotonic()
@@ -270,7 +297,7 @@ def main(argv=None) -> None:
             example = make_example(sampler.next_tokens(), rng, vocab)
             if example is None:
                 continue
-            loss = example_loss(model, example, device) / args.accumulate
+            loss = example_loss(model, example, device, vocab.special, args.distill) / args.accumulate
             loss.backward()
             total += loss.item()
             n += 1
