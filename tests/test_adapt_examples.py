@@ -72,7 +72,7 @@ def test_the_sampler_draws_documentation_at_its_share(monkeypatch, tmp_path, smo
     units = {"python-docs": [tmp_path / "guide.txt"], **{f"site-packages/p{i}": [tmp_path / "code.py"] for i in range(50)}}
     monkeypatch.setattr(lm_corpus, "files_by_unit", lambda split: units)
     sampler = lm_corpus.DocumentSampler("train", smol_tokenizer, random.Random(1), prose_share=0.5)
-    drawn = [smol_tokenizer.decode(sampler.next_tokens()) for _ in range(400)]
+    drawn = [smol_tokenizer.decode(sampler.next_window().tokens) for _ in range(400)]
     share = sum("guide" in text for text in drawn) / len(drawn)
     assert 0.4 < share < 0.6  # by units alone it would be 1 in 51
 
@@ -135,3 +135,36 @@ def test_distillation_pulls_the_adapter_towards_the_base_it_started_from(vocab, 
         with model.disable_adapter():
             assert torch.equal(model(input_ids=torch.tensor([teacher_ids])).logits, before)
     assert after_kl < kl
+
+
+def test_a_window_that_begins_a_file_sometimes_has_its_first_line_as_the_middle_and_no_prefix(vocab):
+    """The cursor on a new file's first line sends no prefix at all; training shows that case."""
+    tokens = vocab.encode(TEXT)
+    first_line = vocab.encode("def area(width, height):")
+    rng = random.Random(13)
+    empty = lines = 0
+    for _ in range(400):
+        ids, prompt_len, target, _ = adapt.make_example(tokens, rng, vocab, at_start=True)
+        prefix = ids[ids.index(vocab.special.prefix_mark) + 1 : prompt_len]
+        if not prefix:
+            empty += 1
+            middle = target[: target.index(vocab.special.end)] if vocab.special.end in target else target
+            assert middle == tokens[: len(middle)]  # the middle is the file's start
+            lines += middle == first_line
+    assert 40 < empty < 160 and lines > 10  # about FILE_START_SHARE of them
+    rng = random.Random(13)
+    for _ in range(200):  # elsewhere a middle has a prefix
+        ids, prompt_len, _, _ = adapt.make_example(tokens, rng, vocab)
+        assert ids.index(vocab.special.prefix_mark) + 1 < prompt_len
+
+
+def test_the_sampler_marks_windows_that_begin_their_file(monkeypatch, tmp_path, smol_tokenizer):
+    long_text = "".join(f"line {i} of a long file\n" for i in range(400))
+    (tmp_path / "long.py").write_text(long_text)
+    monkeypatch.setattr(lm_corpus, "files_by_unit", lambda split: {"site-packages/p": [tmp_path / "long.py"]})
+    sampler = lm_corpus.DocumentSampler("train", smol_tokenizer, random.Random(4))
+    windows = [sampler.next_window() for _ in range(300)]
+    starts = [w for w in windows if w.at_start]
+    assert 10 < len(starts) < 60  # about FILE_START_SHARE of a long file's windows
+    assert all(smol_tokenizer.decode(w.tokens).startswith("line 0 of") for w in starts)
+    assert not any(smol_tokenizer.decode(w.tokens).startswith("line 0 of") for w in windows if not w.at_start)

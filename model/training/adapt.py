@@ -57,6 +57,7 @@ WORDS_SHARE = 0.25  # middles of 1 to WORDS_MAX words inside a line
 WORDS_MAX = 4
 PROSE_SHARE = 0.3  # of examples: documentation (by units alone it would be ~6%)
 LEFT_TO_RIGHT_SHARE = 0.4  # of infill examples: a written start and a masked rest, not scattered masks
+FILE_START_SHARE = 0.2  # of windows that begin a file: the middle begins it too, with no prefix at all
 
 
 def parse_args(argv=None):
@@ -109,13 +110,17 @@ class Vocabulary:
                    lambda ids: tokenizer.decode(ids))
 
 
-def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary):
-    """(input ids, prompt length, targets over the canvas, loss weights over the canvas) or None."""
+def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary, at_start: bool = False):
+    """(input ids, prompt length, targets over the canvas, loss weights over the canvas) or None.
+    ``at_start``: the tokens begin a file, so a middle may begin there too."""
     if len(tokens) < 24:
         return None
     special = vocab.special
     canvas = rng.choice(CANVAS_SIZES)
-    start, length = _pick_middle(tokens, rng, canvas, vocab)
+    if at_start and rng.random() < FILE_START_SHARE:
+        start, length = 0, _first_line_length(tokens, rng, canvas, vocab)
+    else:
+        start, length = _pick_middle(tokens, rng, canvas, vocab)
     middle = tokens[start : start + length]
     prefix = tokens[max(0, start - rng.randint(8, MAX_PREFIX)) : start]
     suffix_len = 0 if rng.random() < 0.2 else rng.randint(1, MAX_SUFFIX)
@@ -175,6 +180,14 @@ def _slip(middle: list[int], tokens: list[int], rng: random.Random, vocab: Vocab
             wrong.update(range(a0, a1))
         target += middle[b0:b1] + [vocab.special.end] * ((a1 - a0) - (b1 - b0))
     return shown, target, wrong
+
+
+def _first_line_length(tokens, rng, canvas, vocab: Vocabulary) -> int:
+    """The file's first line (what the cursor on a new file's first line writes), or a span."""
+    first_break = next((i for i, t in enumerate(tokens) if t in vocab.newlines), len(tokens))
+    if rng.random() < LINE_SHARE and 0 < first_break <= canvas:
+        return first_break
+    return min(rng.randint(1, canvas + 8), len(tokens))
 
 
 def _pick_middle(tokens, rng, canvas, vocab: Vocabulary):
@@ -294,7 +307,8 @@ def main(argv=None) -> None:
         optimizer.zero_grad(set_to_none=True)
         total, n = 0.0, 0
         while n < args.accumulate:
-            example = make_example(sampler.next_tokens(), rng, vocab)
+            window = sampler.next_window()
+            example = make_example(window.tokens, rng, vocab, window.at_start)
             if example is None:
                 continue
             loss = example_loss(model, example, device, vocab.special, args.distill) / args.accumulate

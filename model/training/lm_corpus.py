@@ -14,6 +14,7 @@ import math
 import random
 from collections import defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
 from sfumato.model.training.corpus import MAX_FILE_BYTES, skipped, source_roots
 from sfumato.model.training.html_text import page_text
@@ -21,6 +22,12 @@ from sfumato.model.training.html_text import page_text
 HELD_OUT_PERCENT = 5
 HELD_OUT_PROSE = frozenset({"requests-docs"})
 WINDOW_CHARS = 3000
+FILE_START_SHARE = 0.1  # of a long file's windows: its beginning (the cursor at a file's start has no prefix)
+
+
+class Window(NamedTuple):
+    tokens: list[int]
+    at_start: bool  # the window begins where its file does
 
 
 def unit_of(source: str, rel: str) -> str:
@@ -79,13 +86,15 @@ class DocumentSampler:
         names = self.rng.choices([g for _, g in self.groups], [share for share, _ in self.groups])[0]
         return self.rng.choices(names, [math.sqrt(len(self.units[name])) for name in names])[0]
 
-    def next_tokens(self) -> list[int]:
+    def next_window(self) -> Window:
         while True:
             unit = self._unit()
             text = read_text(self.rng.choice(self.units[unit]))
             if text and text.strip():
                 break
+        start = 0
         if len(text) > WINDOW_CHARS:
-            start = text.rfind("\n", 0, self.rng.randrange(len(text) - WINDOW_CHARS)) + 1
+            if self.rng.random() >= FILE_START_SHARE:
+                start = text.rfind("\n", 0, self.rng.randrange(len(text) - WINDOW_CHARS)) + 1
             text = text[start : start + WINDOW_CHARS]
-        return self.tokenizer(text, add_special_tokens=False).input_ids
+        return Window(self.tokenizer(text, add_special_tokens=False).input_ids, start == 0)
