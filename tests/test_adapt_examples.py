@@ -168,3 +168,41 @@ def test_the_sampler_marks_windows_that_begin_their_file(monkeypatch, tmp_path, 
     assert 10 < len(starts) < 60  # about FILE_START_SHARE of a long file's windows
     assert all(smol_tokenizer.decode(w.tokens).startswith("line 0 of") for w in starts)
     assert not any(smol_tokenizer.decode(w.tokens).startswith("line 0 of") for w in windows if not w.at_start)
+
+
+def test_half_the_examples_read_the_project_context_before_the_prefix(vocab):
+    tokens = vocab.encode(TEXT)
+    snippet = "# geometry/shapes.py\ndef perimeter(width, height):\n    return 2 * (width + height)\n"
+    asked = []
+
+    def snippets(prefix, suffix):
+        asked.append((prefix, suffix))
+        return (snippet,)
+
+    rng = random.Random(17)
+    with_context = 0
+    for _ in range(200):
+        ids, prompt_len, _, _ = adapt.make_example(tokens, rng, vocab, snippets=snippets)
+        prefix = ids[ids.index(vocab.special.prefix_mark) + 1 : prompt_len]
+        context = vocab.encode(snippet)
+        if prefix[: len(context)] == context:
+            with_context += 1
+            assert vocab.decode(prefix[len(context):]) in TEXT  # then the document's own prefix
+    assert 60 < with_context < 140
+    assert all(prefix in TEXT and suffix in TEXT for prefix, suffix in asked)  # chosen for the text around the middle
+
+
+def test_the_context_of_a_window_comes_from_other_files_of_its_unit(monkeypatch, tmp_path, smol_tokenizer):
+    files = {"shapes.py": "def perimeter(width, height):\n    return 2 * (width + height)\n",
+             "area.py": "def area(width, height):\n    return width * height\n",
+             "other.py": "import sys\nprint(sys.argv)\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    units = {"site-packages/geometry": [tmp_path / "area.py", tmp_path / "shapes.py"],
+             "site-packages/other": [tmp_path / "other.py"]}
+    monkeypatch.setattr(lm_corpus, "files_by_unit", lambda split: units)
+    sampler = lm_corpus.DocumentSampler("train", smol_tokenizer, random.Random(2))
+    window = next(w for w in iter(sampler.next_window, None) if w.path.name == "area.py")
+    found = sampler.snippets(window, "def area(width, height):\n", "")
+    assert found and all("perimeter" in s and "area(" not in s and "sys" not in s for s in found)
+    assert found[0].startswith(f"# {tmp_path.name}/shapes.py\n")

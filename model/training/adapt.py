@@ -34,14 +34,17 @@ import os
 import random
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+from sfumato.model.lm_engine import CONTEXT_TOKENS
 from sfumato.model.lm_layout import SpecialIds, canvas_mask, prompt_ids
+from sfumato.model.project_context import CONTEXT_SHARE as ENGINE_CONTEXT_SHARE
+from sfumato.model.project_context import context_tokens
 from sfumato.model.training.edit_tasks import corrupt
 from sfumato.model.training.lm_corpus import DocumentSampler
 
@@ -57,6 +60,7 @@ WORDS_SHARE = 0.25  # middles of 1 to WORDS_MAX words inside a line
 WORDS_MAX = 4
 PROSE_SHARE = 0.3  # of examples: documentation (by units alone it would be ~6%)
 LEFT_TO_RIGHT_SHARE = 0.4  # of infill examples: a written start and a masked rest, not scattered masks
+CONTEXT_SHARE = 0.5  # of examples: the project's snippets before the prefix, as the editor sends them
 FILE_START_SHARE = 0.2  # of windows that begin a file: the middle begins it too, with no prefix at all
 
 
@@ -99,6 +103,7 @@ class Vocabulary:
     word_starts: frozenset[int]  # tokens that begin a word after a space ("Ġword")
     encode: Callable[[str], list[int]]
     decode: Callable[[list[int]], str]
+    context: Callable[[Sequence[str]], list[int]]  # snippets as the engine lays them out
 
     @classmethod
     def of(cls, tokenizer) -> Vocabulary:
@@ -107,12 +112,15 @@ class Vocabulary:
                    frozenset(i for tok, i in vocab.items() if "Ċ" in tok),
                    frozenset(i for tok, i in vocab.items() if tok.startswith("Ġ") and tok[1:2].isalnum()),
                    lambda text: tokenizer(text, add_special_tokens=False).input_ids,
-                   lambda ids: tokenizer.decode(ids))
+                   lambda ids: tokenizer.decode(ids),
+                   lambda snippets: context_tokens(tokenizer, snippets, ENGINE_CONTEXT_SHARE * CONTEXT_TOKENS))
 
 
-def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary, at_start: bool = False):
+def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary, at_start: bool = False,
+                 snippets: Callable[[str, str], Sequence[str]] | None = None):
     """(input ids, prompt length, targets over the canvas, loss weights over the canvas) or None.
-    ``at_start``: the tokens begin a file, so a middle may begin there too."""
+    ``at_start``: the tokens begin a file, so a middle may begin there too; ``snippets`` gives the
+    project context for a prefix and suffix (text), which ``CONTEXT_SHARE`` of examples get."""
     if len(tokens) < 24:
         return None
     special = vocab.special
@@ -125,6 +133,8 @@ def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary, at_st
     prefix = tokens[max(0, start - rng.randint(8, MAX_PREFIX)) : start]
     suffix_len = 0 if rng.random() < 0.2 else rng.randint(1, MAX_SUFFIX)
     suffix = tokens[start + length : start + length + suffix_len]
+    if snippets is not None and rng.random() < CONTEXT_SHARE:
+        prefix = vocab.context(snippets(vocab.decode(prefix), vocab.decode(suffix))) + prefix
     fix = rng.random() < FIX_SHARE
     slip = _slip(middle, tokens, rng, vocab) if fix and rng.random() < SLIP_SHARE else None
     if slip is not None:
@@ -308,7 +318,8 @@ def main(argv=None) -> None:
         total, n = 0.0, 0
         while n < args.accumulate:
             window = sampler.next_window()
-            example = make_example(window.tokens, rng, vocab, window.at_start)
+            example = make_example(window.tokens, rng, vocab, window.at_start,
+                                   lambda prefix, suffix: sampler.snippets(window, prefix, suffix))
             if example is None:
                 continue
             loss = example_loss(model, example, device, vocab.special, args.distill) / args.accumulate

@@ -16,6 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import NamedTuple
 
+from sfumato.model.project_context import file_chunks, nearest_chunks
 from sfumato.model.training.corpus import MAX_FILE_BYTES, skipped, source_roots
 from sfumato.model.training.html_text import page_text
 
@@ -25,9 +26,14 @@ WINDOW_CHARS = 3000
 FILE_START_SHARE = 0.1  # of a long file's windows: its beginning (the cursor at a file's start has no prefix)
 
 
+CONTEXT_FILES = 8  # other files of the window's unit whose chunks a window's project context is chosen from
+
+
 class Window(NamedTuple):
     tokens: list[int]
     at_start: bool  # the window begins where its file does
+    unit: str
+    path: Path
 
 
 def unit_of(source: str, rel: str) -> str:
@@ -89,7 +95,8 @@ class DocumentSampler:
     def next_window(self) -> Window:
         while True:
             unit = self._unit()
-            text = read_text(self.rng.choice(self.units[unit]))
+            path = self.rng.choice(self.units[unit])
+            text = read_text(path)
             if text and text.strip():
                 break
         start = 0
@@ -97,4 +104,15 @@ class DocumentSampler:
             if self.rng.random() >= FILE_START_SHARE:
                 start = text.rfind("\n", 0, self.rng.randrange(len(text) - WINDOW_CHARS)) + 1
             text = text[start : start + WINDOW_CHARS]
-        return Window(self.tokenizer(text, add_special_tokens=False).input_ids, start == 0)
+        return Window(self.tokenizer(text, add_special_tokens=False).input_ids, start == 0, unit, path)
+
+    def snippets(self, window: Window, prefix: str, suffix: str) -> tuple[str, ...]:
+        """What the editor's folder context would send with a middle of ``window``: the chunks
+        nearest to its ``prefix`` and ``suffix`` among those of a few other files of its unit."""
+        others = [path for path in self.units[window.unit] if path != window.path]
+        found = []
+        for path in self.rng.sample(others, min(CONTEXT_FILES, len(others))):
+            text = read_text(path)
+            if text:
+                found += file_chunks(f"{path.parent.name}/{path.name}", text)
+        return nearest_chunks(prefix, suffix, found)
