@@ -383,7 +383,7 @@ class LmDenoiserBackend:
         blocked = self.vocabulary.blocked(len(row.canvas), row.no_breaks)
         if position is not None:  # the healed text may be spelt by parts of a character, as the prompt held it
             logits[position, ~self.vocabulary.heal_allowed(left)] = -math.inf
-            blocked[position] = self.vocabulary.unwritable
+            blocked[position] = self.vocabulary.unwritable | self.vocabulary.heal_spaces(left)
         if row.must_write and self._text_start(row) is not None:
             # a blank line gets a line: nothing ends it before its text, and it does not begin as
             # the next line does (that copy would be cut as running into the suffix: nothing left)
@@ -391,7 +391,8 @@ class LmDenoiserBackend:
             blocked[open_] |= self.vocabulary.breaks | row.avoid
             blocked[open_, self.special.end] = True
             if position is not None:
-                blocked[position] = self.vocabulary.unwritable | self.vocabulary.heal_breaks(left) | row.avoid
+                blocked[position] = (self.vocabulary.unwritable | self.vocabulary.heal_spaces(left) | self.vocabulary.heal_breaks(left)
+                                     | row.avoid)
         logits[blocked] = -math.inf
         probs = logits.softmax(-1)
         if row.temperature:

@@ -42,8 +42,26 @@ class CanvasVocabulary:
         return torch.tensor([bool(piece.strip()) and data.startswith(piece.strip()) for piece in self.table], device=self.device)
 
     def heal_allowed(self, left: bytes) -> torch.Tensor:
-        """[V] bool: tokens that begin with ``left``, or spell a start of it (the next token goes on)."""
-        return self._heal_mask("allowed", left, lambda piece: bool(piece) and (piece.startswith(left) or left.startswith(piece)))
+        """[V] bool: tokens that begin with ``left``, or spell a start of it that leaves one space
+        (the tokenizer joins an indentation's last space to the word after it: ``\n       `` +
+        `` return``), that leaves whole lines (``\n`` + ``\n``) or that is part of a character.
+        Not any start: ``\n`` + indentation healed as ``\n`` and then spaces one at a time took
+        the model off its grid, and the spaces looped until the line was cut to nothing."""
+        def allowed(piece: bytes) -> bool:
+            if not piece or piece.startswith(left):
+                return bool(piece)
+            rest = left[len(piece) :]
+            return left.startswith(piece) and (rest == b" " or rest.startswith(b"\n") or not _whole_characters(piece))
+
+        return self._heal_mask("allowed", left, allowed)
+
+    def heal_spaces(self, left: bytes) -> torch.Tensor:
+        """[V] bool, for ``left`` that ends with a space: tokens of white space alone that spell it
+        and end with a space. Before a line's text the tokenizer never ends an indentation so (its
+        last space goes with the word: ``\n       `` + `` if``); chosen, the next token brought a
+        space of its own, one too many. (After ``\n`` alone, indentation may begin.)"""
+        return self._heal_mask("spaces", left, lambda piece: left.endswith(b" ") and piece.startswith(left)
+                               and not piece.strip() and piece.endswith(b" "))
 
     def heal_breaks(self, left: bytes) -> torch.Tensor:
         """[V] bool: tokens that spell ``left`` and then a line break."""
