@@ -6,7 +6,10 @@
 
 Each example is one infill as the engine lays it out (``sfumato.model.lm_layout``): a suffix and a prefix
 cut from a training document, and a canvas of C tokens holding the middle (closed by
-``<|endoftext|>`` padding). Two kinds of noise, as the engine uses them:
+``<|endoftext|>`` padding). Half the prompts hold the project's snippets before the prefix, chosen
+as the editor chooses them (other files of the document's unit); a window that begins a file
+sometimes has the file's start as its middle and no prefix at all. Two kinds of noise, as the
+engine uses them:
 
 * infill / rewrite: every canvas token is masked with probability t ~ U(0, 1) (a rewrite at
   strength s is the case t = s), or (``LEFT_TO_RIGHT_SHARE``) every token from a random point on,
