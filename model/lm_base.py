@@ -47,10 +47,11 @@ def dequantised_folder(source: Path) -> Path:
     hash of its first and last MiB), so every install of one release shares one copy and another
     release gets its own. (Named by the file's time, as before, every new virtual environment made
     a new 538 MB copy and none was ever removed.)"""
-    digest = hashlib.sha256(str(source.stat().st_size).encode())
+    size = source.stat().st_size
+    digest = hashlib.sha256(str(size).encode())
     with source.open("rb") as file:
         digest.update(file.read(SAMPLE_BYTES))
-        file.seek(max(0, source.stat().st_size - SAMPLE_BYTES))
+        file.seek(max(0, size - SAMPLE_BYTES))
         digest.update(file.read(SAMPLE_BYTES))
     return cache_root() / f"{source.stem}-{digest.hexdigest()[:16]}"
 

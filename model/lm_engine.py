@@ -45,6 +45,11 @@ ALTERNATIVE_TEMPERATURE = 0.8
 HEAVY_REWRITE = 0.5  # a rewrite at this strength or more may grow past the selection's length
 
 
+def context_ids(tokenizer, snippets) -> list[int]:
+    """The project's snippets as the prompt holds them, before the prefix (training lays them out so too)."""
+    return context_tokens(tokenizer, snippets, CONTEXT_SHARE * CONTEXT_TOKENS) if snippets else []
+
+
 class LmDenoiserBackend:
     """Infill and rewrite with a causal LM adapted to block denoising (one worker owns it)."""
 
@@ -129,7 +134,7 @@ class LmDenoiserBackend:
         prefix = self._encode(request.prefix[-4 * PREFIX_TOKENS :])[-PREFIX_TOKENS:]
         suffix = self._encode(request.suffix[: 4 * SUFFIX_TOKENS])[:SUFFIX_TOKENS]
         heal = self.table[prefix.pop()] if prefix else b""
-        context = context_tokens(self.tokenizer, request.context, CONTEXT_SHARE * CONTEXT_TOKENS) if request.context else []
+        context = context_ids(self.tokenizer, request.context)
         return prompt_ids(self.special, context + prefix, suffix), heal
 
     def _row(self, request: InfillRequest, alternative: int) -> Row:
@@ -383,7 +388,8 @@ class LmDenoiserBackend:
         blocked = self.vocabulary.blocked(len(row.canvas), row.no_breaks)
         if position is not None:  # the healed text may be spelt by parts of a character, as the prompt held it
             logits[position, ~self.vocabulary.heal_allowed(left)] = -math.inf
-            blocked[position] = self.vocabulary.unwritable | self.vocabulary.heal_spaces(left)
+            heal_rule = self.vocabulary.unwritable | self.vocabulary.heal_spaces(left)
+            blocked[position] = heal_rule
         if row.must_write and self._text_start(row) is not None:
             # a blank line gets a line: nothing ends it before its text, and it does not begin as
             # the next line does (that copy would be cut as running into the suffix: nothing left)
@@ -391,8 +397,7 @@ class LmDenoiserBackend:
             blocked[open_] |= self.vocabulary.breaks | row.avoid
             blocked[open_, self.special.end] = True
             if position is not None:
-                blocked[position] = (self.vocabulary.unwritable | self.vocabulary.heal_spaces(left) | self.vocabulary.heal_breaks(left)
-                                     | row.avoid)
+                blocked[position] = heal_rule | self.vocabulary.heal_breaks(left) | row.avoid
         logits[blocked] = -math.inf
         probs = logits.softmax(-1)
         if row.temperature:

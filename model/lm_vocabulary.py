@@ -48,8 +48,10 @@ class CanvasVocabulary:
         Not any start: ``\n`` + indentation healed as ``\n`` and then spaces one at a time took
         the model off its grid, and the spaces looped until the line was cut to nothing."""
         def allowed(piece: bytes) -> bool:
-            if not piece or piece.startswith(left):
-                return bool(piece)
+            if not piece:
+                return False
+            if piece.startswith(left):
+                return True
             rest = left[len(piece) :]
             return left.startswith(piece) and (rest == b" " or rest.startswith(b"\n") or not _whole_characters(piece))
 

@@ -44,10 +44,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from sfumato.model.lm_engine import CONTEXT_TOKENS
+from sfumato.model.lm_engine import context_ids
 from sfumato.model.lm_layout import SpecialIds, canvas_mask, prompt_ids
-from sfumato.model.project_context import CONTEXT_SHARE as ENGINE_CONTEXT_SHARE
-from sfumato.model.project_context import context_tokens
 from sfumato.model.training.edit_tasks import corrupt
 from sfumato.model.training.lm_corpus import DocumentSampler
 
@@ -116,7 +114,7 @@ class Vocabulary:
                    frozenset(i for tok, i in vocab.items() if tok.startswith("Ġ") and tok[1:2].isalnum()),
                    lambda text: tokenizer(text, add_special_tokens=False).input_ids,
                    lambda ids: tokenizer.decode(ids),
-                   lambda snippets: context_tokens(tokenizer, snippets, ENGINE_CONTEXT_SHARE * CONTEXT_TOKENS))
+                   lambda snippets: context_ids(tokenizer, snippets))
 
 
 def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary, at_start: bool = False,

@@ -24,8 +24,6 @@ HELD_OUT_PERCENT = 5
 HELD_OUT_PROSE = frozenset({"requests-docs"})
 WINDOW_CHARS = 3000
 FILE_START_SHARE = 0.1  # of a long file's windows: its beginning (the cursor at a file's start has no prefix)
-
-
 CONTEXT_FILES = 8  # other files of the window's unit whose chunks a window's project context is chosen from
 
 
