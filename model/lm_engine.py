@@ -26,9 +26,10 @@ import torch
 
 from sfumato.model.api import CancelFlag, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
 from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, CutQueries, cut_candidates
+from sfumato.model.light_rewrite import SequenceQueries, proposals, settle, typed_prior
 from sfumato.model.lm_drafts import Spent, group_draft, row_states
 from sfumato.model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
-from sfumato.model.lm_row import ACCEPT_PROBABILITY, Row, heal_only_tokens, heal_position, loop_cut
+from sfumato.model.lm_row import ACCEPT_PROBABILITY, Row, heal_only_tokens, heal_position, renoise_least_likely, stop_loop
 from sfumato.model.lm_vocabulary import CanvasVocabulary
 from sfumato.model.project_context import CONTEXT_SHARE, context_tokens
 from sfumato.model.prompt_cache import PromptCache
@@ -187,9 +188,8 @@ class LmDenoiserBackend:
         last_logits, cache = self._prefill(rows)
         prompt_logits = last_logits
         if any(request.is_rewrite for request in requests):
-            self._renoise_least_likely(rows, [r for request, group in zip(requests, groups) for r in [request] * len(group)],
-                                       last_logits, cache)
-            passes += 1
+            passes += self._renoise_least_likely(rows, [r for request, group in zip(requests, groups) for r in [request] * len(group)],
+                                                 last_logits, cache)
             yield passes
         while not all(row.done for row in rows):
             if cancel is not None:
@@ -327,11 +327,19 @@ class LmDenoiserBackend:
                     queries[b] = CutQueries.build(ids, row.gap_suffix, candidates)
         if not queries:
             return
-        width, prompt, cached = max(len(q.ids) for q in queries.values()), self._prompt_width, self._valid.shape[1]
-        ids = torch.full((len(rows), width), self.special.end, device=self.device)
-        offsets = torch.zeros(len(rows), width, dtype=torch.long, device=self.device)
+        logits = self._read_queries(queries, len(rows), self._prompt_width, cache)
+        for b, q in queries.items():
+            rows[b].cut = q.best(prompt_logits[b], logits[b, : len(q.ids)])
+
+    def _read_queries(self, queries: dict, rows: int, prompt: int, cache) -> torch.Tensor:
+        """One forward pass over the cached prompt for every row's queries (``ids``, ``offsets``
+        and ``mask``: which query sees which); their logits [R, L, V]. Cached tokens past
+        ``prompt`` (committed canvases) are not seen: queries read them again."""
+        width, cached = max(len(q.ids) for q in queries.values()), self._valid.shape[1]
+        ids = torch.full((rows, width), self.special.end, device=self.device)
+        offsets = torch.zeros(rows, width, dtype=torch.long, device=self.device)
         mask = self._key_mask(width)
-        mask[:, :, :, prompt:] = False  # committed canvases are read again as queries
+        mask[:, :, :, prompt:] = False
         mask[:, :, :, cached:] = torch.eye(width, dtype=torch.bool, device=self.device)
         for b, q in queries.items():
             ids[b, : len(q.ids)] = torch.tensor(q.ids)
@@ -340,8 +348,7 @@ class LmDenoiserBackend:
         positions = self._valid[:, :prompt].sum(1, keepdim=True) + offsets
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True)
         cache.crop(-width)
-        for b, q in queries.items():
-            rows[b].cut = q.best(prompt_logits[b], out.logits[b, : len(q.ids)])
+        return out.logits
 
     def _text_pieces(self, row: Row) -> tuple[list[int], list[bytes]]:
         """The row's text tokens (committed and in the canvas, up to an end or a cut; for one line,
@@ -357,29 +364,41 @@ class LmDenoiserBackend:
             pieces.append(piece)
         return ids, pieces
 
-    def _renoise_least_likely(self, rows: list[Row], requests: list[InfillRequest], last_logits, cache) -> None:
+    def _renoise_least_likely(self, rows: list[Row], requests: list[InfillRequest], last_logits, cache) -> int:
         """Score a rewrite's selection in place; mask the ``strength`` fraction the model finds
-        least likely (there a typo or a wrong name is), pin the rest."""
+        least likely (there a typo or a wrong name is), pin the rest. A light rewrite instead
+        takes the likeliest of the denoiser's proposed fixes (``sfumato.model.light_rewrite``).
+        Returns the forward passes run."""
         logits = self._canvas_logits(rows, last_logits, cache)
+        light: dict[int, list[list[int]]] = {}
         for b, (row, request) in enumerate(zip(rows, requests)):
             if not request.is_rewrite:
                 continue
             row.passes += 1
             healed = heal_only_tokens(row, self.table)  # the prompt's text, not the selection's: pinned
-            kept = [i for i, m in enumerate(row.masked)
-                    if not m and i >= healed and not self.vocabulary.partial[row.canvas[i]]]
-            probs = logits[b, : len(row.canvas)].softmax(-1)
-            likely = [probs[i, row.canvas[i]].item() for i in kept]
-            count = math.ceil(request.strength * sum(not m for m in row.masked[healed:]))
-            jitter = torch.rand(len(kept), generator=row.generator).tolist() if row.temperature else [0.0] * len(kept)
-            order = sorted(range(len(kept)), key=lambda k: likely[k] * (1 + 0.5 * jitter[k]))
-            for k in order[:count]:
-                i = kept[k]
-                row.canvas[i], row.masked[i], row.confidence[i] = self.special.mask, True, 0.0
-            for k in order[count:]:
-                row.confidence[kept[k]] = likely[k]
-            if not any(row.masked):
-                row.done = True
+            if 0 < request.strength < HEAVY_REWRITE:
+                blocked = self.vocabulary.blocked(len(row.canvas), row.no_breaks)
+                blocked[:, self.special.end] = True  # a deletion is proposed as one (only inside a word)
+                writable = logits[b, : len(row.canvas)].softmax(-1).masked_fill(blocked, 0.0)
+                light[b] = proposals(row.canvas, writable, healed, self.table, self._encode, row.heal)
+                continue
+            renoise_least_likely(row, logits[b, : len(row.canvas)].softmax(-1), healed, request.strength,
+                                 self.vocabulary.partial, self.special.mask)
+        if not light:
+            return 1
+        self._choose(rows, requests, light, last_logits, cache)
+        return 2
+
+    def _choose(self, rows: list[Row], requests: list[InfillRequest], light: dict[int, list[list[int]]], last_logits, cache) -> None:
+        """One pass reads every light rewrite's sequences causally after its prompt, each followed
+        by the suffix's start; a row takes the likeliest (an alternative draws one by likelihood)."""
+        suffix = {b: self._encode(requests[b].suffix[: 4 * SUFFIX_SCORE_TOKENS])[:SUFFIX_SCORE_TOKENS] for b in light}
+        queries = {b: SequenceQueries.build(light[b], suffix[b]) for b in light}
+        logits = self._read_queries(queries, len(rows), self._valid.shape[1], cache)
+        for b, q in queries.items():
+            row, read = rows[b], logits[b, : len(q.ids)]
+            scores = q.scores(last_logits[b], read, typed_prior(requests[b].strength))
+            settle(row, light[b], torch.tensor(scores), q.token_probs(last_logits[b], read))
 
     def _accept(self, row: Row, logits: torch.Tensor) -> None:
         """Fill every masked position above the bar (at least the surest one); end the row when done."""
@@ -423,19 +442,7 @@ class LmDenoiserBackend:
             row.generated += 1
         self._close_at_end(row)
         if row.one_line and not row.done:
-            self._stop_loop(row)
-
-    def _stop_loop(self, row: Row) -> None:
-        """A line that has begun to write one unit of tokens over and over (``* height * height
-        * height``) ends after the unit's first copy."""
-        ids = list(row.written)
-        for token, masked in zip(row.canvas, row.masked):
-            if masked:
-                break
-            ids.append(token)
-        cut = loop_cut(ids)
-        if cut is not None:
-            row.cut, row.done = cut, True
+            stop_loop(row)
 
     def _text_start(self, row: Row) -> int | None:
         """The canvas position the text's first character goes to while only the heal and white

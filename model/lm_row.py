@@ -3,6 +3,7 @@ where its healed start (the prefix's last token, spelt again by the canvas) stan
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -62,6 +63,37 @@ def loop_cut(ids: list[int]) -> int | None:
                 start -= 1
             return start + size
     return None
+
+
+def stop_loop(row: Row) -> None:
+    """A line that has begun to write one unit of tokens over and over (``* height * height
+    * height``) ends after the unit's first copy."""
+    ids = list(row.written)
+    for token, masked in zip(row.canvas, row.masked):
+        if masked:
+            break
+        ids.append(token)
+    cut = loop_cut(ids)
+    if cut is not None:
+        row.cut, row.done = cut, True
+
+
+def renoise_least_likely(row: Row, probs: torch.Tensor, healed: int, strength: float, partial: torch.Tensor, mask: int) -> None:
+    """Mask the ``strength`` fraction of a rewrite's tokens from ``healed`` on that ``probs`` [C, V]
+    (each token scored in place) finds least likely, never part of a character; pin the rest. An
+    alternative's row (sampled) jitters the order."""
+    kept = [i for i, m in enumerate(row.masked) if not m and i >= healed and not partial[row.canvas[i]]]
+    likely = [probs[i, row.canvas[i]].item() for i in kept]
+    count = math.ceil(strength * sum(not m for m in row.masked[healed:]))
+    jitter = torch.rand(len(kept), generator=row.generator).tolist() if row.temperature else [0.0] * len(kept)
+    order = sorted(range(len(kept)), key=lambda k: likely[k] * (1 + 0.5 * jitter[k]))
+    for k in order[:count]:
+        i = kept[k]
+        row.canvas[i], row.masked[i], row.confidence[i] = mask, True, 0.0
+    for k in order[count:]:
+        row.confidence[kept[k]] = likely[k]
+    if not any(row.masked):
+        row.done = True
 
 
 def heal_only_tokens(row: Row, table: list[bytes]) -> int:

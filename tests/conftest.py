@@ -112,6 +112,24 @@ def tiny_lm(smol_tokenizer):
     return LlamaForCausalLM(config).eval()
 
 
+@pytest.fixture
+def read_queries(tiny_lm):
+    """Reads a prompt causally, then queries (``ids``, ``offsets``, and ``mask``: which query sees
+    which) that all see the whole prompt, as the engine's one-pass scorings do: logits [P + L, V]."""
+    import torch
+
+    def read(prompt: list[int], q):
+        p = len(prompt)
+        mask = torch.zeros(p + len(q.ids), p + len(q.ids), dtype=torch.bool)
+        mask[:p, :p] = torch.tril(torch.ones(p, p, dtype=torch.bool))
+        mask[p:, :p] = True
+        mask[p:, p:] = q.mask
+        with torch.no_grad():
+            return tiny_lm(input_ids=torch.tensor([prompt + q.ids]), attention_mask=mask[None, None],
+                           position_ids=torch.tensor([list(range(p)) + [p + o for o in q.offsets]])).logits[0]
+    return read
+
+
 @pytest.fixture(scope="session")
 def tiny_backend(tiny_model_dir):
     from sfumato.model.loading import load_backend

@@ -27,18 +27,12 @@ def reference_score(model, prompt, text, suffix, k) -> float:
     return float(log_probs[len(prompt) - 1 : -1].gather(1, targets[:, None]).sum())
 
 
-def test_the_tree_of_queries_scores_each_cut_as_a_plain_reading_would(tiny_lm):
+def test_the_tree_of_queries_scores_each_cut_as_a_plain_reading_would(tiny_lm, read_queries):
     prompt, text, suffix = [5, 17, 99, 240, 7], [301, 12, 977, 45, 630, 88], [410, 29, 3001]
     candidates = [1, 3, 4, 6]
     q = CutQueries.build(text, suffix, candidates)
-    p = len(prompt)
-    mask = torch.zeros(p + len(q.ids), p + len(q.ids), dtype=torch.bool)
-    mask[:p, :p] = torch.tril(torch.ones(p, p, dtype=torch.bool))
-    mask[p:, :p] = True
-    mask[p:, p:] = q.mask
+    p, logits = len(prompt), read_queries(prompt, q)
     with torch.no_grad():
-        logits = tiny_lm(input_ids=torch.tensor([prompt + q.ids]), attention_mask=mask[None, None],
-                         position_ids=torch.tensor([list(range(p)) + [p + o for o in q.offsets]])).logits[0]
         scores = {k: reference_score(tiny_lm, prompt, text, suffix, k) for k in candidates}
     assert q.scores(logits[p - 1], logits[p:]) == pytest.approx([scores[k] for k in candidates], abs=1e-4)
     assert q.best(logits[p - 1], logits[p:]) == max(scores, key=scores.get)
@@ -70,7 +64,7 @@ def test_over_several_canvases_the_cut_is_the_one_a_plain_reading_prefers(tiny_l
 
     monkeypatch.setattr(engine, "LINE_CANVAS", 4)
     monkeypatch.setattr(engine, "MAX_CANVAS", 4)
-    monkeypatch.setattr(engine, "loop_cut", lambda ids: None)  # the random model repeats a word
+    monkeypatch.setattr(engine, "stop_loop", lambda row: None)  # the random model repeats a word
     model = copy.deepcopy(tiny_lm)  # one that never ends a line: the text runs over several canvases
     enders = [i for token, i in smol_tokenizer.get_vocab().items() if "Ċ" in token] + [SpecialIds.of(smol_tokenizer).end]
     model.lm_head.register_forward_hook(lambda module, args, out: out.index_add(

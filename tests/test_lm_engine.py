@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 from sfumato.model.api import Cancelled, CancelFlag, InfillRequest, ModelInfo, TemplateRequest  # noqa: E402
 from sfumato.model.lm_layout import SpecialIds, canvas_mask, prompt_ids  # noqa: E402
-from sfumato.model.lm_row import heal_position  # noqa: E402
+from sfumato.model.lm_row import heal_position, stop_loop  # noqa: E402
 
 
 @pytest.fixture
@@ -92,13 +92,13 @@ def test_longer_texts_go_on_canvas_after_canvas(backend):
 def test_a_rewrite_pins_what_it_keeps(backend, smol_tokenizer):
     selection = "result = compute(alpha, beta, gamma, delta)"
     _, final = run(backend, InfillRequest(prefix="def f():\n    ", suffix="\n    return result\n", max_new_tokens=30,
-                                          init_text=selection, strength=0.3, seed=4))
+                                          init_text=selection, strength=0.6, seed=4))
     original = smol_tokenizer(" " + selection, add_special_tokens=False).input_ids
     assert final.final and final.text
-    # at most the renoised 30% (and the slack after the selection) may differ from the selection's tokens
+    # at most the renoised 60% (and the slack after the selection) may differ from the selection's tokens
     shown = smol_tokenizer(" " + final.text, add_special_tokens=False).input_ids
     same = sum(a == b for a, b in zip(original, shown))
-    assert same >= int(0.7 * len(original)) - 2
+    assert same >= int(0.4 * len(original)) - 2
 
 
 def test_a_rewrite_at_strength_zero_gives_the_selection_back(backend):
@@ -121,14 +121,14 @@ def test_a_rewrite_of_one_line_writes_one_line(tiny_lm, smol_tokenizer):
 
 
 def test_an_end_in_a_rewrite_deletes_its_position_and_keeps_the_pinned_text_after_it(tiny_lm, smol_tokenizer):
-    """A fix may need fewer tokens than the typo ("retrn" is two): the renoised positions the model
-    ends are deleted; the pinned tokens after them stay (the text used to stop at the first end)."""
+    """A rewrite may need fewer tokens than its selection: the renoised positions the model ends
+    are deleted; the pinned tokens after them stay (the text used to stop at the first end)."""
     backend = biased(tiny_lm, smol_tokenizer, [SpecialIds.of(smol_tokenizer).end], 30.0)
     selection = "result = compute(alpha, beta, gamma, delta)"
     _, final = run(backend, InfillRequest(prefix="def f():\n    ", suffix="\n    return result\n", max_new_tokens=30,
-                                          init_text=selection, strength=0.3, seed=4))
+                                          init_text=selection, strength=0.6, seed=4))
     original = smol_tokenizer(" " + selection, add_special_tokens=False).input_ids
-    pinned = len(original) - math.ceil(0.3 * len(original))
+    pinned = len(original) - math.ceil(0.6 * len(original))
     kept = smol_tokenizer(" " + final.text, add_special_tokens=False).input_ids
     assert len(kept) >= pinned - 1  # every renoised position ended, so deleted; the pinned ones kept
     # (one less where the healed indentation token and the first word re-tokenise together)
@@ -262,7 +262,7 @@ def test_the_engine_stops_a_loop(backend, smol_tokenizer):
     row = backend._row(InfillRequest(prefix="def area(w, h):\n    ", suffix="\n", one_line=True), 0)
     ids = smol_tokenizer(row.heal.decode() + "return w * h * h * h * h * h", add_special_tokens=False).input_ids
     row.canvas, row.masked, row.confidence = ids + [0] * 2, [False] * len(ids) + [True] * 2, [0.9] * len(ids) + [0.0] * 2
-    backend._stop_loop(row)
+    stop_loop(row)
     assert row.done and "".join(s.text for s in backend._states(row)) == "return w * h"
 
 
