@@ -12,6 +12,8 @@ every key with ``xdotool`` (through ``openbox`` when there is one):
 - a multi-line rewrite of code is reviewed as a diff (ghost lines), Alt+D shows it clean and back,
   Ctrl+S during the review writes the user's text only, Alt+] three times, a scroll away, Esc: the
   text is the user's again and Ctrl+S leaves the file byte-identical (items 7 and 2);
+- a line with a typo, rewritten at 30% (the strength box's slider moved with Page Down), comes
+  back fixed, and Tab keeps the fix in the file (issue 22's fixes);
 - nothing on stderr names ``QTextCursor`` or holds a traceback (stderr is captured at the file descriptor, so Qt's own
   warnings are caught; a marker warning at the start proves the capture works).
 
@@ -43,6 +45,7 @@ LONG_LINE = ("Sfumato rewrites a selection in place: the text dissolves into noi
              "far past the right edge of the window so that the view must scroll sideways to reach its end.")
 NEXT_LINE = "This line stays a line of its own."
 NOTES = f"# Notes\n\n{LONG_LINE}\n{NEXT_LINE}\n\nThe end.\n"
+TYPO = "def total(values):\n    result = sum(values)\n    retrun result\n"
 MARKER = "review_check: stderr is captured"
 WARNING = "QTextCursor"
 
@@ -61,6 +64,7 @@ def main() -> int:
     os.environ["QT_QPA_PLATFORM"] = "xcb"
     (home / "notes.md").write_text(NOTES)
     shutil.copy(SAMPLE, home / "inventory.py")
+    (home / "total.py").write_text(TYPO)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     captured = open(out / "stderr.txt", "w+b")  # kept: it holds a crash's last words too
@@ -156,6 +160,7 @@ def check(model: str, home: Path, out: Path) -> dict[str, bool]:
             results["welcome redrawn on screen once the model loaded"] = screen_image(welcome.viewport()).toImage() != before
         await long_line(window, home / "notes.md", results, shot)
         await code_review(window, home / "inventory.py", results, shot)
+        await typo_fix(window, home / "total.py", results, shot)
 
     with loop:
         loop.run_until_complete(scenario())
@@ -165,13 +170,14 @@ def check(model: str, home: Path, out: Path) -> dict[str, bool]:
     return results
 
 
-async def rewrite(editor, *select: str):
-    """Select with ``select`` keys, Ctrl+K, Enter in the strength box: the session, once started."""
+async def rewrite(editor, *select: str, strength_keys: tuple[str, ...] = ()):
+    """Select with ``select`` keys, Ctrl+K, ``strength_keys`` on the strength box's slider, Enter:
+    the session, once started."""
     from sfumato.app.inlinebox import InlineBox
 
     await keys(*select, "ctrl+k")
     await until(lambda: editor.viewport().findChild(InlineBox) is not None, 10, "the strength box")
-    await keys("Return")
+    await keys(*strength_keys, "Return")
     await until(lambda: editor.session is not None, 10, "the session")
     return editor.session
 
@@ -254,6 +260,34 @@ async def code_review(window, path: Path, results: dict[str, bool], shot) -> Non
     await keys("ctrl+s")
     await asyncio.sleep(0.5)
     results["Esc then Ctrl+S: the file byte-identical"] = path.read_bytes() == users.encode()
+
+
+async def typo_fix(window, path: Path, results: dict[str, bool], shot) -> None:
+    """A one-line slip rewritten at 30%: the fix is shown, and Tab writes it into the file."""
+    from sfumato.app.inlinebox import InlineBox
+
+    editor = window.tabs.open_path(str(path)).editor
+    editor.setFocus()
+    await asyncio.sleep(0.3)
+    await keys("ctrl+Home", "Down", "Down", "End", "shift+Home", "ctrl+k")
+    await until(lambda: editor.viewport().findChild(InlineBox) is not None, 10, "the strength box")
+    box = editor.viewport().findChild(InlineBox)
+    for _ in range(10):
+        if box.strength.value() <= 30:
+            break
+        await keys("Next")  # Page Down on the focused slider
+    results["the strength box's slider went down to 30% by keys"] = box.strength.value() == 30
+    await keys("Return")
+    await until(lambda: editor.session is not None, 10, "the session")
+    session = editor.session
+    await until(lambda: session.state != "running", what="the fix")
+    shot("typo-fix.png")
+    results["typo: the line comes back fixed"] = session.state == "ready" and "    return result" in editor.toPlainText().split("\n")
+    await keys("Tab")
+    await until(lambda: editor.session is None, 10, "Tab")
+    await keys("ctrl+s")
+    await asyncio.sleep(0.5)
+    results["typo: Tab and Ctrl+S write the fixed line"] = path.read_text() == TYPO.replace("retrun", "return")
 
 
 if __name__ == "__main__":
