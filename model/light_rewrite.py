@@ -25,6 +25,7 @@ MAX_PROPOSALS = 6  # positions proposing edits, the least likely tokens first
 TOP_TOKENS = 3  # a position proposes its likeliest tokens other than the one typed ...
 MIN_PROBABILITY = 0.02  # ... that are this likely (the likeliest always, when it is not the typed one)
 MAX_ABSORBED = 2  # following tokens a proposed token may also take the place of
+MAX_ROUNDS = 3  # one edit a round; a round that keeps the text ends the fix (an alternative has one round)
 FIX_STRENGTH, FIX_PRIOR = 0.3, 8.0  # at strength 0.3 an edit must be e^8 times likelier than the text as typed
 
 
@@ -128,12 +129,15 @@ class SequenceQueries:
 
 
 def settle(row: Row, sequences: list[list[int]], scores: torch.Tensor, token_probs: Callable[[int], list[float]]) -> None:
-    """The row's result is the likeliest sequence (an alternative's row draws one by likelihood)."""
+    """The row's result is the likeliest sequence (an alternative's row draws one by likelihood);
+    after an edit, a greedy row reads its text again (``MAX_ROUNDS``)."""
     pick = (int(torch.multinomial((scores / row.temperature).softmax(0), 1, generator=row.generator))
             if row.temperature else int(scores.argmax()))
     chosen = sequences[pick]
     matcher = difflib.SequenceMatcher(None, row.canvas, chosen, autojunk=False)
-    row.generated = sum(b1 - b0 for op, _, _, b0, b1 in matcher.get_opcodes() if op != "equal")  # the model's tokens
+    row.generated += sum(b1 - b0 for op, _, _, b0, b1 in matcher.get_opcodes() if op != "equal")  # the model's tokens
     row.canvas, row.masked, row.confidence = chosen, [False] * len(chosen), token_probs(pick)
     row.passes += 1
-    row.done = True
+    row.fix_rounds += 1
+    row.fixing = pick != 0 and not row.temperature and row.fix_rounds < MAX_ROUNDS  # a second slip: another round
+    row.done = not row.fixing

@@ -188,9 +188,12 @@ class LmDenoiserBackend:
         last_logits, cache = self._prefill(rows)
         prompt_logits = last_logits
         if any(request.is_rewrite for request in requests):
-            passes += self._renoise_least_likely(rows, [r for request, group in zip(requests, groups) for r in [request] * len(group)],
-                                                 last_logits, cache)
+            rewrites = [r for request, group in zip(requests, groups) for r in [request] * len(group)]
+            passes += self._renoise_least_likely(rows, rewrites, last_logits, cache)
             yield passes
+            while any(row.fixing for row in rows):
+                passes += self._renoise_least_likely(rows, rewrites, last_logits, cache, again=True)
+                yield passes
         while not all(row.done for row in rows):
             if cancel is not None:
                 cancel.raise_if_set()
@@ -364,15 +367,14 @@ class LmDenoiserBackend:
             pieces.append(piece)
         return ids, pieces
 
-    def _renoise_least_likely(self, rows: list[Row], requests: list[InfillRequest], last_logits, cache) -> int:
-        """Score a rewrite's selection in place; mask the ``strength`` fraction the model finds
-        least likely (there a typo or a wrong name is), pin the rest. A light rewrite instead
-        takes the likeliest of the denoiser's proposed fixes (``sfumato.model.light_rewrite``).
-        Returns the forward passes run."""
+    def _renoise_least_likely(self, rows: list[Row], requests: list[InfillRequest], last_logits, cache, again: bool = False) -> int:
+        """Score a rewrite's selection in place; mask the ``strength`` fraction the model finds least likely
+        (there a slip is), pin the rest; a light rewrite takes the likeliest of the denoiser's proposed fixes
+        (``sfumato.model.light_rewrite``), ``again`` for those still fixing. Returns the passes run."""
         logits = self._canvas_logits(rows, last_logits, cache)
         light: dict[int, list[list[int]]] = {}
         for b, (row, request) in enumerate(zip(rows, requests)):
-            if not request.is_rewrite:
+            if not request.is_rewrite or (again and not row.fixing):
                 continue
             row.passes += 1
             healed = heal_only_tokens(row, self.table)  # the prompt's text, not the selection's: pinned

@@ -36,6 +36,8 @@ class Row:
     must_write: bool = False  # the cursor on a blank line: the line's text may not start with its end
     cut: int | None = None  # the text ends after this many tokens (a loop was stopped, a gap's end was scored)
     gap_suffix: list[int] = field(default_factory=list)  # a gap inside a line: the suffix's start its cut is scored on
+    fix_rounds: int = 0  # a light rewrite: rounds of proposed edits read so far
+    fixing: bool = False  # ... and its last round made an edit: another round reads the text as edited
     avoid: torch.Tensor | bool = False  # [V] for a blank line: tokens that would begin it as the next line begins
     done: bool = False
     passes: int = 0

@@ -7,7 +7,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from sfumato.model.api import InfillRequest, ModelInfo
-from sfumato.model.light_rewrite import SequenceQueries, proposals, typed_prior
+from sfumato.model.light_rewrite import (
+    MAX_ROUNDS,
+    SequenceQueries,
+    proposals,
+    typed_prior,
+)
 
 
 @pytest.fixture
@@ -91,7 +96,8 @@ def test_a_lower_strength_keeps_more_of_the_text():
 
 def test_a_fix_takes_the_edit_the_model_reads_likeliest(tiny_lm, smol_tokenizer):
     """A model that favours " return" everywhere: the light rewrite of ``retrun result`` proposes
-    it at the slip and in place of the other word, and the reading prefers the shorter, whole fix."""
+    it at the slip and in place of the other word, and the reading prefers the shorter, whole fix;
+    the text as edited is read again, round after round, until a round keeps it."""
     import copy
 
     from sfumato.model.lm_engine import LmDenoiserBackend
@@ -105,9 +111,12 @@ def test_a_fix_takes_the_edit_the_model_reads_likeliest(tiny_lm, smol_tokenizer)
     request = InfillRequest(prefix="def total(values):\n    result = sum(values)\n   ", suffix="\n", init_text=" retrun result",
                             strength=0.3, seed=1, n_alternatives=2)
     drafts = [d[0] for d in backend.stream([request])]
-    final = drafts[-1]
-    assert final.final and final.text == " return result"
-    assert final.forward_passes == 2 and final.generated_tokens == 1  # the scoring pass and the reading; one token written
+    first, final = drafts[0], drafts[-1]
+    assert first.text == " return result"  # the first round fixed the slip
+    assert first.forward_passes == 2 and first.generated_tokens == 1  # the scoring pass and the reading; one token written
+    # each round after an edit reads the text again (this model goes on to a second " return")
+    assert 1 < len(drafts) <= MAX_ROUNDS and final.forward_passes == 2 * len(drafts)
+    assert [d.final for d in drafts] == [False] * (len(drafts) - 1) + [True]
     assert SpecialIds.of(smol_tokenizer).end not in smol_tokenizer(final.text).input_ids
     unchanged = [d[0] for d in backend.stream([InfillRequest(prefix="x = 1\n", suffix="\n", init_text="retrun result",
                                                               strength=0.0)])][-1]
