@@ -26,7 +26,7 @@ import torch
 
 from sfumato.model.api import CancelFlag, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
 from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, CutQueries, cut_candidates
-from sfumato.model.light_rewrite import SequenceQueries, proposals, settle, typed_prior
+from sfumato.model.light_rewrite import proposals, read_sequences, settle, typed_prior
 from sfumato.model.lm_drafts import Spent, group_draft, row_states
 from sfumato.model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
 from sfumato.model.lm_row import ACCEPT_PROBABILITY, Row, heal_only_tokens, heal_position, renoise_least_likely, stop_loop
@@ -334,10 +334,10 @@ class LmDenoiserBackend:
         for b, q in queries.items():
             rows[b].cut = q.best(prompt_logits[b], logits[b, : len(q.ids)])
 
-    def _read_queries(self, queries: dict, rows: int, prompt: int, cache) -> torch.Tensor:
+    def _read_queries(self, queries: dict, rows: int, prompt: int, cache, hidden: bool = False) -> torch.Tensor:
         """One forward pass over the cached prompt for every row's queries (``ids``, ``offsets``
-        and ``mask``: which query sees which); their logits [R, L, V]. Cached tokens past
-        ``prompt`` (committed canvases) are not seen: queries read them again."""
+        and ``mask``: which query sees which); their logits [R, L, V] (``hidden``: the last hidden
+        states instead). Cached tokens past ``prompt`` (committed canvases) are not seen."""
         width, cached = max(len(q.ids) for q in queries.values()), self._valid.shape[1]
         ids = torch.full((rows, width), self.special.end, device=self.device)
         offsets = torch.zeros(rows, width, dtype=torch.long, device=self.device)
@@ -349,9 +349,10 @@ class LmDenoiserBackend:
             offsets[b, : len(q.ids)] = torch.tensor(q.offsets)
             mask[b, 0, : len(q.ids), cached : cached + len(q.ids)] = q.mask
         positions = self._valid[:, :prompt].sum(1, keepdim=True) + offsets
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True)
+        reader = self.model.model if hidden else self.model
+        out = reader(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True)
         cache.crop(-width)
-        return out.logits
+        return out.last_hidden_state if hidden else out.logits
 
     def _text_pieces(self, row: Row) -> tuple[list[int], list[bytes]]:
         """The row's text tokens (committed and in the canvas, up to an end or a cut; for one line,
@@ -386,21 +387,18 @@ class LmDenoiserBackend:
                 continue
             renoise_least_likely(row, logits[b, : len(row.canvas)].softmax(-1), healed, request.strength,
                                  self.vocabulary.partial, self.special.mask)
-        if not light:
-            return 1
-        self._choose(rows, requests, light, last_logits, cache)
-        return 2
+        return 1 + (self._choose(rows, requests, light, last_logits, cache) if light else 0)
 
-    def _choose(self, rows: list[Row], requests: list[InfillRequest], light: dict[int, list[list[int]]], last_logits, cache) -> None:
-        """One pass reads every light rewrite's sequences causally after its prompt, each followed
-        by the suffix's start; a row takes the likeliest (an alternative draws one by likelihood)."""
-        suffix = {b: self._encode(requests[b].suffix[: 4 * SUFFIX_SCORE_TOKENS])[:SUFFIX_SCORE_TOKENS] for b in light}
-        queries = {b: SequenceQueries.build(light[b], suffix[b]) for b in light}
-        logits = self._read_queries(queries, len(rows), self._valid.shape[1], cache)
-        for b, q in queries.items():
-            row, read = rows[b], logits[b, : len(q.ids)]
-            scores = q.scores(last_logits[b], read, typed_prior(requests[b].strength))
-            settle(row, light[b], torch.tensor(scores), q.token_probs(last_logits[b], read))
+    def _choose(self, rows: list[Row], requests: list[InfillRequest], light: dict[int, list[list[int]]], last_logits, cache) -> int:
+        """Every light rewrite's sequences read causally after its prompt, each followed by the suffix's
+        start (``light_rewrite.read_sequences``); a row takes the likeliest. Returns the readings run."""
+        suffixes = {b: self._encode(requests[b].suffix[: 4 * SUFFIX_SCORE_TOKENS])[:SUFFIX_SCORE_TOKENS] for b in light}
+        read = lambda queries: self._read_queries(queries, len(rows), self._valid.shape[1], cache, hidden=True)
+        results = read_sequences(light, suffixes, read, self.model.lm_head, last_logits,
+                                 {b: typed_prior(requests[b].strength) for b in light})
+        for b, (scores, token_probs, readings) in results.items():
+            settle(rows[b], light[b], torch.tensor(scores), token_probs, readings)
+        return max(readings for _, _, readings in results.values())
 
     def _accept(self, row: Row, logits: torch.Tensor) -> None:
         """Fill every masked position above the bar (at least the surest one); end the row when done."""
