@@ -61,6 +61,7 @@ class Outcome(StrEnum):
     CANCELLED = "cancelled"  # by the worker, by typing inside a region, or by another session
     FAILED = "failed"
     EMPTY = "empty"  # the model wrote nothing: Try Again may run the request once more
+    UNCHANGED = "unchanged"  # every alternative of a rewrite is the selection as it was (a fix found nothing)
 
 
 class EditSession(QObject):
@@ -183,6 +184,9 @@ class EditSession(QObject):
         if all(not candidate.text.strip() for draft in drafts for candidate in draft.candidates):
             again = self.keys.try_again.toString(QKeySequence.SequenceFormat.NativeText)
             return self._end(Outcome.EMPTY, f"The model wrote nothing here; {again} tries again.")
+        if all(as_stored(region.ending_as_original(candidate).text) == original
+               for region, draft, original in zip(self._regions.regions, drafts, self.originals) for candidate in draft.candidates):
+            return self._end(Outcome.UNCHANGED, "The model would change nothing here; your text is as it was.")
         self._finished = time.monotonic()  # the model's speed, without the animation after it
         self.low_confidence = not isinstance(self.request, TemplateRequest) and not any(d.confident for d in drafts)
         self._pacer.add(drafts, final=True)

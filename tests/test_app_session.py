@@ -99,10 +99,13 @@ def test_a_result_with_cr_line_breaks_is_reported_as_it_lands(qtbot, setup, monk
 
 
 def test_a_result_equal_to_the_original_but_for_its_line_breaks_changes_nothing(qtbot, setup, monkeypatch):
-    editor, _ = rewrite_to(qtbot, setup, monkeypatch, "return a + b\r\n", 32)
-    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    """Nothing to review: the session ends at once and says so (a fix that found nothing to fix)."""
+    editor, session = rewrite_to(qtbot, setup, monkeypatch, "return a + b\r\n", 32)
+    assert session.state == "ended" and session.outcome == "unchanged" and editor.session is None
     assert document_text(editor.document()) == TEXT
     assert not editor.document().isModified()
+    _, changed = rewrite_to(qtbot, setup, monkeypatch, "return b + a\n", 32)
+    assert changed.state == "ready"  # one that changes something is reviewed
 
 
 def test_typing_before_the_region_while_it_denoises_lands_the_result_in_place(qtbot, setup):
