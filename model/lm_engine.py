@@ -4,7 +4,7 @@ Every draft is one pass of the model over a canvas (``sfumato.model.lm_layout``)
 (and its KV cache kept across requests, ``sfumato.model.prompt_cache``), then each pass reads the canvas
 with attention both ways and accepts every masked token whose probability clears
 ``ACCEPT_PROBABILITY`` (Fast-dLLM's threshold rule, Wu et al. 2025); when none does, one position:
-the leftmost open one for the rest of a line, else the surest one.
+the leftmost open one in an infill, the surest one in a rewrite.
 A canvas that fills up without ``<|endoftext|>`` is committed to the prompt and the next one
 starts, until ``max_new_tokens``. A rewrite starts the canvas from the selection: a first pass
 scores every token of it, the ``strength`` fraction the model finds least likely is renoised and
@@ -432,11 +432,11 @@ class LmDenoiserBackend:
         if not masked.any():
             return self._close_at_end(row)
         if not sure.any():
-            # nothing sure: for one line, the leftmost open position (as the base would go on; its
-            # newline bounds it); else the surest one, which lets the end settle early
+            # nothing sure: in an infill the leftmost open position (as the base would go on; the
+            # surest one was often an end, which cut a body to its first word); in a rewrite the surest
             sure = torch.zeros_like(masked)
             left = int(masked.nonzero()[0, 0])
-            sure[left if row.one_line else int(chosen.masked_fill(~masked, -1.0).argmax())] = True
+            sure[int(chosen.masked_fill(~masked, -1.0).argmax()) if row.ends_delete else left] = True
         for i in sure.nonzero()[:, 0].tolist():
             row.canvas[i], row.masked[i], row.confidence[i] = int(sampled[i]), False, float(chosen[i])
             row.generated += 1
