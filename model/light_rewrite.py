@@ -187,7 +187,7 @@ def _groups(sequences: list[list[int]], suffix_length: int) -> list[list[list[in
 
 
 def settle(row: Row, sequences: list[list[int]], scores: torch.Tensor, token_probs: Callable[[int], list[float]],
-           readings: int = 1) -> None:
+           readings: int) -> None:
     """The row's result is the likeliest sequence (an alternative's row draws one by likelihood);
     after an edit, a greedy row reads its text again (``MAX_ROUNDS``)."""
     pick = (int(torch.multinomial((scores / row.temperature).softmax(0), 1, generator=row.generator))

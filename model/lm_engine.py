@@ -189,10 +189,10 @@ class LmDenoiserBackend:
         prompt_logits = last_logits
         if any(request.is_rewrite for request in requests):
             rewrites = [r for request, group in zip(requests, groups) for r in [request] * len(group)]
-            passes += self._renoise_least_likely(rows, rewrites, last_logits, cache)
+            passes += self._read_rewrites(rows, rewrites, last_logits, cache)
             yield passes
             while any(row.fixing for row in rows):
-                passes += self._renoise_least_likely(rows, rewrites, last_logits, cache, again=True)
+                passes += self._read_rewrites(rows, rewrites, last_logits, cache, again=True)
                 yield passes
         while not all(row.done for row in rows):
             if cancel is not None:
@@ -368,7 +368,7 @@ class LmDenoiserBackend:
             pieces.append(piece)
         return ids, pieces
 
-    def _renoise_least_likely(self, rows: list[Row], requests: list[InfillRequest], last_logits, cache, again: bool = False) -> int:
+    def _read_rewrites(self, rows: list[Row], requests: list[InfillRequest], last_logits, cache, again: bool = False) -> int:
         """Score a rewrite's selection in place; mask the ``strength`` fraction the model finds least likely
         (there a slip is), pin the rest; a light rewrite takes the likeliest of the denoiser's proposed fixes
         (``sfumato.model.light_rewrite``), ``again`` for those still fixing. Returns the passes run."""
