@@ -12,10 +12,11 @@ from sfumato.model.token_text import split_text
 CONFIDENT_PROBABILITY = 0.5  # a result whose tokens average less than this is marked not confident
 
 
-def row_states(row: Row, table: list[bytes], end: int) -> tuple[TokenState, ...]:
+def row_states(row: Row, table: list[bytes], end: int, at_stop: bool = True) -> tuple[TokenState, ...]:
     """Per-token text of everything the row has written, masked positions shown empty and
     unsettled; the healed start and what follows a closing newline or end are left out (in a
-    rewrite an end deletes only its own position)."""
+    rewrite an end deletes only its own position), and unless ``at_stop`` is False, what runs
+    into the suffix."""
     ids = (row.written + row.canvas)[: row.cut]
     settled = ([True] * len(row.written) + [not m for m in row.masked])[: row.cut]
     confidence = (row.written_confidence + row.confidence)[: row.cut]
@@ -34,6 +35,8 @@ def row_states(row: Row, table: list[bytes], end: int) -> tuple[TokenState, ...]
                 continue
             break
         states.append(TokenState(piece, conf, ok))
+    if not at_stop:
+        return tuple(states)
     states = cut_at_stop(states, row.stop, row.stop_space)
     return without_overlap(states, row.before, row.after)
 

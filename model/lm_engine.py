@@ -34,6 +34,7 @@ from sfumato.model.lm_vocabulary import CanvasVocabulary
 from sfumato.model.project_context import CONTEXT_SHARE, context_tokens
 from sfumato.model.prompt_cache import PromptCache
 from sfumato.model.rewrite_parts import split_selection
+from sfumato.model.suffix_overlap import stop_at
 
 PREFIX_TOKENS, SUFFIX_TOKENS = 224, 96  # what training shows it (sfumato.model.training.adapt)
 CONTEXT_TOKENS = 128  # the most the project's snippets take, before the prefix
@@ -148,8 +149,8 @@ class LmDenoiserBackend:
         if request.one_line or no_breaks:  # only the suffix's first line can be run into
             stop = stop.split("\n", 1)[0]
         blank_line = not request.prefix.rsplit("\n", 1)[-1].strip() and not request.suffix.split("\n", 1)[0].strip()
-        must_write = request.one_line and not request.is_rewrite and blank_line
         inside_line = not request.is_rewrite and bool(request.suffix.split("\n", 1)[0].strip())
+        must_write = request.one_line and not request.is_rewrite and (blank_line or inside_line)
         row = Row(prompt, heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks, ends_delete=request.is_rewrite,
                    must_write=must_write, avoid=self.vocabulary.starting(self._next_line(request)) if must_write else False,
                    temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
@@ -410,13 +411,14 @@ class LmDenoiserBackend:
             heal_rule = self.vocabulary.unwritable | self.vocabulary.heal_spaces(left)
             blocked[position] = heal_rule
         if row.must_write and self._text_start(row) is not None:
-            # a blank line gets a line: nothing ends it before its text, and it does not begin as
-            # the next line does (that copy would be cut as running into the suffix: nothing left)
+            # a blank line or a gap inside a line gets text: nothing ends it before its text, and it does
+            # not begin as the text after it does (that copy would be cut as running into it: nothing left);
+            # inside a line the healed token may (`"""` opens what the suffix closes)
             open_ = torch.tensor(row.masked, device=logits.device)
             blocked[open_] |= self.vocabulary.breaks | row.avoid
             blocked[open_, self.special.end] = True
             if position is not None:
-                blocked[position] = heal_rule | self.vocabulary.heal_breaks(left) | row.avoid
+                blocked[position] = heal_rule | self.vocabulary.heal_breaks(left) | (False if row.gap_suffix else row.avoid)
         logits[blocked] = -math.inf
         probs = logits.softmax(-1)
         if row.temperature:
@@ -485,14 +487,13 @@ class LmDenoiserBackend:
             return
         if not self._goes_on(row):
             row.done = True
-        elif row.stop:
+        elif row.stop:  # the settled text has run into the suffix: the rest would be cut
             settled = []
-            for state in self._states(row):
+            for state in row_states(row, self.table, self.special.end, at_stop=False):
                 if not state.accepted:
                     break
                 settled.append(state.text)
-            if row.stop in "".join(settled):
-                row.done = True
+            row.done = stop_at("".join(settled), row.stop, row.stop_space) >= 0
 
     def _states(self, row: Row) -> tuple[TokenState, ...]:
         return row_states(row, self.table, self.special.end)

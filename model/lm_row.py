@@ -33,12 +33,12 @@ class Row:
     accept: float = ACCEPT_PROBABILITY  # the probability a pass accepts a token at
     no_breaks: bool = False  # a one-line rewrite: no token with a line break may be written
     ends_delete: bool = False  # a rewrite: an end deletes its position instead of ending the text
-    must_write: bool = False  # the cursor on a blank line: the line's text may not start with its end
+    must_write: bool = False  # the cursor on a blank line or inside one: the text may not start with its end
     cut: int | None = None  # the text ends after this many tokens (a loop was stopped, a gap's end was scored)
     gap_suffix: list[int] = field(default_factory=list)  # a gap inside a line: the suffix's start its cut is scored on
     fix_rounds: int = 0  # a light rewrite: rounds of proposed edits read so far
     fixing: bool = False  # ... and its last round made an edit: another round reads the text as edited
-    avoid: torch.Tensor | bool = False  # [V] for a blank line: tokens that would begin it as the next line begins
+    avoid: torch.Tensor | bool = False  # [V] with must_write: tokens that would begin it as the text after it begins
     done: bool = False
     passes: int = 0
     generated: int = 0  # tokens the model wrote (a rewrite's pinned ones do not count)

@@ -76,11 +76,33 @@ def _imbalance(line: str) -> int:
     return score + sum(line.count(q) % 2 for q in QUOTES)
 
 
+def stop_at(text: str, stop: str, stop_space: bool) -> int:
+    """Where ``text`` runs into ``stop`` (the suffix's start), -1 when it does not. Not inside a
+    string the text itself opened (``echo "done"`` before a line ``done`` quotes a word), nor,
+    when the suffix starts with white space (``stop_space``), inside a word (``undone``)."""
+    at = text.find(stop) if stop else -1
+    while at > 0 and (_in_open_quote(text[:at]) or stop_space and _word_char(text[at - 1]) and _word_char(stop[0])):
+        at = text.find(stop, at + 1)
+    return at
+
+
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _in_open_quote(text: str) -> bool:
+    """Whether ``text`` ends inside a quote it opened (an apostrophe between letters is not one)."""
+    line = text.rsplit("\n", 1)[-1]
+    marks = [c for i, c in enumerate(line) if c in QUOTES
+             and not (c == "'" and 0 < i < len(line) - 1 and line[i - 1].isalpha() and line[i + 1].isalpha())]
+    return any(marks.count(q) % 2 for q in QUOTES)
+
+
 def cut_at_stop(states: Sequence[TokenState], stop: str, stop_space: bool) -> tuple[TokenState, ...]:
-    """``states`` up to where their text runs into ``stop`` (the suffix's start); when the suffix
+    """``states`` up to where their text runs into ``stop`` (``stop_at``); when the suffix
     starts with white space (``stop_space``), so does the cut, and the text's own trailing space goes."""
     text = "".join(state.text for state in states)
-    at = text.find(stop) if stop else -1
+    at = stop_at(text, stop, stop_space)
     if at < 0:
         return tuple(states)
     kept, length = [], 0

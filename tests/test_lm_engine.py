@@ -203,7 +203,8 @@ def biased(tiny_lm, smol_tokenizer, favoured: list[int], boost: float):
 
 
 def test_the_cursor_on_a_blank_line_gets_a_line(tiny_lm, smol_tokenizer):
-    """Ctrl+K on an empty line asks for a line: its first token may not end it (it came back empty)."""
+    """Ctrl+K on an empty line asks for a line, inside a line for text: its first token may not
+    end it (it came back empty)."""
     backend = newline_biased(tiny_lm, smol_tokenizer)
     request = InfillRequest(prefix="def mean(values):\n    total = sum(values)\n    ", suffix="\n    return total\n",
                             max_new_tokens=8, one_line=True, seed=0)
@@ -213,8 +214,12 @@ def test_the_cursor_on_a_blank_line_gets_a_line(tiny_lm, smol_tokenizer):
     assert not final.text.strip().startswith("return")  # the next line's copy is no line of its own
     avoid = backend._row(request, 0).avoid
     assert avoid[smol_tokenizer(" return", add_special_tokens=False).input_ids[0]] and not avoid[smol_tokenizer(" total").input_ids[0]]
-    mid_line = InfillRequest(prefix="x = compute(", suffix=")\n", one_line=True)
-    assert not backend._row(mid_line, 0).must_write  # there an empty answer may be right
+    mid_line = InfillRequest(prefix='def clamp(value, low, high):\n    """', suffix='"""\n    return value\n',
+                             max_new_tokens=8, one_line=True, seed=0)
+    assert backend._row(mid_line, 0).must_write  # a gap inside a line gets text too (a docstring came back empty)
+    assert run(backend, mid_line)[1].text.strip()
+    end_of_line = InfillRequest(prefix="x = compute(a)", suffix="\n", one_line=True)
+    assert not backend._row(end_of_line, 0).must_write  # after a whole line, nothing may be the answer
 
 
 def test_a_blank_indented_line_is_healed_on_the_tokenizer_grid(tiny_lm, smol_tokenizer):
@@ -364,6 +369,23 @@ def test_a_text_that_runs_into_the_suffix_ends_before_it(backend):
     cut = cut_at_stop(states, "dog. It", row.stop_space)
     assert "".join(s.text for s in cut) == "lazy"
     assert backend._row(InfillRequest(prefix="f(", suffix=")\n"), 0).stop == ""  # too short to tell
+
+
+def test_a_row_whose_settled_text_runs_into_the_suffix_ends(backend, smol_tokenizer):
+    """A full canvas whose text has run into the suffix does not go on to the next one: the
+    rest would be cut from the result."""
+    def settle(request, text):
+        row = backend._row(request, 0)
+        ids = smol_tokenizer(row.heal.decode() + text * 20, add_special_tokens=False).input_ids[: len(row.canvas)]
+        row.canvas, row.masked = ids, [False] * len(ids)
+        backend._close_at_end(row)
+        return row
+
+    row = settle(InfillRequest(prefix="jumps over the ", suffix=" dog. It sleeps.\n", max_new_tokens=128), "lazy dog. It sleeps.\n")
+    assert row.done and "".join(state.text for state in backend._states(row)) == "lazy"
+    quoted = settle(InfillRequest(prefix="for f in *; do\n    ", suffix="\ndone\n", max_new_tokens=128, one_line=True),
+                    'echo "done" ')
+    assert not quoted.done  # `done` inside the line's own quotes is not the next line
 
 
 def test_a_line_longer_than_its_canvas_keeps_its_healed_start_out(backend, smol_tokenizer):

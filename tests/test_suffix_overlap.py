@@ -47,3 +47,21 @@ def test_the_engine_drops_the_repeat_from_its_tokens(tiny_lm, smol_tokenizer):
     row.canvas = backend._encode(row.heal.decode() + 'Return one."""')
     row.masked, row.confidence = [False] * len(row.canvas), [0.9] * len(row.canvas)
     assert "".join(s.text for s in backend._states(row)) == "Return one."  # the engine's drafts go through it
+
+
+@pytest.mark.parametrize(
+    ("text", "stop", "stop_space", "at"),
+    [
+        ('echo "done"', "done", True, -1),  # a word the line quotes: the suffix is a line `done`
+        ("echo; done", "done", True, 6),  # the suffix's line, written on: run into
+        ("done", "done", True, 0),
+        ("def __str__(self, x):", "self,", True, 12),  # the arguments the next lines hold
+        ("it's done", "done", True, 5),  # an apostrophe opens no quote
+        ('x = ""done', "done", False, 6),  # a suffix with no space before it is run into inside a word too
+        ("undone done", "done", True, 7),  # inside a word is not where a spaced suffix starts
+    ],
+)
+def test_where_a_text_runs_into_the_suffix(text, stop, stop_space, at):
+    from sfumato.model.suffix_overlap import stop_at
+
+    assert stop_at(text, stop, stop_space) == at
