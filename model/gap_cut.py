@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
+from sfumato.model.lm_row import Row
+
 SUFFIX_SCORE_TOKENS = 8  # of the suffix, what a cut is scored on
 
 
@@ -21,6 +23,20 @@ def cut_candidates(pieces: list[bytes], first: int = 1) -> list[int]:
     """Cuts k (the text is tokens[:k], k >= ``first``) where the next token starts a new word, and
     the whole text; a cut never splits a word."""
     return [k for k in range(first, len(pieces) + 1) if k == len(pieces) or not pieces[k][:1].isalnum()]
+
+
+def text_pieces(row: Row, table: list[bytes], ends: tuple[int, ...]) -> tuple[list[int], list[bytes]]:
+    """The row's text tokens (committed and in the canvas, up to one of ``ends``, a mask or a cut;
+    for one line, up to its line break) and the bytes each adds after the healed start."""
+    ids, pieces, spelt = [], [], 0
+    for i, token in enumerate(row.written + row.canvas):
+        piece = table[token][max(0, len(row.heal) - spelt) :]
+        spelt += len(table[token])
+        if (row.cut is not None and i >= row.cut) or token in ends or (row.one_line and b"\n" in piece):
+            break
+        ids.append(token)
+        pieces.append(piece)
+    return ids, pieces
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,8 @@ CONFIDENT_PROBABILITY = 0.5  # a result whose tokens average less than this is m
 
 def row_states(row: Row, table: list[bytes], end: int, at_stop: bool = True) -> tuple[TokenState, ...]:
     """Per-token text of everything the row has written, masked positions shown empty and
-    unsettled; the healed start and what follows a closing newline or end are left out (in a
-    rewrite an end deletes only its own position), and unless ``at_stop`` is False, what runs
-    into the suffix."""
+    unsettled; the healed start and what follows a closing newline or end are left out, and
+    unless ``at_stop`` is False, what runs into the suffix."""
     ids = (row.written + row.canvas)[: row.cut]
     settled = ([True] * len(row.written) + [not m for m in row.masked])[: row.cut]
     confidence = (row.written_confidence + row.confidence)[: row.cut]
@@ -31,8 +30,6 @@ def row_states(row: Row, table: list[bytes], end: int, at_stop: bool = True) -> 
             states.append(TokenState(piece.split("\n", 1)[0], conf, ok))
             break
         if ids[index] == end and ok:
-            if row.ends_delete:
-                continue
             break
         states.append(TokenState(piece, conf, ok))
     if not at_stop:

@@ -3,13 +3,10 @@
 Every draft is one pass of the model over a canvas (``sfumato.model.lm_layout``): the prompt is read once
 (and its KV cache kept across requests, ``sfumato.model.prompt_cache``), then each pass reads the canvas
 with attention both ways and accepts every masked token whose probability clears
-``ACCEPT_PROBABILITY`` (Fast-dLLM's threshold rule, Wu et al. 2025); when none does, one position:
-the leftmost open one in an infill, the surest one in a rewrite.
-A canvas that fills up without ``<|endoftext|>`` is committed to the prompt and the next one
-starts, until ``max_new_tokens``. A rewrite starts the canvas from the selection: a first pass
-scores every token of it, the ``strength`` fraction the model finds least likely is renoised and
-the rest stays pinned. In a rewrite ``<|endoftext|>`` deletes its position (the pinned text after it
-stays), so a rewrite may come out shorter than the selection; in an infill it ends the text.
+``ACCEPT_PROBABILITY`` (Fast-dLLM's threshold rule, Wu et al. 2025); when none does, the leftmost open
+one. A canvas that fills up without ``<|endoftext|>`` is committed to the prompt and the next one
+starts, until ``max_new_tokens``. A light rewrite proposes fixes and reads them
+(``sfumato.model.light_rewrite``); a heavy one writes its least likely lines again (``sfumato.model.line_rewrite``).
 
 The token at the cursor is healed: the prompt ends one token early and the canvas's first token
 must begin with that token's text, so a cursor after indentation (which the tokenizer would join
@@ -25,11 +22,12 @@ from dataclasses import replace
 import torch
 
 from sfumato.model.api import CancelFlag, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
-from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, CutQueries, cut_candidates
+from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, CutQueries, cut_candidates, text_pieces
 from sfumato.model.light_rewrite import proposals, read_sequences, settle, typed_prior
+from sfumato.model.line_rewrite import chosen_lines, line_means, read_log_probs, rewrite_plan, selection_lines
 from sfumato.model.lm_drafts import Spent, group_draft, row_states
 from sfumato.model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
-from sfumato.model.lm_row import ACCEPT_PROBABILITY, Row, heal_only_tokens, heal_position, renoise_least_likely, stop_loop
+from sfumato.model.lm_row import ACCEPT_PROBABILITY, Row, heal_only_tokens, heal_position, stop_loop
 from sfumato.model.lm_vocabulary import CanvasVocabulary
 from sfumato.model.project_context import CONTEXT_SHARE, context_tokens
 from sfumato.model.prompt_cache import PromptCache
@@ -44,7 +42,7 @@ PREFILL_CHUNK = 128  # prompt tokens read between two cancel checks
 STOP_CHARS, MIN_STOP_CHARS = 16, 4  # how much of the suffix's start ends a text that runs into it
 LONGEST_STOP = 200  # of the suffix, what the overlap check reads (its first line)
 ALTERNATIVE_TEMPERATURE = 0.8
-HEAVY_REWRITE = 0.5  # a rewrite at this strength or more may grow past the selection's length
+HEAVY_REWRITE = 0.5  # a rewrite at this strength or more writes whole lines again (sfumato.model.line_rewrite)
 
 
 def context_ids(tokenizer, snippets) -> list[int]:
@@ -71,16 +69,17 @@ class LmDenoiserBackend:
     def stream(self, requests: Sequence[InfillRequest], cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
         """A long selection is rewritten part after part (``sfumato.model.rewrite_parts``); every
         request's current part is a row of one batch."""
-        plans = [split_selection(r.init_text, self._count) if r.is_rewrite else [(None, "")] for r in requests]
-        written = [[[] for _ in range(r.n_alternatives)] for r in requests]  # states of the parts done
+        leads, plans = zip(*(self._plan(r) for r in requests))
+        written = [[[TokenState(lead, 1.0, True)] if lead else [] for _ in range(r.n_alternatives)]  # states of the parts done
+                   for lead, r in zip(leads, requests)]
         spent = [Spent() for _ in requests]
         drafts: list[Draft] = [None] * len(requests)  # type: ignore[list-item]
         rounds, offset = max(map(len, plans)), 0
         with torch.inference_mode():
             for index in range(rounds):
                 live = [i for i, plan in enumerate(plans) if index < len(plan)]
-                parts = [[self._part(requests[i], plans[i], index, written[i][k]) for k in range(requests[i].n_alternatives)]
-                         for i in live]
+                parts = [[self._part(requests[i], plans[i], index, written[i][k], leads[i] is not None)
+                          for k in range(requests[i].n_alternatives)] for i in live]
                 groups = [[self._row(part, k) for k, part in enumerate(group)] for group in parts]
                 rows = [row for group in groups for row in group]
                 after = {i: self._after(plans[i], index) for i in live}  # the same for every pass of the round
@@ -100,13 +99,32 @@ class LmDenoiserBackend:
     def _count(self, text: str) -> int:
         return len(self._encode(text))
 
+    def _plan(self, request: InfillRequest) -> tuple[str | None, list[tuple[str | None, str]]]:
+        """(the text kept before the first part, for a heavy rewrite; None otherwise, the parts):
+        an infill is one part; a light rewrite is cut into parts of a few lines; a heavy one
+        writes its least likely lines again (``sfumato.model.line_rewrite``)."""
+        if not request.is_rewrite:
+            return None, [(None, "")]
+        lines = selection_lines(request.init_text)
+        if request.strength < HEAVY_REWRITE or not any(line.strip() for line, _ in lines):
+            return None, split_selection(request.init_text, self._count)
+        prompt, heal = self._prompt(request)
+        ids = self._encode(heal.decode("utf-8", "replace") + request.init_text)
+        with torch.inference_mode():
+            log_probs = read_log_probs(self.model, *self._read_prompt(prompt), len(prompt), ids)
+        means = line_means(lines, [len(self.table[t]) for t in ids], log_probs, len(heal))
+        return rewrite_plan(lines, chosen_lines(lines, means, request.strength))
+
     @staticmethod
-    def _part(request: InfillRequest, plan: list[tuple[str | None, str]], index: int, written: list[TokenState]) -> InfillRequest:
-        """The request for part ``index`` of a rewrite: the parts before it as written, those after as they are."""
-        if len(plan) == 1:
+    def _part(request: InfillRequest, plan: list[tuple[str | None, str]], index: int, written: list[TokenState],
+              heavy: bool) -> InfillRequest:
+        """The request for part ``index`` of a rewrite: the parts before it as written, those after as they
+        are; in a heavy rewrite, a one-line infill."""
+        if len(plan) == 1 and not heavy:
             return request
-        return replace(request, prefix=request.prefix + "".join(state.text for state in written), init_text=plan[index][0],
+        part = replace(request, prefix=request.prefix + "".join(state.text for state in written), init_text=plan[index][0],
                        suffix=LmDenoiserBackend._after(plan, index) + request.suffix)
+        return replace(part, init_text=None, strength=1.0, one_line=True) if heavy else part
 
     @staticmethod
     def _after(plan: list[tuple[str | None, str]], index: int) -> str:
@@ -151,7 +169,7 @@ class LmDenoiserBackend:
         blank_line = not request.prefix.rsplit("\n", 1)[-1].strip() and not request.suffix.split("\n", 1)[0].strip()
         inside_line = not request.is_rewrite and bool(request.suffix.split("\n", 1)[0].strip())
         must_write = request.one_line and not request.is_rewrite and (blank_line or inside_line)
-        row = Row(prompt, heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks, ends_delete=request.is_rewrite,
+        row = Row(prompt, heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks,
                    must_write=must_write, avoid=self.vocabulary.starting(self._next_line(request)) if must_write else False,
                    temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
                    generator=torch.Generator().manual_seed(seed), accept=bar,
@@ -159,13 +177,8 @@ class LmDenoiserBackend:
                    before=request.prefix.rsplit("\n", 1)[-1], after=request.suffix[:LONGEST_STOP],
                    gap_suffix=self._encode(request.suffix[: 4 * SUFFIX_SCORE_TOKENS])[:SUFFIX_SCORE_TOKENS] if inside_line else [])
         if request.is_rewrite:
-            init = self._encode(heal.decode("utf-8", "replace") + request.init_text)
-            # room to grow at the end (an end there deletes it); a light rewrite (a fix) keeps its
-            # length, since its renoised tokens can end to shorten it and the slack filled junk
-            slack = max(2, len(init) // 4) if request.strength >= HEAVY_REWRITE else 0
-            row.canvas = init + [self.special.mask] * slack
-            row.masked = [False] * len(init) + [True] * slack
-            row.confidence = [1.0] * len(init) + [0.0] * slack
+            row.canvas = self._encode(heal.decode("utf-8", "replace") + request.init_text)  # a fix keeps its length
+            row.masked, row.confidence = [False] * len(row.canvas), [1.0] * len(row.canvas)
             row.budget = len(row.canvas)
         else:
             self._open(row, min(LINE_CANVAS if request.one_line else MAX_CANVAS, row.budget + 1))
@@ -323,7 +336,7 @@ class LmDenoiserBackend:
         queries: dict[int, CutQueries] = {}
         for b, row in enumerate(rows):
             if row.gap_suffix:
-                ids, pieces = self._text_pieces(row)
+                ids, pieces = text_pieces(row, self.table, (self.special.end, self.special.mask))
                 line_end = next((k for k, piece in enumerate(pieces) if b"\n" in piece), len(pieces))
                 candidates = [k for k in cut_candidates(pieces, 2 if pieces and not pieces[0] else 1)  # not the healed start alone
                               if k <= line_end or k == len(pieces)]  # within the gap's line, or the whole text
@@ -355,24 +368,10 @@ class LmDenoiserBackend:
         cache.crop(-width)
         return out.last_hidden_state if hidden else out.logits
 
-    def _text_pieces(self, row: Row) -> tuple[list[int], list[bytes]]:
-        """The row's text tokens (committed and in the canvas, up to an end or a cut; for one line,
-        up to its line break) and the bytes each adds after the healed start."""
-        ids, pieces, spelt = [], [], 0
-        for i, token in enumerate(row.written + row.canvas):
-            piece = self.table[token][max(0, len(row.heal) - spelt) :]
-            spelt += len(self.table[token])
-            if ((row.cut is not None and i >= row.cut) or token in (self.special.end, self.special.mask)
-                    or (row.one_line and b"\n" in piece)):
-                break
-            ids.append(token)
-            pieces.append(piece)
-        return ids, pieces
-
     def _read_rewrites(self, rows: list[Row], requests: list[InfillRequest], last_logits, cache, again: bool = False) -> int:
-        """Score a rewrite's selection in place; mask the ``strength`` fraction the model finds least likely
-        (there a slip is), pin the rest; a light rewrite takes the likeliest of the denoiser's proposed fixes
-        (``sfumato.model.light_rewrite``), ``again`` for those still fixing. Returns the passes run."""
+        """Score a rewrite's selection in place: a light rewrite takes the likeliest of the denoiser's
+        proposed fixes (``sfumato.model.light_rewrite``), ``again`` for those still fixing; at strength
+        0 the selection stays. Returns the passes run."""
         logits = self._canvas_logits(rows, last_logits, cache)
         light: dict[int, list[list[int]]] = {}
         for b, (row, request) in enumerate(zip(rows, requests)):
@@ -380,14 +379,13 @@ class LmDenoiserBackend:
                 continue
             row.passes += 1
             healed = heal_only_tokens(row, self.table)  # the prompt's text, not the selection's: pinned
-            if 0 < request.strength < HEAVY_REWRITE:
-                blocked = self.vocabulary.blocked(len(row.canvas), row.no_breaks)
-                blocked[:, self.special.end] = True  # a deletion is proposed as one (only inside a word)
-                writable = logits[b, : len(row.canvas)].softmax(-1).masked_fill(blocked, 0.0)
-                light[b] = proposals(row.canvas, writable, healed, self.table, self._encode, row.heal)
+            if request.strength == 0:
+                row.done = True
                 continue
-            renoise_least_likely(row, logits[b, : len(row.canvas)].softmax(-1), healed, request.strength,
-                                 self.vocabulary.partial, self.special.mask)
+            blocked = self.vocabulary.blocked(len(row.canvas), row.no_breaks)
+            blocked[:, self.special.end] = True  # a deletion is proposed as one (only inside a word)
+            writable = logits[b, : len(row.canvas)].softmax(-1).masked_fill(blocked, 0.0)
+            light[b] = proposals(row.canvas, writable, healed, self.table, self._encode, row.heal)
         return 1 + (self._choose(rows, requests, light, last_logits, cache) if light else 0)
 
     def _choose(self, rows: list[Row], requests: list[InfillRequest], light: dict[int, list[list[int]]], last_logits, cache) -> int:
@@ -402,7 +400,7 @@ class LmDenoiserBackend:
         return max(readings for _, _, readings in results.values())
 
     def _accept(self, row: Row, logits: torch.Tensor) -> None:
-        """Fill every masked position above the bar (at least the surest one); end the row when done."""
+        """Fill every masked position above the bar (at least the leftmost one); end the row when done."""
         logits = logits[: len(row.canvas)].clone()
         position, left = heal_position(row, self.table)
         blocked = self.vocabulary.blocked(len(row.canvas), row.no_breaks)
@@ -433,12 +431,9 @@ class LmDenoiserBackend:
         sure = masked & (chosen >= row.accept)
         if not masked.any():
             return self._close_at_end(row)
-        if not sure.any():
-            # nothing sure: in an infill the leftmost open position (as the base would go on; the
-            # surest one was often an end, which cut a body to its first word); in a rewrite the surest
+        if not sure.any():  # the leftmost open position, as the base would go on (the surest was often an end)
             sure = torch.zeros_like(masked)
-            left = int(masked.nonzero()[0, 0])
-            sure[int(chosen.masked_fill(~masked, -1.0).argmax()) if row.ends_delete else left] = True
+            sure[int(masked.nonzero()[0, 0])] = True
         for i in sure.nonzero()[:, 0].tolist():
             row.canvas[i], row.masked[i], row.confidence[i] = int(sampled[i]), False, float(chosen[i])
             row.generated += 1
@@ -469,8 +464,7 @@ class LmDenoiserBackend:
         """The first settled position that ends the text (an end, or a newline for one line); the
         last position when there is none."""
         for i, token in enumerate(row.canvas):
-            if not row.masked[i] and ((token == self.special.end and not row.ends_delete)
-                                      or (row.one_line and b"\n" in self._piece(row, i))):
+            if not row.masked[i] and (token == self.special.end or (row.one_line and b"\n" in self._piece(row, i))):
                 return i
         return len(row.canvas) - 1
 

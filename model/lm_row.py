@@ -3,7 +3,6 @@ where its healed start (the prefix's last token, spelt again by the canvas) stan
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import torch
@@ -32,7 +31,6 @@ class Row:
     after: str = ""  # is trimmed of the repeat (sfumato.model.suffix_overlap)
     accept: float = ACCEPT_PROBABILITY  # the probability a pass accepts a token at
     no_breaks: bool = False  # a one-line rewrite: no token with a line break may be written
-    ends_delete: bool = False  # a rewrite: an end deletes its position instead of ending the text
     must_write: bool = False  # the cursor on a blank line or inside one: the text may not start with its end
     cut: int | None = None  # the text ends after this many tokens (a loop was stopped, a gap's end was scored)
     gap_suffix: list[int] = field(default_factory=list)  # a gap inside a line: the suffix's start its cut is scored on
@@ -78,24 +76,6 @@ def stop_loop(row: Row) -> None:
     cut = loop_cut(ids)
     if cut is not None:
         row.cut, row.done = cut, True
-
-
-def renoise_least_likely(row: Row, probs: torch.Tensor, healed: int, strength: float, partial: torch.Tensor, mask: int) -> None:
-    """Mask the ``strength`` fraction of a rewrite's tokens from ``healed`` on that ``probs`` [C, V]
-    (each token scored in place) finds least likely, never part of a character; pin the rest. An
-    alternative's row (sampled) jitters the order."""
-    kept = [i for i, m in enumerate(row.masked) if not m and i >= healed and not partial[row.canvas[i]]]
-    likely = [probs[i, row.canvas[i]].item() for i in kept]
-    count = math.ceil(strength * sum(not m for m in row.masked[healed:]))
-    jitter = torch.rand(len(kept), generator=row.generator).tolist() if row.temperature else [0.0] * len(kept)
-    order = sorted(range(len(kept)), key=lambda k: likely[k] * (1 + 0.5 * jitter[k]))
-    for k in order[:count]:
-        i = kept[k]
-        row.canvas[i], row.masked[i], row.confidence[i] = mask, True, 0.0
-    for k in order[count:]:
-        row.confidence[kept[k]] = likely[k]
-    if not any(row.masked):
-        row.done = True
 
 
 def heal_only_tokens(row: Row, table: list[bytes]) -> int:

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from sfumato.model.api import InfillRequest, ModelInfo  # noqa: E402
-from sfumato.model.gap_cut import CutQueries, cut_candidates  # noqa: E402
+from sfumato.model.gap_cut import CutQueries, cut_candidates, text_pieces  # noqa: E402
 
 
 def test_cuts_fall_at_word_starts_and_at_the_end():
@@ -74,7 +74,7 @@ def test_over_several_canvases_the_cut_is_the_one_a_plain_reading_prefers(tiny_l
     cut_gaps = engine.LmDenoiserBackend._cut_gaps
 
     def spy(self, rows, prompt_logits, cache):
-        seen.append((list(rows[0].prompt), *self._text_pieces(rows[0]), list(rows[0].gap_suffix)))
+        seen.append((list(rows[0].prompt), *text_pieces(rows[0], self.table, (self.special.end, self.special.mask)), list(rows[0].gap_suffix)))
         cut_gaps(self, rows, prompt_logits, cache)
         seen.append(rows[0].cut)
 

@@ -1,0 +1,81 @@
+"""A heavy rewrite (strength 0.5 or more) writes whole lines again, as Ctrl+K writes a line.
+
+Renoising the selection's least likely tokens and denoising them in place left fragments of the
+old text between new tokens (``("Requ--Dist", True)``): a masked span has the old length, and a
+new line rarely fits it. So the ``strength`` fraction of the selection's lines that the model
+reads as least likely (mean log-probability of their tokens, read left to right after the prompt)
+are written again, one after another, each as a one-line infill with the lines before it (as
+rewritten) above and the lines after it (as they were) below; the other lines, the line breaks
+and the indentation stay exactly as they were.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from sfumato.model.rewrite_parts import split_selection
+
+
+LOG_PROB_CHUNK = 128  # positions whose log-probabilities are taken at once (a [128, V] block)
+
+
+def read_log_probs(model, prompt_logits: torch.Tensor, cache, held: int, ids: list[int]) -> list[float]:
+    """log p of each of ``ids`` read left to right after a prompt of ``held`` tokens (its logits
+    [1, V] and a private copy of its ``cache``, which this extends)."""
+    device, n = prompt_logits.device, len(ids)
+    mask = torch.ones(1, 1, n, held + n, dtype=torch.bool, device=device)
+    mask[:, :, :, held:] = torch.tril(mask[0, 0, :, held:])
+    hidden = model.model(input_ids=torch.tensor([ids], device=device), attention_mask=mask, cache=cache,
+                         position_ids=torch.arange(held, held + n, device=device)[None]).last_hidden_state[0]
+    out = [prompt_logits[0].float().log_softmax(-1)[ids[0]].item()]
+    for start in range(0, n - 1, LOG_PROB_CHUNK):  # position i predicts token i + 1
+        chunk = model.lm_head(hidden[start : min(start + LOG_PROB_CHUNK, n - 1)]).float().log_softmax(-1)
+        out += chunk.gather(1, torch.tensor(ids[start + 1 : start + 1 + len(chunk)], device=device)[:, None])[:, 0].tolist()
+    return out
+
+
+def selection_lines(text: str) -> list[tuple[str, str]]:
+    """``text`` as (line, break) pairs that join back to it; a break holds the line break, any
+    blank lines and the next line's indentation."""
+    return split_selection(text, lambda _: 1, budget=0)
+
+
+def line_means(lines: list[tuple[str, str]], token_bytes: list[int], log_probs: list[float], heal: int) -> list[float]:
+    """Each line's mean token log-probability. ``token_bytes``: the byte length of each token of
+    the healed text + selection, ``heal``: the healed text's bytes; a token counts for the line
+    its last byte is in (``\\n    return`` for ``return``'s line), none for a break."""
+    spans, at = [], 0
+    for line, brk in lines:
+        size = len(line.encode("utf-8"))
+        spans.append((at, at + size))
+        at += size + len(brk.encode("utf-8"))
+    sums, counts = [0.0] * len(lines), [0] * len(lines)
+    end = -heal
+    for size, log_p in zip(token_bytes, log_probs):
+        end += size
+        for k, (start, stop) in enumerate(spans):
+            if start < end <= stop:
+                sums[k] += log_p
+                counts[k] += 1
+                break
+    return [s / c if c else 0.0 for s, c in zip(sums, counts)]
+
+
+def chosen_lines(lines: list[tuple[str, str]], means: list[float], strength: float) -> list[int]:
+    """The ``strength`` fraction of the lines with text (at least one) that read least likely, in order."""
+    written = [k for k, (line, _) in enumerate(lines) if line.strip()]
+    count = max(1, math.ceil(strength * len(written))) if written else 0
+    return sorted(sorted(written, key=means.__getitem__)[:count])
+
+
+def rewrite_plan(lines: list[tuple[str, str]], chosen: list[int]) -> tuple[str, list[tuple[str, str]]]:
+    """(the text before the first chosen line, kept as it is; the chosen lines, each with the text
+    after it up to the next chosen line, kept as it is)."""
+    lead = "".join(line + brk for line, brk in lines[: chosen[0]])
+    plan = []
+    for i, k in enumerate(chosen):
+        until = chosen[i + 1] if i + 1 < len(chosen) else len(lines)
+        plan.append((lines[k][0], lines[k][1] + "".join(line + brk for line, brk in lines[k + 1 : until])))
+    return lead, plan
