@@ -14,9 +14,7 @@ from __future__ import annotations
 import math
 
 import torch
-
 from sfumato.model.rewrite_parts import split_selection
-
 
 LOG_PROB_CHUNK = 128  # positions whose log-probabilities are taken at once (a [128, V] block)
 
