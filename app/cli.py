@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -64,7 +65,19 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
     return {"infill": infill, "fill": fill, "editor": editor}
 
 
+OPENMP_SPIN = "10000"  # GOMP_SPINCOUNT: libgomp's default spins 30x longer before a worker thread sleeps
+
+
+def quiet_idle_threads(environ=os.environ) -> None:
+    """Let torch's idle OpenMP threads sleep soon (unless the user chose otherwise); it must run
+    before torch is imported. With the default spin, a 2-thread engine beside one busy core (a
+    build, a training run) took 16 s for a line instead of 0.8 s; with 10,000 spins 2.7 s, and
+    the same 0.8 s on idle cores (``sfumato bench``'s engine figures, docs/performance.md)."""
+    environ.setdefault("GOMP_SPINCOUNT", OPENMP_SPIN)
+
+
 def main(argv: list[str] | None = None) -> int:
+    quiet_idle_threads()
     argv = sys.argv[1:] if argv is None else argv
     parsers = build_parser()
     try:

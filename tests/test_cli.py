@@ -102,3 +102,15 @@ def test_runtime_error_is_one_line_without_traceback(tmp_path):
     )
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_idle_openmp_threads_sleep_soon_unless_the_user_chose_a_spin():
+    """Set before torch is imported: the default spin made a 2-thread engine beside one busy core 20x slower."""
+    from sfumato.app.cli import quiet_idle_threads
+
+    environ = {}
+    quiet_idle_threads(environ)
+    assert int(environ["GOMP_SPINCOUNT"]) <= 10_000
+    mine = {"GOMP_SPINCOUNT": "INFINITY"}
+    quiet_idle_threads(mine)
+    assert mine["GOMP_SPINCOUNT"] == "INFINITY"
