@@ -1,11 +1,11 @@
-"""A long selection rewritten a few lines at a time, each part a canvas of the length the model
-trained on.
+"""A long selection fixed a few lines at a time, each part a canvas of the length the model
+trained on; cut into single lines, the lines a heavy rewrite chooses from (``sfumato.model.line_rewrite``).
 
 The embedded model learnt to denoise canvases of 16-32 tokens; a selection of many lines in one
-canvas is outside that, and its passes repeat words. The selection is cut at line starts (after
-the line break and the indentation) into parts of at most ``PART_TOKENS`` tokens; the engine
-rewrites part k with the parts before it, as rewritten, in its prefix and the parts after it, as
-they are, in its suffix.
+canvas is outside that. The selection is cut at line starts (after the line break and the
+indentation) into parts of at most ``PART_TOKENS`` tokens; the engine fixes part k (a light
+rewrite) with the parts before it, as fixed, in its prefix and the parts after it, as they are,
+in its suffix.
 """
 
 from __future__ import annotations
