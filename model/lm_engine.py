@@ -122,9 +122,11 @@ class LmDenoiserBackend:
         are; in a heavy rewrite, a one-line infill."""
         if len(plan) == 1 and not heavy:
             return request
-        part = replace(request, prefix=request.prefix + "".join(state.text for state in written), init_text=plan[index][0],
-                       suffix=LmDenoiserBackend._after(plan, index) + request.suffix)
-        return replace(part, init_text=None, strength=1.0, one_line=True) if heavy else part
+        around = {"prefix": request.prefix + "".join(state.text for state in written),
+                  "suffix": LmDenoiserBackend._after(plan, index) + request.suffix}
+        if heavy:
+            return replace(request, **around, init_text=None, strength=1.0, one_line=True)
+        return replace(request, **around, init_text=plan[index][0])
 
     @staticmethod
     def _after(plan: list[tuple[str | None, str]], index: int) -> str:
