@@ -93,7 +93,7 @@ def load_average() -> str:
 
 
 def plot(figures: dict, path: Path) -> None:
-    """Exact match (and similarity) against tokens per pass across accept bars; baseline and shipped marked."""
+    """Exact match (and similarity) against tokens per pass across settings; baseline and shipped marked."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -106,7 +106,7 @@ def plot(figures: dict, path: Path) -> None:
     axes.plot([p["tokens_per_pass"] for p in curve], [100 * p["char_similarity"] for p in curve], "o--",
               color="grey", label="character similarity")
     for point in curve:
-        axes.annotate(f"p >= {point['accept_probability']:g}", (point["tokens_per_pass"], 100 * point["exact_match"]),
+        axes.annotate(point["setting"], (point["tokens_per_pass"], 100 * point["exact_match"]),
                       textcoords="offset points", xytext=(4, 4), fontsize=7)
     for key, marker, colour, label in (("one_per_pass_accept_probability", "s", "crimson", "one token per pass"),
                                        ("shipped_accept_probability", "*", "green", "shipped setting")):

@@ -13,23 +13,27 @@ CONFIDENT_PROBABILITY = 0.5  # a result whose tokens average less than this is m
 
 
 def row_states(row: Row, table: list[bytes], end: int, at_stop: bool = True) -> tuple[TokenState, ...]:
-    """Per-token text of everything the row has written, masked positions shown empty and
-    unsettled; the healed start and what follows a closing newline or end are left out, and
-    unless ``at_stop`` is False, what runs into the suffix."""
+    """Per-token text of everything the row has written, open positions unsettled: shown the
+    guess the next pass reads there (``sfumato.model.lm_settle``), or empty; the healed start and
+    what follows a closing newline or end are left out, and unless ``at_stop`` is False, what runs
+    into the suffix."""
     ids = (row.written + row.canvas)[: row.cut]
     settled = ([True] * len(row.written) + [not m for m in row.masked])[: row.cut]
     confidence = (row.written_confidence + row.confidence)[: row.cut]
-    pieces = split_text(table, [t if ok else end for t, ok in zip(ids, settled)])
+    shown = [t if ok else row.guess.get(i - len(row.written), end) for i, (t, ok) in enumerate(zip(ids, settled))]
+    pieces = split_text(table, shown)
     heal = row.heal.decode("utf-8", "replace")
     states = []
     for index, (piece, ok, conf) in enumerate(zip(pieces, settled, confidence)):
         if heal and ok:  # the healed text is the prompt's, not the result's
             cut = len(piece) if heal.startswith(piece) else len(heal) if piece.startswith(heal) else 0
             piece, heal = piece[cut:], heal[cut:]
+        elif heal:  # a guess while the healed text is still being spelt would show the prompt's text again
+            piece = ""
         if row.one_line and "\n" in piece:
             states.append(TokenState(piece.split("\n", 1)[0], conf, ok))
             break
-        if ids[index] == end and ok:
+        if shown[index] == end and ok:
             break
         states.append(TokenState(piece, conf, ok))
     if not at_stop:

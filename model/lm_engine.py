@@ -2,9 +2,9 @@
 
 Every draft is one pass of the model over a canvas (``sfumato.model.lm_layout``): the prompt is read once
 (and its KV cache kept across requests, ``sfumato.model.prompt_cache``), then each pass reads the canvas
-with attention both ways and accepts every masked token whose probability clears
-``ACCEPT_PROBABILITY`` (Fast-dLLM's threshold rule, Wu et al. 2025); when none does, the leftmost open
-one. A canvas that fills up without ``<|endoftext|>`` is committed to the prompt and the next one
+(masked positions both ways, the rest left to right) and settles the leftmost open token, and the
+tokens after it while the denoiser's guesses from the pass before hold (``sfumato.model.lm_settle``:
+self-speculative decoding, the text of one token a pass in fewer passes). A canvas that fills up without ``<|endoftext|>`` is committed to the prompt and the next one
 starts, until ``max_new_tokens``. A light rewrite proposes fixes and reads them
 (``sfumato.model.light_rewrite``); a heavy one writes its least likely lines again (``sfumato.model.line_rewrite``).
 
@@ -27,12 +27,12 @@ from sfumato.model.light_rewrite import proposals, read_sequences, settle, typed
 from sfumato.model.line_rewrite import chosen_lines, line_means, read_log_probs, rewrite_plan, selection_lines
 from sfumato.model.lm_drafts import Spent, group_draft, row_states
 from sfumato.model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
-from sfumato.model.lm_row import ACCEPT_PROBABILITY, Row, heal_only_tokens, heal_position, stop_loop
+from sfumato.model.lm_row import Row, heal_only_tokens
+from sfumato.model.lm_settle import Settler
 from sfumato.model.lm_vocabulary import CanvasVocabulary
 from sfumato.model.project_context import CONTEXT_SHARE, context_tokens
 from sfumato.model.prompt_cache import PromptCache
 from sfumato.model.rewrite_parts import split_selection
-from sfumato.model.suffix_overlap import stop_at
 
 PREFIX_TOKENS, SUFFIX_TOKENS = 224, 96  # what training shows it (sfumato.model.training.adapt)
 CONTEXT_TOKENS = 128  # the most the project's snippets take, before the prefix
@@ -59,6 +59,7 @@ class LmDenoiserBackend:
         self.special = SpecialIds.of(tokenizer)
         self.vocabulary = CanvasVocabulary(tokenizer, self.special, device)
         self.table = self.vocabulary.table
+        self.settler = Settler(self.vocabulary, self.special)
         self.prompt_cache = PromptCache()
         self._prompt_logits: tuple[tuple[int, ...], torch.Tensor | None] = ((), None)
         self._valid = torch.ones(0, 0, dtype=torch.bool)  # [R, cached]: which cached keys each row sees
@@ -162,7 +163,7 @@ class LmDenoiserBackend:
     def _row(self, request: InfillRequest, alternative: int) -> Row:
         prompt, heal = self._prompt(request)
         seed = (request.seed if request.seed is not None else 0) * 1000 + alternative
-        bar = ACCEPT_PROBABILITY if request.sampler_bound is None else math.exp(-request.sampler_bound)
+        bar = 1.0 if request.sampler_bound is None else math.exp(-request.sampler_bound)
         stop = request.suffix.lstrip()[:STOP_CHARS]
         # a rewrite of text without a line break writes none (it would go on into the next lines)
         no_breaks = request.is_rewrite and "\n" not in request.init_text
@@ -174,7 +175,7 @@ class LmDenoiserBackend:
         row = Row(prompt, heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks,
                    must_write=must_write, avoid=self.vocabulary.starting(self._next_line(request)) if must_write else False,
                    temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
-                   generator=torch.Generator().manual_seed(seed), accept=bar,
+                   generator=torch.Generator().manual_seed(seed), accept=bar, speculate=request.sampler_bound is None,
                    stop=stop if len(stop.strip()) >= MIN_STOP_CHARS else "", stop_space=request.suffix[:1].isspace(),
                    before=request.prefix.rsplit("\n", 1)[-1], after=request.suffix[:LONGEST_STOP],
                    gap_suffix=self._encode(request.suffix[: 4 * SUFFIX_SCORE_TOKENS])[:SUFFIX_SCORE_TOKENS] if inside_line else [])
@@ -195,6 +196,7 @@ class LmDenoiserBackend:
         row.canvas = [self.special.mask] * size
         row.masked = [True] * size
         row.confidence = [0.0] * size
+        row.guess = {}
 
     # ---- the passes -----------------------------------------------------------------------
 
@@ -217,11 +219,11 @@ class LmDenoiserBackend:
             for b, row in enumerate(rows):
                 if not row.done:
                     row.passes += 1
-                    self._accept(row, logits[b])
+                    self.settler.settle(row, logits[b])
             passes += 1
             if all(row.done for row in rows):
                 self._cut_gaps(rows, prompt_logits, cache)
-            elif any(self._goes_on(row) for row in rows):
+            elif any(self.settler.goes_on(row) for row in rows):
                 last_logits = self._commit(rows, cache, last_logits)
             yield passes
 
@@ -295,25 +297,36 @@ class LmDenoiserBackend:
         return mask
 
     def _canvas_ids(self, rows: list[Row]) -> torch.Tensor:
+        """[R, C]: each row's canvas as a pass reads it (an open position shown its guess, if any)."""
         width = max(len(row.canvas) for row in rows)
-        return torch.tensor([row.canvas + [self.special.end] * (width - len(row.canvas)) for row in rows], device=self.device)
+        return torch.tensor([[row.guess.get(i, token) for i, token in enumerate(row.canvas)]
+                             + [self.special.end] * (width - len(row.canvas)) for row in rows], device=self.device)
 
-    def _canvas_logits(self, rows: list[Row], last_logits: torch.Tensor, cache) -> torch.Tensor:
-        """[R, C, V]: the logits that predict each canvas position (i-1 predicts i)."""
+    def _canvas_mask(self, rows: list[Row], width: int) -> torch.Tensor:
+        """``_key_mask`` for a pass: a settled or guessed position reads the canvas left to right, a
+        masked one reads it both ways (``sfumato.model.lm_settle``)."""
+        mask = self._key_mask(width)
+        causal = torch.tril(torch.ones(width, width, dtype=torch.bool, device=self.device))
+        for b, row in enumerate(rows):
+            shown = torch.tensor([not m or i in row.guess for i, m in enumerate(row.masked)]
+                                 + [False] * (width - len(row.canvas)), device=self.device)
+            mask[b, 0, shown, self._valid.shape[1] :] = causal[shown]
+        return mask
+
+    def _canvas_logits(self, rows: list[Row], last_logits: torch.Tensor, cache, both_ways: bool = False) -> torch.Tensor:
+        """[R, C, V]: the logits that predict each canvas position (i-1 predicts i); ``both_ways``: every
+        position reads the whole canvas (a rewrite's text read as the fix examples trained it)."""
         ids = self._canvas_ids(rows)
         width = ids.shape[1]
-        out = self.model(input_ids=ids, attention_mask=self._key_mask(width), position_ids=self._positions(0, width),
+        mask = self._key_mask(width) if both_ways else self._canvas_mask(rows, width)
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=self._positions(0, width),
                          cache=cache, use_cache=True)
         cache.crop(-width)
         return torch.cat([last_logits[:, None], out.logits[:, :-1].float()], dim=1)
 
-    def _goes_on(self, row: Row) -> bool:
-        """A settled canvas with no end in it and budget left: the text goes on in the next one."""
-        return not row.done and not any(row.masked) and self.special.end not in row.canvas and row.budget > len(row.canvas)
-
     def _commit(self, rows: list[Row], cache, last_logits: torch.Tensor) -> torch.Tensor:
         """Read every full canvas into the prompt (causally) and open the next canvas there."""
-        going = [self._goes_on(row) for row in rows]
+        going = [self.settler.goes_on(row) for row in rows]
         ids = self._canvas_ids(rows)
         width = ids.shape[1]
         out = self.model(input_ids=ids, attention_mask=self._key_mask(width, causal=True),
@@ -374,7 +387,7 @@ class LmDenoiserBackend:
         """Score a rewrite's selection in place: a light rewrite takes the likeliest of the denoiser's
         proposed fixes (``sfumato.model.light_rewrite``), ``again`` for those still fixing; at strength
         0 the selection stays. Returns the passes run."""
-        logits = self._canvas_logits(rows, last_logits, cache)
+        logits = self._canvas_logits(rows, last_logits, cache, both_ways=True)
         light: dict[int, list[list[int]]] = {}
         for b, (row, request) in enumerate(zip(rows, requests)):
             if not request.is_rewrite or (again and not row.fixing):
@@ -400,96 +413,6 @@ class LmDenoiserBackend:
         for b, (scores, token_probs, readings) in results.items():
             settle(rows[b], light[b], torch.tensor(scores), token_probs, readings)
         return max(readings for _, _, readings in results.values())
-
-    def _accept(self, row: Row, logits: torch.Tensor) -> None:
-        """Fill every masked position above the bar (at least the leftmost one); end the row when done."""
-        logits = logits[: len(row.canvas)].clone()
-        position, left = heal_position(row, self.table)
-        blocked = self.vocabulary.blocked(len(row.canvas), row.no_breaks)
-        if position is not None:  # the healed text may be spelt by parts of a character, as the prompt held it
-            logits[position, ~self.vocabulary.heal_allowed(left)] = -math.inf
-            heal_rule = self.vocabulary.unwritable | self.vocabulary.heal_spaces(left)
-            blocked[position] = heal_rule
-        if row.must_write and self._text_start(row) is not None:
-            # a blank line or a gap inside a line gets text: nothing ends it before its text, and it does
-            # not begin as the text after it does (that copy would be cut as running into it: nothing left);
-            # inside a line the healed token may (`"""` opens what the suffix closes)
-            open_ = torch.tensor(row.masked, device=logits.device)
-            blocked[open_] |= self.vocabulary.breaks | row.avoid
-            blocked[open_, self.special.end] = True
-            if position is not None:
-                blocked[position] = heal_rule | self.vocabulary.heal_breaks(left) | (False if row.gap_suffix else row.avoid)
-        logits[blocked] = -math.inf
-        probs = logits.softmax(-1)
-        if row.temperature:
-            sampled = torch.multinomial((logits / row.temperature).softmax(-1), 1, generator=row.generator)[:, 0]
-        else:
-            sampled = probs.argmax(-1)
-        chosen = probs.gather(1, sampled[:, None])[:, 0]
-        masked = torch.tensor(row.masked, device=logits.device)
-        masked[self._end_index(row) + 1 :] = False  # past a settled end nothing is kept: no pass on it
-        if position is not None:  # the healed text is spelt left to right before anything else
-            masked = torch.arange(len(row.canvas), device=logits.device) == position
-        sure = masked & (chosen >= row.accept)
-        if not masked.any():
-            return self._close_at_end(row)
-        if not sure.any():  # the leftmost open position, as the base would go on (the surest was often an end)
-            sure = torch.zeros_like(masked)
-            sure[int(masked.nonzero()[0, 0])] = True
-        for i in sure.nonzero()[:, 0].tolist():
-            row.canvas[i], row.masked[i], row.confidence[i] = int(sampled[i]), False, float(chosen[i])
-            row.generated += 1
-        self._close_at_end(row)
-        if row.one_line and not row.done:
-            stop_loop(row)
-
-    def _text_start(self, row: Row) -> int | None:
-        """The canvas position the text's first character goes to while only the heal and white
-        space are settled before it; None once the text has begun (or its start is not open)."""
-        if row.written:
-            return None
-        for i in range(len(row.canvas)):
-            if row.masked[i]:
-                return i
-            if self._piece(row, i).strip():
-                return None
-        return None
-
-    def _piece(self, row: Row, index: int) -> bytes:
-        """The bytes canvas position ``index`` adds to the text after the healed start."""
-        if not row.heal:
-            return self.table[row.canvas[index]]
-        before = sum(len(self.table[t]) for t in row.written + row.canvas[:index])
-        return self.table[row.canvas[index]][max(0, len(row.heal) - before) :]
-
-    def _end_index(self, row: Row) -> int:
-        """The first settled position that ends the text (an end, or a newline for one line); the
-        last position when there is none."""
-        for i, token in enumerate(row.canvas):
-            if not row.masked[i] and (token == self.special.end or (row.one_line and b"\n" in self._piece(row, i))):
-                return i
-        return len(row.canvas) - 1
-
-    def _close_at_end(self, row: Row) -> None:
-        """A settled end (or a newline, for one line) after settled tokens closes the row."""
-        end = self._end_index(row)
-        closes = not row.masked[end] and (row.canvas[end] == self.special.end
-                                          or row.one_line and b"\n" in self._piece(row, end))
-        if any(row.masked[:end]) or row.masked[end]:
-            return
-        if closes:
-            row.canvas, row.masked, row.confidence = row.canvas[: end + 1], row.masked[: end + 1], row.confidence[: end + 1]
-            row.done = True
-            return
-        if not self._goes_on(row):
-            row.done = True
-        elif row.stop:  # the settled text has run into the suffix: the rest would be cut
-            settled = []
-            for state in row_states(row, self.table, self.special.end, at_stop=False):
-                if not state.accepted:
-                    break
-                settled.append(state.text)
-            row.done = stop_at("".join(settled), row.stop, row.stop_space) >= 0
 
     def _states(self, row: Row) -> tuple[TokenState, ...]:
         return row_states(row, self.table, self.special.end)

@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 
 import torch
 
-ACCEPT_PROBABILITY = 0.9
-
 
 @dataclass
 class Row:
@@ -29,7 +27,9 @@ class Row:
     stop_space: bool = False  # the suffix starts with white space (then so does the cut)
     before: str = ""  # the prefix's last line and the suffix: a text ending with the suffix's start
     after: str = ""  # is trimmed of the repeat (sfumato.model.suffix_overlap)
-    accept: float = ACCEPT_PROBABILITY  # the probability a pass accepts a token at
+    accept: float = 1.0  # with a sampler bound: a pass also settles every masked token at least this likely
+    speculate: bool = True  # open positions are shown the last pass's guesses (sfumato.model.lm_settle)
+    guess: dict[int, int] = field(default_factory=dict)  # canvas position -> the token the next pass reads there
     no_breaks: bool = False  # a one-line rewrite: no token with a line break may be written
     must_write: bool = False  # the cursor on a blank line or inside one: the text may not start with its end
     cut: int | None = None  # the text ends after this many tokens (a loop was stopped, a gap's end was scored)

@@ -58,13 +58,14 @@ def test_over_several_canvases_the_cut_is_the_one_a_plain_reading_prefers(tiny_l
     """Canvases already committed to the cache are read again with the text: the cut chosen is the
     argmax of log p(text[:k] + suffix start) read plainly after the prompt."""
     import sfumato.model.lm_engine as engine
+    import sfumato.model.lm_settle as settle
     from sfumato.model.gap_cut import cut_candidates
 
     from sfumato.model.lm_layout import SpecialIds
 
     monkeypatch.setattr(engine, "LINE_CANVAS", 4)
     monkeypatch.setattr(engine, "MAX_CANVAS", 4)
-    monkeypatch.setattr(engine, "stop_loop", lambda row: None)  # the random model repeats a word
+    monkeypatch.setattr(settle, "stop_loop", lambda row: None)  # the random model repeats a word
     model = copy.deepcopy(tiny_lm)  # one that never ends a line: the text runs over several canvases
     enders = [i for token, i in smol_tokenizer.get_vocab().items() if "Ċ" in token] + [SpecialIds.of(smol_tokenizer).end]
     model.lm_head.register_forward_hook(lambda module, args, out: out.index_add(

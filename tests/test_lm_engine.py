@@ -364,7 +364,7 @@ def test_a_row_whose_settled_text_runs_into_the_suffix_ends(backend, smol_tokeni
         row = backend._row(request, 0)
         ids = smol_tokenizer(row.heal.decode() + text * 20, add_special_tokens=False).input_ids[: len(row.canvas)]
         row.canvas, row.masked = ids, [False] * len(ids)
-        backend._close_at_end(row)
+        backend.settler.close_at_end(row)
         return row
 
     row = settle(InfillRequest(prefix="jumps over the ", suffix=" dog. It sleeps.\n", max_new_tokens=128), "lazy dog. It sleeps.\n")
@@ -385,7 +385,7 @@ def test_a_line_longer_than_its_canvas_keeps_its_healed_start_out(backend, smol_
     row.canvas, row.masked, row.confidence = ids[cut:], [False] * (len(ids) - cut), [0.9] * (len(ids) - cut)
     text = "".join(state.text for state in backend._states(row))
     assert text == "value = compute(alpha, beta, gamma, delta, epsilon, zeta, eta)"
-    assert backend._end_index(row) == len(row.canvas) - 1
+    assert backend.settler._end_index(row) == len(row.canvas) - 1
     assert heal_position(row, backend.table) == (None, b"")
 
 

@@ -1,0 +1,115 @@
+"""Self-speculative settling: the guesses a pass was shown settle only where the causal reading
+agrees, so the text is what one token a pass writes, in fewer passes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from sfumato.model.api import InfillRequest, ModelInfo
+from sfumato.model.lm_layout import SpecialIds
+from sfumato.model.lm_row import Row
+from sfumato.model.lm_settle import Settler
+from sfumato.model.lm_vocabulary import CanvasVocabulary
+
+
+@pytest.fixture(scope="module")
+def settler(smol_tokenizer):
+    special = SpecialIds.of(smol_tokenizer)
+    return Settler(CanvasVocabulary(smol_tokenizer, special), special)
+
+
+def word_ids(tokenizer, text):
+    return tokenizer(text, add_special_tokens=False).input_ids
+
+
+def logits_for(tokens, vocab_size):
+    """[C, V] logits whose best token at position i is tokens[i]."""
+    logits = torch.zeros(len(tokens), vocab_size)
+    for i, token in enumerate(tokens):
+        logits[i, token] = 10.0
+    return logits
+
+
+def open_row(size):
+    return Row([0], b"", 64, False, 0.0, torch.Generator(), canvas=[-1] * size, masked=[True] * size, confidence=[0.0] * size)
+
+
+def test_a_pass_over_masks_settles_one_token_and_guesses_the_rest(settler, smol_tokenizer):
+    ids = word_ids(smol_tokenizer, " return width * height")
+    row = open_row(len(ids) + 1)
+    settler.settle(row, logits_for(ids + [settler.special.end], len(settler.table)))
+    assert row.canvas[0] == ids[0] and row.masked[1:] == [True] * len(ids)
+    assert [row.guess[i] for i in range(1, len(ids))] == ids[1:]
+
+
+def test_guesses_that_hold_settle_in_one_pass_and_a_wrong_one_is_replaced_and_ends_the_pass(settler, smol_tokenizer):
+    ids = word_ids(smol_tokenizer, " return width * height")
+    row = open_row(len(ids) + 4)
+    row.canvas[0], row.masked[0] = ids[0], False
+    row.guess = {1: ids[1], 2: ids[2], 3: word_ids(smol_tokenizer, " +")[0]}
+    truth = ids + [settler.special.end] * 4
+    settler.settle(row, logits_for(truth, len(settler.table)))
+    assert row.canvas[:4] == ids[:4]  # 1 and 2 held; 3 was wrong and takes the causal reading's token
+    assert row.masked[4:] == [True] * (len(row.canvas) - 4)
+    assert row.guess == {}  # every query after the wrong guess read it: the next pass reads masks
+
+
+def test_a_masked_position_decides_nothing_after_it(settler, smol_tokenizer):
+    ids = word_ids(smol_tokenizer, " return width * height")
+    row = open_row(len(ids))
+    row.canvas[0], row.masked[0] = ids[0], False
+    row.guess = {2: ids[2]}  # position 1 is read as a mask: its logits are a guess, not a reading
+    settler.settle(row, logits_for(ids, len(settler.table)))
+    assert row.canvas[1] == ids[1] and row.masked[2]
+
+
+def test_a_sampler_bound_settles_by_the_bar_and_shows_no_guesses(smol_tokenizer, tiny_lm):
+    from sfumato.model.lm_engine import LmDenoiserBackend
+
+    backend = LmDenoiserBackend(tiny_lm, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
+    request = InfillRequest(prefix="x = ", suffix="\n", max_new_tokens=6, seed=1)
+    assert backend._row(request, 0).speculate and backend._row(request, 0).accept == 1.0
+    bounded = backend._row(replace(request, sampler_bound=0.1), 0)
+    assert not bounded.speculate and bounded.accept < 1.0
+
+
+def test_speculation_writes_the_text_of_one_token_a_pass(smol_tokenizer, tiny_lm):
+    """In float32 the causal reading does not depend on what else a pass holds, so the guesses
+    change how many passes a text takes and never the text."""
+    from sfumato.model.lm_engine import LmDenoiserBackend
+
+    backend = LmDenoiserBackend(tiny_lm, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
+    for seed, request in enumerate([InfillRequest(prefix="def f(x):\n    ", suffix="\n", one_line=True, max_new_tokens=12),
+                                    InfillRequest(prefix="value = ", suffix="\nprint(value)\n", max_new_tokens=40)]):
+        request = replace(request, seed=seed)
+        fast = list(backend.stream([request]))[-1][0]
+        slow = list(backend.stream([replace(request, sampler_bound=1e-9)]))[-1][0]
+        assert fast.text == slow.text
+        assert fast.forward_passes <= slow.forward_passes
+
+
+def test_a_draft_shows_the_guesses_unsettled_and_the_result_holds_none(smol_tokenizer, tiny_lm):
+    from sfumato.model.lm_engine import LmDenoiserBackend
+
+    backend = LmDenoiserBackend(tiny_lm, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
+    drafts = [d[0] for d in backend.stream([InfillRequest(prefix="value = ", suffix="\n", max_new_tokens=12, seed=3)])]
+    first, final = drafts[0], drafts[-1]
+    assert any(t.text and not t.accepted for t in first.tokens)  # the denoiser's guess, drawn as unsure
+    assert [t.text for t in first.tokens if t.accepted] == [first.tokens[0].text]  # one settled so far
+    assert all(t.accepted for t in final.tokens)
+
+
+def test_what_followed_the_texts_last_tokens_in_the_prompt_is_guessed_after_them(settler, smol_tokenizer):
+    ids = word_ids(smol_tokenizer, " return width * height")
+    plus = word_ids(smol_tokenizer, " +")[0]
+    row = open_row(len(ids) + 2)
+    row.prompt = word_ids(smol_tokenizer, "area = width * height\n")
+    row.canvas[:2], row.masked[:2] = ids[:2], [False, False]
+    denoiser = ids[:3] + [plus] + [settler.special.end] * 3  # the denoiser would guess " +" after " *"
+    settler.settle(row, logits_for(denoiser, len(settler.table)))
+    assert row.canvas[2] == ids[2]
+    assert row.guess[3] == ids[3]  # " width *" was followed by " height" in the prompt
