@@ -2,8 +2,9 @@
 
 The Dream / DiffuLLaMA adaptation: a causal LM's logits at position i-1 predict token i, so a
 canvas placed right after the prefix is first predicted exactly as the base would continue the
-text. The prompt is read causally (and cached); the canvas attends to the whole prompt and to
-every canvas position both ways, through a 4-D boolean mask.
+text. The prompt is read causally (and cached); the canvas attends to the whole prompt, a masked
+canvas position to every canvas position both ways and one shown a token (settled, or guessed) to
+the canvas up to itself, through a 4-D boolean mask.
 
 Sequence (suffix-prefix-middle order, so the canvas continues the prefix)::
 
@@ -47,12 +48,16 @@ def prompt_ids(special: SpecialIds, prefix: list[int], suffix: list[int]) -> lis
     return [special.suffix_mark, *suffix, special.prefix_mark, *prefix]
 
 
-def canvas_mask(prompt_len: int, canvas_len: int, device=None) -> torch.Tensor:
+def canvas_mask(prompt_len: int, canvas_len: int, device=None, shown: list[bool] | None = None) -> torch.Tensor:
     """[1, 1, P + C, P + C] bool, True = may attend: causal over the prompt, and every canvas
-    position sees the whole prompt and the whole canvas."""
+    position sees the whole prompt and the whole canvas; with ``shown``, a canvas position shown
+    a token sees the canvas only up to itself (as the engine's passes read settled text and guesses)."""
     total = prompt_len + canvas_len
     mask = torch.tril(torch.ones(total, total, dtype=torch.bool, device=device))
     mask[prompt_len:, prompt_len:] = True
+    if shown is not None:
+        rows = prompt_len + torch.tensor(shown, dtype=torch.bool, device=device).nonzero()[:, 0]
+        mask[rows, prompt_len:] = torch.tril(torch.ones(canvas_len, canvas_len, dtype=torch.bool, device=device))[rows - prompt_len]
     return mask[None, None]
 
 

@@ -43,13 +43,13 @@ def test_a_word_gap_is_whole_words_inside_one_line(vocab):
     tokens = vocab.encode(TEXT)
     rng = random.Random(5)
     for _ in range(200):
-        start, length = adapt._pick_middle(tokens, rng, 16, vocab)
+        start, length = adapt.pick_middle(tokens, rng, 16, vocab)
         assert length >= 1 and start + length <= len(tokens)
     gaps = 0
     for seed in range(300):
         rng = random.Random(seed)
         kind = random.Random(seed).random()  # the draw that picks the middle's kind
-        start, length = adapt._pick_middle(tokens, rng, 16, vocab)
+        start, length = adapt.pick_middle(tokens, rng, 16, vocab)
         if adapt.LINE_SHARE <= kind < adapt.LINE_SHARE + adapt.WORDS_SHARE:
             gaps += 1
             assert tokens[start] in vocab.word_starts
@@ -61,7 +61,7 @@ def test_every_example_fills_a_canvas_of_a_trained_size(vocab):
     tokens = vocab.encode(TEXT)
     rng = random.Random(7)
     for _ in range(100):
-        ids, prompt_len, target, weight = adapt.make_example(tokens, rng, vocab)
+        ids, prompt_len, target, weight, _ = adapt.make_example(tokens, rng, vocab)
         assert len(target) == len(weight) == len(ids) - prompt_len in adapt.CANVAS_SIZES
         assert any(weight)
 
@@ -85,7 +85,7 @@ def test_the_teacher_reads_the_prefix_and_the_true_middle_at_the_masked_position
         example = adapt.make_example(tokens, rng, vocab)
         if example is None:
             continue
-        ids, prompt_len, target, _ = example
+        ids, prompt_len, target = example.ids, example.prompt_len, example.target
         reading = adapt.teacher_reading(example, vocab.special)
         if reading is None:
             continue
@@ -144,7 +144,7 @@ def test_a_window_that_begins_a_file_sometimes_has_its_first_line_as_the_middle_
     rng = random.Random(13)
     empty = lines = 0
     for _ in range(400):
-        ids, prompt_len, target, _ = adapt.make_example(tokens, rng, vocab, at_start=True)
+        ids, prompt_len, target, _, _ = adapt.make_example(tokens, rng, vocab, at_start=True)
         prefix = ids[ids.index(vocab.special.prefix_mark) + 1 : prompt_len]
         if not prefix:
             empty += 1
@@ -154,7 +154,7 @@ def test_a_window_that_begins_a_file_sometimes_has_its_first_line_as_the_middle_
     assert 40 < empty < 160 and lines > 10  # about FILE_START_SHARE of them
     rng = random.Random(13)
     for _ in range(200):  # elsewhere a middle has a prefix
-        ids, prompt_len, _, _ = adapt.make_example(tokens, rng, vocab)
+        ids, prompt_len, *_ = adapt.make_example(tokens, rng, vocab)
         assert ids.index(vocab.special.prefix_mark) + 1 < prompt_len
 
 
@@ -182,7 +182,7 @@ def test_half_the_examples_read_the_project_context_before_the_prefix(vocab):
     rng = random.Random(17)
     with_context = 0
     for _ in range(200):
-        ids, prompt_len, _, _ = adapt.make_example(tokens, rng, vocab, snippets=snippets)
+        ids, prompt_len, *_ = adapt.make_example(tokens, rng, vocab, snippets=snippets)
         prefix = ids[ids.index(vocab.special.prefix_mark) + 1 : prompt_len]
         context = vocab.encode(snippet)
         if prefix[: len(context)] == context:
@@ -206,3 +206,21 @@ def test_the_context_of_a_window_comes_from_other_files_of_its_unit(monkeypatch,
     found = sampler.snippets(window, "def area(width, height):\n", "")
     assert found and all("perimeter" in s and "area(" not in s and "sys" not in s for s in found)
     assert found[0].startswith(f"# {tmp_path.name}/shapes.py\n")
+
+
+def test_a_self_target_is_the_engines_result_masked_from_a_point_on_or_at_random(vocab):
+    written = vocab.encode("return width * height")
+    record = {"prefix": vocab.encode("def area(width, height):\n    "), "suffix": vocab.encode("\n\n"),
+              "snippets": [], "one_line": True, "target": written}
+    rng = random.Random(2)
+    tails = 0
+    for _ in range(60):
+        ids, prompt_len, target, weight, both_ways = adapt.self_example(record, rng, vocab)
+        assert len(target) == len(weight) == len(ids) - prompt_len == adapt.CANVAS_SIZES[0] and not both_ways
+        assert target[: len(written)] == written and set(target[len(written) :]) == {vocab.special.end}
+        shown = ids[prompt_len:]
+        assert all((shown[i] == vocab.special.mask) == bool(weight[i]) for i in range(len(shown)))
+        assert all(shown[i] in (target[i], vocab.special.mask) for i in range(len(shown)))
+        first = weight.index(1.0)
+        tails += first < len(written) and all(weight[first:])  # the engine's state: written start, masked rest
+    assert tails > 30

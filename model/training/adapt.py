@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -63,6 +64,8 @@ PROSE_SHARE = 0.3  # of examples: documentation (by units alone it would be ~6%)
 LEFT_TO_RIGHT_SHARE = 0.4  # of infill examples: a written start and a masked rest, not scattered masks
 CONTEXT_SHARE = 0.5  # of examples: the project's snippets before the prefix, as the editor sends them
 FILE_START_SHARE = 0.2  # of windows that begin a file: the middle begins it too, with no prefix at all
+SELF_SHARE = 0.5  # of examples, with --self-targets: the engine's own result to be written in fewer passes
+SELF_LEFT_TO_RIGHT = 0.7  # of those: a written start and a masked rest (the state the engine decodes in)
 
 
 def parse_args(argv=None):
@@ -79,6 +82,8 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--distill", type=float, default=0.0,
                    help="weight of the KL divergence from the base's next-token distribution (0: off)")
+    p.add_argument("--self-targets", type=Path, default=None,
+                   help="JSONL of the engine's own results (sfumato.model.training.self_targets): SELF_SHARE of examples")
     p.add_argument("--export", nargs=2, type=Path, metavar=("CHECKPOINT", "FOLDER"),
                    help="write CHECKPOINT's adapter to FOLDER in float16 (what git holds) and stop")
     return p.parse_args(argv)
@@ -117,9 +122,21 @@ class Vocabulary:
                    lambda snippets: context_ids(tokenizer, snippets))
 
 
+class Example(NamedTuple):
+    """One training example: the prompt and the canvas as shown, what the canvas should hold, the
+    loss weight of each canvas position. ``both_ways``: every canvas position reads the whole canvas
+    (a fix, as the engine reads a rewrite's text); otherwise a position shown a token reads the
+    canvas left to right and a masked one both ways, as the engine's passes read an infill."""
+    ids: list[int]
+    prompt_len: int
+    target: list[int]
+    weight: list[float]
+    both_ways: bool = False
+
+
 def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary, at_start: bool = False,
                  snippets: Callable[[str, str], Sequence[str]] | None = None):
-    """(input ids, prompt length, targets over the canvas, loss weights over the canvas) or None.
+    """An ``Example``, or None for a window too short.
     ``at_start``: the tokens begin a file, so a middle may begin there too; ``snippets`` gives the
     project context for a prefix and suffix (text), which ``CONTEXT_SHARE`` of examples get."""
     if len(tokens) < 24:
@@ -129,7 +146,7 @@ def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary, at_st
     if at_start and rng.random() < FILE_START_SHARE:
         start, length = 0, _first_line_length(tokens, rng, canvas, vocab)
     else:
-        start, length = _pick_middle(tokens, rng, canvas, vocab)
+        start, length = pick_middle(tokens, rng, canvas, vocab)
     middle = tokens[start : start + length]
     prefix = tokens[max(0, start - rng.randint(8, MAX_PREFIX)) : start]
     suffix_len = 0 if rng.random() < 0.2 else rng.randint(1, MAX_SUFFIX)
@@ -146,7 +163,7 @@ def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary, at_st
             if (i in wrong and rng.random() < 0.5) or rng.random() < 0.15:
                 shown[i] = special.mask
         prompt = prompt_ids(special, prefix, suffix)
-        return prompt + shown, len(prompt), target, [1.0] * canvas
+        return Example(prompt + shown, len(prompt), target, [1.0] * canvas, both_ways=True)
     target = (middle + [special.end] * canvas)[:canvas]
     shown, weight = list(target), [0.0] * canvas
     if fix:
@@ -170,7 +187,28 @@ def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary, at_st
             i = rng.randrange(canvas)
             shown[i], weight[i] = special.mask, 1.0
     prompt = prompt_ids(special, prefix, suffix)
-    return prompt + shown, len(prompt), target, weight
+    return Example(prompt + shown, len(prompt), target, weight, both_ways=fix)
+
+
+def self_example(record: dict, rng: random.Random, vocab: Vocabulary):
+    """An example whose middle is what the engine wrote there (a ``self_targets`` record), masked
+    from a random point on or at random: the model learns to be sure, in parallel, of the tokens it
+    would write one pass after another. Laid out as ``make_example`` lays out a line or a span."""
+    special = vocab.special
+    canvas = CANVAS_SIZES[0] if record["one_line"] else CANVAS_SIZES[-1]
+    written = record["target"][:canvas]
+    target = written + [special.end] * (canvas - len(written))
+    shown, weight = list(target), [0.0] * canvas
+    if rng.random() < SELF_LEFT_TO_RIGHT:
+        masked = range(rng.randrange(len(written)), canvas)
+    else:
+        t = rng.random()
+        masked = [i for i in range(canvas) if rng.random() < t] or [rng.randrange(canvas)]
+    for i in masked:
+        shown[i], weight[i] = special.mask, 1.0
+    prefix = (vocab.context(record["snippets"]) if record["snippets"] else []) + record["prefix"]
+    prompt = prompt_ids(special, prefix, record["suffix"])
+    return Example(prompt + shown, len(prompt), target, weight)
 
 
 def _slip(middle: list[int], tokens: list[int], rng: random.Random, vocab: Vocabulary):
@@ -201,7 +239,7 @@ def _first_line_length(tokens, rng, canvas, vocab: Vocabulary) -> int:
     return min(rng.randint(1, canvas + 8), len(tokens))
 
 
-def _pick_middle(tokens, rng, canvas, vocab: Vocabulary):
+def pick_middle(tokens, rng, canvas, vocab: Vocabulary):
     """A line's tokens (between two newline tokens), a few words inside a line (a gap in a
     sentence) or a random span; at least 1 token."""
     kind = rng.random()
@@ -225,11 +263,13 @@ def _pick_middle(tokens, rng, canvas, vocab: Vocabulary):
     return start, min(rng.randint(1, canvas + 8), len(tokens) - start)
 
 
-def example_loss(model, example, device, special: SpecialIds | None = None, distill: float = 0.0) -> torch.Tensor:
-    ids, prompt_len, target, weight = example
+def example_loss(model, example, device, special: SpecialIds, distill: float = 0.0) -> torch.Tensor:
+    ids, prompt_len, target, weight, both_ways = example
     x = torch.tensor([ids], device=device)
     canvas = len(target)
-    hidden = model.base_model.model.model(input_ids=x, attention_mask=canvas_mask(prompt_len, canvas, device)).last_hidden_state
+    shown = None if both_ways else [token != special.mask for token in ids[prompt_len:]]
+    mask = canvas_mask(prompt_len, canvas, device, shown)
+    hidden = model.base_model.model.model(input_ids=x, attention_mask=mask).last_hidden_state
     head = model.base_model.model.lm_head
     # logits at i-1 predict token i: the canvas is predicted from positions P-1 .. P+C-2
     logits = head(hidden[0, prompt_len - 1 : prompt_len - 1 + canvas])
@@ -254,13 +294,27 @@ def teacher_reading(example, special: SpecialIds) -> tuple[list[int], int, list[
     """What the base reads to teach an example: (prefix + the middle's tokens up to its first end,
     where the middle starts in them, the masked canvas positions it predicts); None when none is
     masked there. A slip's target is the true middle up to its first end, so it aligns too."""
-    ids, prompt_len, target, _ = example
+    ids, prompt_len, target = example.ids, example.prompt_len, example.target
     prefix = ids[ids.index(special.prefix_mark) + 1 : prompt_len]
     middle = target[: target.index(special.end)] if special.end in target else target
     positions = [j for j in range(len(middle)) if ids[prompt_len + j] == special.mask]
     if not prefix or not positions:
         return None
     return prefix + middle, len(prefix), positions
+
+
+def read_targets(path: Path | None) -> list[dict]:
+    """The engine's own results (``self_targets``), skipping a line a running generator has half written."""
+    records = []
+    if path is None:
+        return records
+    with path.open() as lines:
+        for line in lines:
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return records
 
 
 def save_checkpoint(model, optimizer, state: dict, out: Path) -> None:
@@ -308,8 +362,10 @@ def main(argv=None) -> None:
         optimizer.load_state_dict(torch.load(resume / "optimizer.pt", weights_only=True))
         state = json.loads((resume / "state.json").read_text())
     state["distill"] = args.distill  # the recipe a checkpoint was last trained with
+    state["self_targets"] = str(args.self_targets) if args.self_targets else None
     rng = random.Random(f"{args.seed}:{state['step']}")
     sampler = DocumentSampler("train", tokenizer, rng, prose_share=PROSE_SHARE)
+    own = read_targets(args.self_targets)
     started = time.monotonic()
     deadline = started + 60 * args.minutes
     running = None
@@ -318,9 +374,12 @@ def main(argv=None) -> None:
         optimizer.zero_grad(set_to_none=True)
         total, n = 0.0, 0
         while n < args.accumulate:
-            window = sampler.next_window()
-            example = make_example(window.tokens, rng, vocab, window.at_start,
-                                   lambda prefix, suffix: sampler.snippets(window, prefix, suffix))
+            if own and rng.random() < SELF_SHARE:
+                example = self_example(rng.choice(own), rng, vocab)
+            else:
+                window = sampler.next_window()
+                example = make_example(window.tokens, rng, vocab, window.at_start,
+                                       lambda prefix, suffix: sampler.snippets(window, prefix, suffix))
             if example is None:
                 continue
             loss = example_loss(model, example, device, vocab.special, args.distill) / args.accumulate
@@ -345,6 +404,7 @@ def main(argv=None) -> None:
             print(json.dumps(line), flush=True)
         if state["step"] % args.save_every == 0:
             save_checkpoint(model, optimizer, state, args.out)
+            own = read_targets(args.self_targets)  # a generator may still be adding to them
     save_checkpoint(model, optimizer, state, args.out)
     print(f"saved {last} after {state['step']} steps, {state['tokens']} tokens")
 
