@@ -17,6 +17,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from sfumato.model.template import GAP_PATTERN
+
 CHUNK_LINES = 16
 PROMPT_SNIPPETS = 8  # sent with a request, nearest first; a prompt holds those that fit
 AROUND_CHARS = 1500  # the text either side of the cursor whose names are looked for
@@ -51,8 +53,9 @@ def chunks(text: str, lines: int = CHUNK_LINES) -> Iterable[str]:
 
 def file_chunks(name: str, text: str) -> tuple[Chunk, ...]:
     """``text``'s chunks that hold a name, ready to be scored (done once per file version: the
-    editor keeps them for the folder's files)."""
-    found = ((chunk, frozenset(_names(chunk))) for chunk in chunks(text))
+    editor keeps them for the folder's files). A chunk with a template's ``[MASK]`` gap is left out:
+    a gap is not text, and the model copied one into a rewrite (``return [MASK:12]``)."""
+    found = ((chunk, frozenset(_names(chunk))) for chunk in chunks(text) if not GAP_PATTERN.search(chunk))
     return tuple(Chunk(f"# {name}\n{chunk}\n", names) for chunk, names in found if names)
 
 

@@ -111,6 +111,13 @@ def test_nearest_chunks_share_the_most_names_and_nameless_text_makes_none():
     assert nearest_chunks("", "", chunks) == ()
 
 
+def test_a_template_chunk_with_a_gap_is_not_a_snippet():
+    template = "def is_palindrome(text):\n    return [MASK:12]\n\n\n" + "\n" * 16 + "def mean(values):\n    return sum(values)\n"
+    snippets = [chunk.snippet for chunk in file_chunks("template.py", template)]
+    assert snippets and not any("[MASK" in snippet for snippet in snippets)
+    assert any("def mean" in snippet for snippet in snippets)  # the file's chunks without a gap still count
+
+
 def test_a_prompt_holds_only_the_nearest_snippets(project_tokenizer):
     snippets = [f"# f{index}.py\nname_{index} = {index}\n" for index in range(PROMPT_SNIPPETS + 4)]
     tokens = context_tokens(project_tokenizer, snippets, budget=100_000)
