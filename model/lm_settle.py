@@ -34,7 +34,7 @@ from sfumato.model.suffix_overlap import stop_at
 
 
 class Settler:
-    """Settles a row's tokens from one pass's logits (``settle``) and guesses the rest (``guess``)."""
+    """Settles a row's tokens from one pass's logits and guesses the rest for the next pass (``settle``)."""
 
     def __init__(self, vocabulary: CanvasVocabulary, special: SpecialIds):
         self.vocabulary, self.special, self.table = vocabulary, special, vocabulary.table
