@@ -129,7 +129,9 @@ class SettingsDialog(QDialog):
         self.sampler_bound.setSingleStep(0.1)
         self.sampler_bound.setSpecialValueText("model default")
         self.sampler_bound.setValue(s.sampler_bound)
-        self.sampler_bound.setToolTip("How unsure a token may be and still be accepted in a pass: higher is faster, lower is better")
+        self.sampler_bound.setToolTip("How unsure a token may be and still be accepted in a pass: higher is faster, lower is better. "
+                                      "Model default: the embedded model settles only the guesses its own left-to-right "
+                                      "reading confirms, the same text as one token a pass")
         form.addRow("Sampler bound (speed vs quality)", self.sampler_bound)
         self.max_new_tokens = _spin(1, 4096, s.max_new_tokens)
         form.addRow("Infill length cap (max new tokens)", self.max_new_tokens)
