@@ -28,7 +28,6 @@ class Row:
     before: str = ""  # the prefix's last line and the suffix: a text ending with the suffix's start
     after: str = ""  # is trimmed of the repeat (sfumato.model.suffix_overlap)
     accept: float = 1.0  # with a sampler bound: a pass also settles every masked token at least this likely
-    speculate: bool = True  # open positions are shown the last pass's guesses (sfumato.model.lm_settle)
     guess: dict[int, int] = field(default_factory=dict)  # canvas position -> the token the next pass reads there
     no_breaks: bool = False  # a one-line rewrite: no token with a line break may be written
     must_write: bool = False  # the cursor on a blank line or inside one: the text may not start with its end
@@ -40,6 +39,12 @@ class Row:
     done: bool = False
     passes: int = 0
     generated: int = 0  # tokens the model wrote (a rewrite's pinned ones do not count)
+
+    @property
+    def speculate(self) -> bool:
+        """Open positions are shown the last pass's guesses (``sfumato.model.lm_settle``), unless a
+        sampler bound asks for the threshold rule."""
+        return self.accept >= 1.0
 
 
 LOOP_UNITS = 16  # the longest unit of tokens looked for

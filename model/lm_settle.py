@@ -89,31 +89,30 @@ class Settler:
                         row.guess[i], row.confidence[i] = token, float(probs[i, token])
                 return
 
-    def _choose(self, row: Row, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(the token each position would take under the row's rules, its probability) [C], [C]."""
-        logits = logits.clone()
-        position, left = heal_position(row, self.table)
-        blocked = self.vocabulary.blocked(len(row.canvas), row.no_breaks)
-        if position is not None:  # the healed text may be spelt by parts of a character, as the prompt held it
-            logits[position, ~self.vocabulary.heal_allowed(left)] = -math.inf
-            heal_rule = self.vocabulary.unwritable | self.vocabulary.heal_spaces(left)
-            blocked[position] = heal_rule
-        if row.must_write and self._text_start(row) is not None:
-            # a blank line or a gap inside a line gets text: nothing ends it before its text, and it does
-            # not begin as the text after it does (that copy would be cut as running into it: nothing left);
-            # inside a line the healed token may (`"""` opens what the suffix closes)
-            open_ = torch.tensor(row.masked, device=logits.device)
-            blocked[open_] |= self.vocabulary.breaks | row.avoid
-            blocked[open_, self.special.end] = True
-            if position is not None:
-                blocked[position] = heal_rule | self.vocabulary.heal_breaks(left) | (False if row.gap_suffix else row.avoid)
+    def _choose(self, row: Row, logits: torch.Tensor, positions: list[int]) -> tuple[list[int], list[float]]:
+        """(the token each of ``positions`` would take under the row's rules, its probability)."""
+        heal_at, left = heal_position(row, self.table)
+        logits = logits[positions].clone()
+        blocked = self.vocabulary.blocked(len(positions), row.no_breaks)
+        must_write = row.must_write and self._text_start(row) is not None
+        for k, position in enumerate(positions):
+            if position == heal_at:  # the healed text may be spelt by parts of a character, as the prompt held it
+                logits[k, ~self.vocabulary.heal_allowed(left)] = -math.inf
+                blocked[k] = self.vocabulary.unwritable | self.vocabulary.heal_spaces(left)
+                if must_write:  # inside a line the healed token may begin as the suffix (`"""` opens what it closes)
+                    blocked[k] |= self.vocabulary.heal_breaks(left) | (False if row.gap_suffix else row.avoid)
+            elif must_write and row.masked[position]:
+                # a blank line or a gap inside a line gets text: nothing ends it before its text, and it does
+                # not begin as the text after it does (that copy would be cut as running into it: nothing left)
+                blocked[k] |= self.vocabulary.breaks | row.avoid
+                blocked[k, self.special.end] = True
         logits[blocked] = -math.inf
         probs = logits.softmax(-1)
         if row.temperature:
             sampled = torch.multinomial((logits / row.temperature).softmax(-1), 1, generator=row.generator)[:, 0]
         else:
             sampled = probs.argmax(-1)
-        return sampled, probs.gather(1, sampled[:, None])[:, 0]
+        return sampled.tolist(), probs.gather(1, sampled[:, None])[:, 0].tolist()
 
     def _settle_leftmost(self, row: Row, logits: torch.Tensor) -> tuple[int | None, int | None]:
         """Settle the leftmost open position (the healed text's, while it is being spelt); (where, what)."""
@@ -122,22 +121,22 @@ class Settler:
             self.close_at_end(row)
             return None, None
         position = open_[0]
-        sampled, chosen = self._choose(row, logits)
-        self._set(row, position, int(sampled[position]), float(chosen[position]))
-        return position, row.canvas[position]
+        (token,), (chance,) = self._choose(row, logits, [position])
+        self._set(row, position, token, chance)
+        return position, token
 
     def _settle_sure(self, row: Row, logits: torch.Tensor) -> None:
         """The threshold rule: every masked position at least ``row.accept`` likely settles."""
         if heal_position(row, self.table)[0] is not None:  # the healed text is spelt left to right first
             return
-        sampled, chosen = self._choose(row, logits)
-        end = self._end_index(row)
-        for i in range(end + 1):
-            if row.masked[i] and float(chosen[i]) >= row.accept:
-                self._set(row, i, int(sampled[i]), float(chosen[i]))
-        self.close_at_end(row)
-        if row.one_line and not row.done:
-            stop_loop(row)
+        positions = [i for i in range(self._end_index(row) + 1) if row.masked[i]]
+        if not positions:
+            return
+        for i, token, chance in zip(positions, *self._choose(row, logits, positions)):
+            if row.done:  # an end settled: the canvas is cut there
+                break
+            if chance >= row.accept:
+                self._set(row, i, token, chance)
 
     def _set(self, row: Row, position: int, token: int, confidence: float) -> None:
         row.canvas[position], row.masked[position], row.confidence[position] = token, False, confidence
