@@ -197,6 +197,7 @@ class LmDenoiserBackend:
         row.masked = [True] * size
         row.confidence = [0.0] * size
         row.guess = {}
+        row.cached = 0
 
     # ---- the passes -----------------------------------------------------------------------
 
@@ -215,11 +216,12 @@ class LmDenoiserBackend:
         while not all(row.done for row in rows):
             if cancel is not None:
                 cancel.raise_if_set()
-            logits = self._canvas_logits(rows, last_logits, cache)
+            logits, read = self._canvas_pass(rows, last_logits, cache)
             for b, row in enumerate(rows):
                 if not row.done:
                     row.passes += 1
                     self.settler.settle(row, logits[b])
+            last_logits = self._keep_settled(rows, read, cache, last_logits)
             passes += 1
             if all(row.done for row in rows):
                 self._cut_gaps(rows, prompt_logits, cache)
@@ -296,52 +298,103 @@ class LmDenoiserBackend:
             mask[:, :, :, self._valid.shape[1] :] &= torch.tril(torch.ones(queries, queries, dtype=torch.bool, device=self.device))
         return mask
 
-    def _canvas_ids(self, rows: list[Row]) -> torch.Tensor:
-        """[R, C]: each row's canvas as a pass reads it (an open position shown its guess, if any)."""
-        width = max(len(row.canvas) for row in rows)
-        return torch.tensor([[row.guess.get(i, token) for i, token in enumerate(row.canvas)]
-                             + [self.special.end] * (width - len(row.canvas)) for row in rows], device=self.device)
+    def _tails(self, tails: list[list[int]]) -> tuple[torch.Tensor, list[int]]:
+        """([R, W] ids, each row's width): rows of tokens after each row's cached text, padded."""
+        width = max(len(tail) for tail in tails)
+        return torch.tensor([tail + [self.special.end] * (width - len(tail)) for tail in tails],
+                            device=self.device), [len(tail) for tail in tails]
 
-    def _canvas_mask(self, rows: list[Row], width: int) -> torch.Tensor:
-        """``_key_mask`` for a pass: a settled or guessed position reads the canvas left to right, a
-        masked one reads it both ways (``sfumato.model.lm_settle``)."""
+    def _tail_mask(self, widths: list[int], width: int, causal_queries: list[list[bool]]) -> torch.Tensor:
+        """``_key_mask`` for queries that go on from each row's cached text: row b's first
+        ``widths[b]`` queries see one another (a causal one only those up to itself) and never the
+        padding; a padding query sees only itself, so what it leaves in the cache stays finite."""
         mask = self._key_mask(width)
+        cached = self._valid.shape[1]
         causal = torch.tril(torch.ones(width, width, dtype=torch.bool, device=self.device))
-        for b, row in enumerate(rows):
-            shown = torch.tensor([not m or i in row.guess for i, m in enumerate(row.masked)]
-                                 + [False] * (width - len(row.canvas)), device=self.device)
-            mask[b, 0, shown, self._valid.shape[1] :] = causal[shown]
+        eye = torch.eye(width, dtype=torch.bool, device=self.device)
+        for b, w in enumerate(widths):
+            part = torch.zeros(width, width, dtype=torch.bool, device=self.device)
+            part[:w, :w] = True
+            reads_left = torch.tensor(causal_queries[b] + [False] * (width - w), dtype=torch.bool, device=self.device)
+            part[reads_left] &= causal[reads_left]
+            part[w:] = eye[w:]
+            mask[b, 0, :, cached:] = part
         return mask
 
-    def _canvas_logits(self, rows: list[Row], last_logits: torch.Tensor, cache, both_ways: bool = False) -> torch.Tensor:
-        """[R, C, V]: the logits that predict each canvas position (i-1 predicts i); ``both_ways``: every
-        position reads the whole canvas (a rewrite's text read as the fix examples trained it)."""
-        ids = self._canvas_ids(rows)
+    def _canvas_pass(self, rows: list[Row], next_logits: torch.Tensor, cache, both_ways: bool = False):
+        """One pass over every open row's canvas after its cached start (``Row.cached``): ([R, C, V]
+        the logits that predict each canvas position, i-1 predicting i, zero where cached; what
+        ``_keep_settled`` needs). An open position reads its guess, if any; a settled or guessed
+        one reads the canvas left to right, a masked one both ways (``sfumato.model.lm_settle``);
+        ``both_ways``: every position reads the whole canvas (a rewrite's text read as the fix
+        examples trained it). ``next_logits`` [R, V] predict each row's first position not cached."""
+        tails = [[] if row.done else [row.guess.get(i, token) for i, token in enumerate(row.canvas)][row.cached :]
+                 for row in rows]
+        ids, widths = self._tails(tails)
         width = ids.shape[1]
-        mask = self._key_mask(width) if both_ways else self._canvas_mask(rows, width)
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=self._positions(0, width),
-                         cache=cache, use_cache=True)
-        cache.crop(-width)
-        return torch.cat([last_logits[:, None], out.logits[:, :-1].float()], dim=1)
-
-    def _commit(self, rows: list[Row], cache, last_logits: torch.Tensor) -> torch.Tensor:
-        """Read every full canvas into the prompt (causally) and open the next canvas there."""
-        going = [self.settler.goes_on(row) for row in rows]
-        ids = self._canvas_ids(rows)
-        width = ids.shape[1]
-        out = self.model(input_ids=ids, attention_mask=self._key_mask(width, causal=True),
+        reads_left = [[not both_ways and (not row.masked[i] or i in row.guess) for i in range(row.cached, row.cached + w)]
+                      for row, w in zip(rows, widths)]
+        out = self.model(input_ids=ids, attention_mask=self._tail_mask(widths, width, reads_left),
                          position_ids=self._positions(0, width), cache=cache, use_cache=True)
-        added = torch.zeros(len(rows), width, dtype=torch.bool, device=self.device)
-        logits = last_logits.clone()
+        logits = torch.zeros(len(rows), max(len(row.canvas) for row in rows), next_logits.shape[-1], device=self.device)
+        for b, (row, w) in enumerate(zip(rows, widths)):
+            if w:
+                logits[b, row.cached] = next_logits[b]
+                logits[b, row.cached + 1 : row.cached + w] = out.logits[b, : w - 1].float()
+        return logits, (ids, widths, out.logits)
+
+    def _canvas_logits(self, rows: list[Row], next_logits: torch.Tensor, cache, both_ways: bool = False) -> torch.Tensor:
+        """``_canvas_pass``'s logits, the cache left as it was."""
+        logits, (ids, _, _) = self._canvas_pass(rows, next_logits, cache, both_ways)
+        cache.crop(-ids.shape[1])
+        return logits
+
+    def _keep_settled(self, rows: list[Row], read, cache, next_logits: torch.Tensor) -> torch.Tensor:
+        """After a pass has settled its tokens: keep in the cache the keys and values of each row's
+        leading positions that the pass read left to right with the tokens they now hold (so they
+        read only the right text), and drop the rest. Later passes read only the canvas after them:
+        the same logits over fewer positions. Returns the logits that predict each row's first
+        position not cached."""
+        ids, widths, out_logits = read
+        kept = []
         for b, row in enumerate(rows):
-            if going[b]:
-                added[b, : len(row.canvas)] = True
-                logits[b] = out.logits[b, len(row.canvas) - 1].float()
+            n = 0
+            while (n < widths[b] and row.cached + n < len(row.canvas) and not row.masked[row.cached + n] and int(ids[b, n]) != self.special.mask
+                   and int(ids[b, n]) == row.canvas[row.cached + n]):
+                n += 1
+            kept.append(n)
+        keep = max(kept)
+        if ids.shape[1] > keep:
+            cache.crop(keep - ids.shape[1])
+        added = torch.zeros(len(rows), keep, dtype=torch.bool, device=self.device)
+        logits = next_logits.clone()
+        for b, n in enumerate(kept):
+            if n:
+                added[b, :n] = True
+                logits[b] = out_logits[b, n - 1].float()
+                rows[b].cached += n
+        self._valid = torch.cat([self._valid, added], dim=1)
+        return logits
+
+    def _commit(self, rows: list[Row], cache, next_logits: torch.Tensor) -> torch.Tensor:
+        """Read every full canvas's uncached rest into the prompt (causally) and open the next canvas there."""
+        going = [self.settler.goes_on(row) for row in rows]
+        ids, widths = self._tails([row.canvas[row.cached :] if go else [] for row, go in zip(rows, going)])
+        width = ids.shape[1]
+        logits = next_logits.clone()
+        if width:
+            out = self.model(input_ids=ids, attention_mask=self._tail_mask(widths, width, [[True] * w for w in widths]),
+                             position_ids=self._positions(0, width), cache=cache, use_cache=True)
+            self._valid = torch.cat([self._valid, torch.arange(width, device=self.device)[None] < torch.tensor(widths, device=self.device)[:, None]], dim=1)
+            for b, w in enumerate(widths):
+                if w:
+                    logits[b] = out.logits[b, w - 1].float()
+        for row, go in zip(rows, going):
+            if go:
                 row.written += row.canvas
                 row.written_confidence += row.confidence
                 row.budget -= len(row.canvas)
                 self._open(row, min(MAX_CANVAS, row.budget + 1))
-        self._valid = torch.cat([self._valid, added], dim=1)
         return logits
 
     def _cut_gaps(self, rows: list[Row], prompt_logits: torch.Tensor, cache) -> None:

@@ -29,6 +29,7 @@ class Row:
     after: str = ""  # is trimmed of the repeat (sfumato.model.suffix_overlap)
     accept: float = 1.0  # with a sampler bound: a pass also settles every masked token at least this likely
     guess: dict[int, int] = field(default_factory=dict)  # canvas position -> the token the next pass reads there
+    cached: int = 0  # leading canvas positions whose keys and values the cache holds (read with their settled tokens)
     no_breaks: bool = False  # a one-line rewrite: no token with a line break may be written
     must_write: bool = False  # the cursor on a blank line or inside one: the text may not start with its end
     cut: int | None = None  # the text ends after this many tokens (a loop was stopped, a gap's end was scored)

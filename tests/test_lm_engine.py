@@ -142,8 +142,8 @@ def test_a_long_selection_is_rewritten_part_after_part(backend, monkeypatch):
     lines = [f"value_{i} = compute(alpha_{i}, beta, gamma)" for i in range(8)]
     selection = "\n    ".join(lines)
     widths, prompts = [], []
-    canvas_ids, row = backend._canvas_ids, backend._row
-    monkeypatch.setattr(backend, "_canvas_ids", lambda rows: widths.append(len(rows[0].canvas)) or canvas_ids(rows))
+    canvas_pass, row = backend._canvas_pass, backend._row
+    monkeypatch.setattr(backend, "_canvas_pass", lambda rows, *args, **kw: widths.append(len(rows[0].canvas)) or canvas_pass(rows, *args, **kw))
     monkeypatch.setattr(backend, "_row", lambda request, k: prompts.append(request.prefix) or row(request, k))
     request = InfillRequest(prefix="def f():\n    ", suffix="\n    return value_7\n", max_new_tokens=200,
                             init_text=selection, strength=0.5, seed=3)
@@ -393,3 +393,31 @@ def test_a_line_that_runs_into_the_suffix_ends_before_it(backend):
     """A one-line text never holds the suffix's newline, so the stop is the suffix's first line only."""
     row = backend._row(InfillRequest(prefix="root = math.", suffix="(16))  # 4.0\nprint(root)\n", one_line=True), 0)
     assert row.stop == "(16))  # 4.0"
+
+
+def test_settled_text_moves_into_the_cache_and_changes_no_draft(backend, monkeypatch):
+    """A pass reads only the canvas after the text that earlier passes read right (its keys and
+    values stay in the cache): every draft as when each pass reads the whole canvas, over fewer
+    positions. Alternatives of different lengths share the batch; a long infill goes canvas after canvas."""
+    requests = [InfillRequest(prefix="def f(x):\n    ", suffix="\n", one_line=True, max_new_tokens=12, seed=0),
+                InfillRequest(prefix="value = ", suffix="\nprint(value)\n", max_new_tokens=40, seed=1, n_alternatives=3),
+                InfillRequest(prefix="items = [", suffix="]\n", max_new_tokens=70, seed=2)]
+    canvas_pass = backend._canvas_pass
+    widths: list[int] = []
+
+    def counted(rows, *args, **kwargs):
+        logits, read = canvas_pass(rows, *args, **kwargs)
+        widths.append(read[0].shape[1])
+        return logits, read
+
+    def drafts():
+        widths.clear()
+        seen = [[(d.text, tuple(c.text for c in d.candidates)) for d in ds] for r in requests for ds in backend.stream([r])]
+        return seen, sum(widths)
+
+    monkeypatch.setattr(backend, "_canvas_pass", counted)
+    cached, cached_width = drafts()
+    monkeypatch.setattr(backend, "_keep_settled", lambda rows, read, cache, logits: cache.crop(-read[0].shape[1]) or logits)
+    whole, whole_width = drafts()
+    assert cached == whole
+    assert cached_width < whole_width
