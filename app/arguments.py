@@ -28,5 +28,4 @@ def hardware_options(parser: argparse.ArgumentParser, default_device: str | None
                         "spread over every GPU and CPU memory)")
     parser.add_argument("--quantize", choices=QUANTIZE_CHOICES, default=None if default_device is None else "auto",
                         help="store the weights in fewer bits: int8 (CPU or CUDA), int4 or nf4 (CUDA), which "
-                        "need pip install 'sfumato[gpu]' for checkpoints; none: full precision; auto (the "
-                        "default): int8 for the embedded model on the CPU, full precision for the rest")
+                        "need pip install 'sfumato[gpu]' for checkpoints; none or auto (the default): full precision")

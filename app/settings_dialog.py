@@ -44,7 +44,7 @@ KEY_LABELS = {
     "toggle_diff": "Review the result as a diff, or clean",
 }
 QUANTIZE_LABELS = {  # --quantize's values, as the Precision box shows them
-    "auto": "Automatic (int8 for the embedded model on the CPU, else full)",
+    "auto": "Automatic (full precision)",
     "none": "Full (bfloat16 on a GPU, float32 on the CPU)",
     "int8": "int8 weights (CPU or CUDA)",
     "int4": "int4 weights (CUDA; the 26B model on a 24 GB card)",

@@ -62,10 +62,41 @@ def line_means(lines: list[tuple[str, str]], token_bytes: list[int], log_probs: 
 
 
 def chosen_lines(lines: list[tuple[str, str]], means: list[float], strength: float) -> list[int]:
-    """The ``strength`` fraction of the lines with text (at least one) that read least likely, in order."""
+    """The ``strength`` fraction of the lines with text (at least one) that read least likely, in
+    order, taken among the lines that stand alone (``standalone_lines``) while there are any."""
     written = [k for k, (line, _) in enumerate(lines) if line.strip()]
-    count = max(1, math.ceil(strength * len(written))) if written else 0
-    return sorted(sorted(written, key=means.__getitem__)[:count])
+    alone = [k for k, whole in zip(written, standalone_lines([lines[k] for k in written])) if whole] or written
+    count = min(len(alone), max(1, math.ceil(strength * len(written)))) if written else 0
+    return sorted(sorted(alone, key=means.__getitem__)[:count])
+
+
+def standalone_lines(lines: list[tuple[str, str]]) -> list[bool]:
+    """Whether each line begins and ends outside every bracket (brackets counted outside quotes and
+    before a ``#`` comment). A line that opens a bracket a later line closes, or
+    sits inside one, is part of a longer statement: written again alone, as a one-line infill, it
+    broke the statement (``from x import (a, b,`` became a plain import above ``c)``)."""
+    depth, alone = 0, []
+    for line, _ in lines:
+        start = depth
+        depth = max(0, depth + _bracket_change(line))
+        alone.append(start == 0 and depth == 0)
+    return alone
+
+
+def _bracket_change(line: str) -> int:
+    change, quote, escaped = 0, None, False
+    for char in line:
+        if quote:
+            escaped, quote = char == "\\" and not escaped, None if char == quote and not escaped else quote
+        elif char in "\"'`":
+            quote = char
+        elif char == "#":
+            break
+        elif char in "([{":
+            change += 1
+        elif char in ")]}":
+            change -= 1
+    return change
 
 
 def rewrite_plan(lines: list[tuple[str, str]], chosen: list[int]) -> tuple[str, list[tuple[str, str]]]:

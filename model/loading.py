@@ -139,10 +139,10 @@ def load_backend(
 def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = None, device: str | None = None,
                   quantize: str | None = None) -> Backend:
     """The embedded default: the registry package's base with this project's adapter merged in,
-    on the CPU with its linear layers in int8 (``quantize`` "none": float32), or in bfloat16 with
-    ``--device cuda``."""
+    in float32 on the CPU (``quantize`` "int8": its linear layers in int8, a pass faster but
+    rounding that changes half the results), or in bfloat16 with ``--device cuda``."""
     if quantize not in (None, "auto", "none", "int8"):
-        raise EngineError(f"--quantize {quantize}: the embedded model runs in int8 (or, with --quantize none, float32) "
+        raise EngineError(f"--quantize {quantize}: the embedded model runs in float32 (or, with --quantize int8, int8) "
                           "on the CPU and in bfloat16 on CUDA; int4 and nf4 are for DiffusionGemma and masked-diffusion checkpoints")
     from sfumato.model.devices import parse_device
 
@@ -174,7 +174,7 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
         if quantize == "int8":
             raise EngineError("--quantize int8: the embedded model's int8 runs on the CPU; on CUDA it runs in bfloat16")
         model = model.to(target, torch.bfloat16)
-    int8 = target == "cpu" and quantize != "none"
+    int8 = target == "cpu" and quantize == "int8"
     parameters = sum(p.numel() for p in model.parameters())
     if int8:
         model = with_int8_linears(model)

@@ -27,7 +27,7 @@ import re
 
 from sfumato.model.api import EngineError
 
-CHOICES = ("auto", "none", "int8", "int4", "nf4")  # auto: int8 for the embedded model on the CPU, else none
+CHOICES = ("auto", "none", "int8", "int4", "nf4")  # auto: the full precision (none), for every model today
 CUDA_ONLY = {"int4", "nf4"}
 LIBRARY = {"int8": "torchao", "int4": "torchao", "nf4": "bitsandbytes"}
 PACKAGE = {"torchao": "torchao", "bitsandbytes": "bitsandbytes", "quanto": "optimum-quanto"}

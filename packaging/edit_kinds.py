@@ -1,7 +1,7 @@
 """Seventeen everyday edits, sent to the embedded model as the editor sends them, and whether a
 user would keep each result.
 
-    python packaging/edit_kinds.py [--adapter FOLDER] [--out build/edit-kinds.json]
+    python packaging/edit_kinds.py [--adapter FOLDER] [--int8] [--out build/edit-kinds.json]
 
 Each case is a small file of our own with the cursor (``⟦⟧``), a selection (``⟦selected text⟧``)
 or ``[MASK]`` gaps; the request is built by the editor's own helpers (``sfumato.app.infill``: the
@@ -109,6 +109,7 @@ def kept(case: Case, result: str) -> bool:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--adapter", type=Path, default=None, help="an adapter checkpoint instead of the shipped one")
+    p.add_argument("--int8", action="store_true", help="linear layers in int8 (--quantize int8; the editor runs float32)")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     import torch
@@ -121,10 +122,11 @@ def main(argv=None) -> None:
         from sfumato.model.lm_base import load_adapted, with_int8_linears
         from sfumato.model.lm_engine import LmDenoiserBackend
 
-        model, tokenizer = load_adapted(args.adapter)  # int8, as the editor runs it
-        backend = LmDenoiserBackend(with_int8_linears(model), tokenizer, ModelInfo("checkpoint", "lm-denoiser", "cpu", 0, False))
+        model, tokenizer = load_adapted(args.adapter)
+        model = with_int8_linears(model) if args.int8 else model
+        backend = LmDenoiserBackend(model, tokenizer, ModelInfo("checkpoint", "lm-denoiser", "cpu", 0, False))
     else:
-        backend = load_embedded()
+        backend = load_embedded(quantize="int8" if args.int8 else None)
     rows = []
     for case in CASES:
         result, seconds = run(backend, case)

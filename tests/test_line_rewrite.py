@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sfumato.model.line_rewrite import chosen_lines, line_means, rewrite_plan, selection_lines
+from sfumato.model.line_rewrite import chosen_lines, line_means, rewrite_plan, selection_lines, standalone_lines
 
 TEXT = "a = 1\n    b = 2\n\n    c = 3\n    d = 4"
 
@@ -29,3 +29,13 @@ def test_the_least_likely_lines_are_chosen_and_the_rest_is_kept_as_it_was():
     assert lead + "".join(line + after for line, after in plan) == TEXT
     assert chosen_lines(lines, [0.0] * 4, 0.01) == [0]  # at least one line
     assert chosen_lines(selection_lines("\n\n"), [0.0], 1.0) == []  # none has text
+
+
+def test_a_line_of_a_longer_statement_is_not_written_again_alone():
+    text = 'from os import (path,\n    sep)\nname = "a (b"  # (c\nvalues = [1,\n    2]\ntotal = f(\'\\\'(\')'
+    lines = selection_lines(text)
+    assert [line for line, _ in lines][:2] == ["from os import (path,", "sep)"]
+    # brackets inside quotes and comments do not count; an escaped quote does not end its string
+    assert standalone_lines(lines) == [False, False, True, False, False, True]
+    assert chosen_lines(lines, [-9.0, -8.0, -1.0, -7.0, -6.0, -2.0], 0.3) == [2, 5]
+    assert chosen_lines(selection_lines("f(a,\n  b)"), [-1.0, -2.0], 0.5) == [1]  # none stands alone: any line

@@ -234,7 +234,7 @@ def main(argv=None) -> None:
     p.add_argument("--bodies", type=int, default=30)
     p.add_argument("--blocks", type=int, default=0)
     p.add_argument("--systems", default="engine,one-per-pass,base-greedy")
-    p.add_argument("--float32", action="store_true", help="the engine in float32 (the editor runs int8 on the CPU)")
+    p.add_argument("--int8", action="store_true", help="the engine with its linear layers in int8 (--quantize int8; the editor runs float32)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None)
@@ -256,9 +256,9 @@ def main(argv=None) -> None:
     if {"engine", "engine-context", "one-per-pass"} & set(systems):
         if args.adapter:
             model, tokenizer = load_adapted(args.adapter)
-            engine = LmDenoiserBackend(model if args.float32 else with_int8_linears(model), tokenizer, _info(args.float32))
+            engine = LmDenoiserBackend(with_int8_linears(model) if args.int8 else model, tokenizer, _info(args.int8))
         else:
-            engine = load_embedded(quantize="none" if args.float32 else None)
+            engine = load_embedded(quantize="int8" if args.int8 else None)
     for kind, items in kinds.items():
         if not items:
             continue
@@ -296,11 +296,11 @@ def main(argv=None) -> None:
         args.out.write_text(json.dumps(report, indent=1))
 
 
-def _info(float32: bool):
+def _info(int8: bool):
     from sfumato.model.api import ModelInfo
 
     return ModelInfo("sfumato-lm (checkpoint)", "lm-denoiser", "cpu", 0, False, "Apache-2.0",
-                     "float32" if float32 else "int8 (float32)")
+                     "int8 (float32)" if int8 else "float32")
 
 
 if __name__ == "__main__":
