@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sfumato.model.api import Candidate, Draft, TokenState
+from sfumato.model.gap_scope import scope_end
 from sfumato.model.lm_row import Row
-from sfumato.model.suffix_overlap import cut_at_stop, without_overlap
+from sfumato.model.suffix_overlap import cut_at_stop, cut_states, without_overlap
 from sfumato.model.token_text import split_text
 
 CONFIDENT_PROBABILITY = 0.5  # a result whose tokens average less than this is marked not confident
@@ -16,7 +17,7 @@ def row_states(row: Row, table: list[bytes], end: int, at_stop: bool = True) -> 
     """Per-token text of everything the row has written, open positions unsettled: shown the
     guess the next pass reads there (``sfumato.model.lm_settle``), or empty; the healed start and
     what follows a closing newline or end are left out, and unless ``at_stop`` is False, what runs
-    into the suffix."""
+    into the suffix or leaves the gap's block."""
     ids = (row.written + row.canvas)[: row.cut]
     settled = ([True] * len(row.written) + [not m for m in row.masked])[: row.cut]
     confidence = (row.written_confidence + row.confidence)[: row.cut]
@@ -39,6 +40,7 @@ def row_states(row: Row, table: list[bytes], end: int, at_stop: bool = True) -> 
     if not at_stop:
         return tuple(states)
     states = cut_at_stop(states, row.stop, row.stop_space)
+    states = cut_states(states, scope_end("".join(state.text for state in states), row.scope))
     return without_overlap(states, row.before, row.after)
 
 

@@ -23,6 +23,7 @@ import torch
 
 from sfumato.model.api import CancelFlag, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
 from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, CutQueries, cut_candidates, text_pieces
+from sfumato.model.gap_scope import indentation
 from sfumato.model.light_rewrite import proposals, read_sequences, settle, typed_prior
 from sfumato.model.line_rewrite import chosen_lines, line_means, read_log_probs, rewrite_plan, selection_lines
 from sfumato.model.lm_drafts import Spent, group_draft, row_states
@@ -177,6 +178,7 @@ class LmDenoiserBackend:
                    temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
                    generator=torch.Generator().manual_seed(seed), accept=bar,
                    stop=stop if len(stop.strip()) >= MIN_STOP_CHARS else "", stop_space=request.suffix[:1].isspace(),
+                   scope=0 if request.one_line or request.is_rewrite else indentation(request.prefix.rsplit("\n", 1)[-1]),
                    before=request.prefix.rsplit("\n", 1)[-1], after=request.suffix[:LONGEST_STOP],
                    gap_suffix=self._encode(request.suffix[: 4 * SUFFIX_SCORE_TOKENS])[:SUFFIX_SCORE_TOKENS] if inside_line else [])
         if request.is_rewrite:

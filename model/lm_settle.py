@@ -26,6 +26,7 @@ import math
 
 import torch
 
+from sfumato.model.gap_scope import scope_end
 from sfumato.model.lm_drafts import row_states
 from sfumato.model.lm_layout import SpecialIds
 from sfumato.model.lm_row import Row, heal_position, stop_loop
@@ -192,10 +193,11 @@ class Settler:
             return
         if not self.goes_on(row):
             row.done = True
-        elif row.stop:  # the settled text has run into the suffix: the rest would be cut
+        elif row.stop or row.scope:  # the settled text has run into the suffix or left its block: the rest would be cut
             settled = []
             for state in row_states(row, self.table, self.special.end, at_stop=False):
                 if not state.accepted:
                     break
                 settled.append(state.text)
-            row.done = stop_at("".join(settled), row.stop, row.stop_space) >= 0
+            text = "".join(settled)
+            row.done = stop_at(text, row.stop, row.stop_space) >= 0 or scope_end(text, row.scope) >= 0

@@ -101,8 +101,20 @@ def _in_open_quote(text: str) -> bool:
 def cut_at_stop(states: Sequence[TokenState], stop: str, stop_space: bool) -> tuple[TokenState, ...]:
     """``states`` up to where their text runs into ``stop`` (``stop_at``); when the suffix
     starts with white space (``stop_space``), so does the cut, and the text's own trailing space goes."""
-    text = "".join(state.text for state in states)
-    at = stop_at(text, stop, stop_space)
+    at = stop_at("".join(state.text for state in states), stop, stop_space)
+    if at < 0:
+        return tuple(states)
+    kept = list(cut_states(states, at))
+    if stop_space:
+        while kept and not kept[-1].text.rstrip():
+            kept.pop()
+        if kept:
+            kept[-1] = TokenState(kept[-1].text.rstrip(), kept[-1].confidence, kept[-1].accepted)
+    return tuple(state for state in kept if state.text or not state.accepted)
+
+
+def cut_states(states: Sequence[TokenState], at: int) -> tuple[TokenState, ...]:
+    """``states`` whose text ends at character ``at`` of their joined text (all of it when ``at`` < 0)."""
     if at < 0:
         return tuple(states)
     kept, length = [], 0
@@ -112,12 +124,7 @@ def cut_at_stop(states: Sequence[TokenState], stop: str, stop_space: bool) -> tu
             break
         kept.append(state)
         length += len(state.text)
-    if stop_space:
-        while kept and not kept[-1].text.rstrip():
-            kept.pop()
-        if kept:
-            kept[-1] = TokenState(kept[-1].text.rstrip(), kept[-1].confidence, kept[-1].accepted)
-    return tuple(state for state in kept if state.text or not state.accepted)
+    return tuple(kept)
 
 
 def without_overlap(states: Sequence[TokenState], before: str, after: str) -> tuple[TokenState, ...]:

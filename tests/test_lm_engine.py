@@ -421,3 +421,16 @@ def test_settled_text_moves_into_the_cache_and_changes_no_draft(backend, monkeyp
     whole, whole_width = drafts()
     assert cached == whole
     assert cached_width < whole_width
+
+
+def test_a_gap_of_several_lines_ends_where_its_text_leaves_the_gaps_block(backend, smol_tokenizer):
+    """``    return [MASK:12]`` at a file's end: the model writes the expression and goes on to the
+    next function at the margin; the text ends with the expression and the row stops there."""
+    request = InfillRequest(prefix="def is_palindrome(text):\n    return ", suffix="\n", max_new_tokens=128)
+    row = backend._row(request, 0)
+    assert row.scope == 4 and backend._row(replace(request, one_line=True), 0).scope == 0
+    ids = smol_tokenizer(row.heal.decode() + "text == text[::-1]\n\n\ndef main():\n    pass\n" * 4,
+                         add_special_tokens=False).input_ids[: len(row.canvas)]
+    row.canvas, row.masked = ids, [False] * len(ids)
+    backend.settler.close_at_end(row)
+    assert row.done and "".join(state.text for state in backend._states(row)) == "text == text[::-1]"
