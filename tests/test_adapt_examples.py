@@ -224,3 +224,36 @@ def test_a_self_target_is_the_engines_result_masked_from_a_point_on_or_at_random
         first = weight.index(1.0)
         tails += first < len(written) and all(weight[first:])  # the engine's state: written start, masked rest
     assert tails > 30
+
+
+def test_a_widened_adapter_computes_what_the_narrow_one_did_and_trains_on(tiny_lm, tmp_path):
+    """``--rank``: a trained rank-4 adapter copied into a rank-8 LoRA gives the same logits, and a
+    step moves them (the new ranks train); an adapter whose modules the model lacks is refused."""
+    import copy
+
+    import torch
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    torch.manual_seed(1)
+    narrow = get_peft_model(copy.deepcopy(tiny_lm), LoraConfig(r=4, lora_alpha=4, target_modules=["q_proj", "down_proj"],
+                                                               init_lora_weights=False))
+    narrow.save_pretrained(tmp_path / "narrow")
+    x = torch.tensor([[5, 17, 300, 42, 9, 1200]])
+    with torch.no_grad():
+        expected = PeftModel.from_pretrained(copy.deepcopy(tiny_lm), tmp_path / "narrow")(input_ids=x).logits
+        plain = tiny_lm(input_ids=x).logits
+    wide = get_peft_model(copy.deepcopy(tiny_lm), adapt.lora_config(8))
+    adapt.widen(wide, tmp_path / "narrow")
+    assert adapt.adapter_rank(tmp_path / "narrow") == 4
+    with torch.no_grad():
+        got = wide(input_ids=x).logits
+    assert not torch.allclose(expected, plain, atol=1e-3)  # the narrow adapter changes the model
+    assert torch.allclose(got, expected, atol=1e-5)
+    optimizer = torch.optim.Adam([p for p in wide.parameters() if p.requires_grad], lr=1e-2)
+    wide(input_ids=x, labels=x).loss.backward()
+    optimizer.step()
+    with torch.no_grad():
+        assert not torch.allclose(wide(input_ids=x).logits, expected, atol=1e-4)
+    other = get_peft_model(copy.deepcopy(tiny_lm), LoraConfig(r=8, lora_alpha=16, target_modules=["k_proj"]))
+    with pytest.raises(ValueError):
+        adapt.widen(other, tmp_path / "narrow")

@@ -23,7 +23,8 @@ Plus half a next-token loss on the end of the prompt, which keeps the causal rea
 and optionally (``--distill W``) W times the KL divergence from the base's own next-token
 distribution, the adapter switched off, reading the prefix and the true middle left to right, at
 the masked canvas positions: soft targets that carry what the base knows beyond the one right token.
-Only LoRA weights train (``peft``); the checkpoint is a peft adapter folder, written atomically
+Only LoRA weights train (``peft``; ``--rank`` widens a start adapter of a lower rank, the same model
+with more to train); the checkpoint is a peft adapter folder, written atomically
 with the optimiser state, so a killed run resumes where it stopped. Without a checkpoint of its
 own, a run starts from the shipped adapter when there is one.
 """
@@ -80,6 +81,8 @@ def parse_args(argv=None):
     p.add_argument("--accumulate", type=int, default=8)
     p.add_argument("--save-every", type=int, default=25, help="optimizer steps between checkpoints")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rank", type=int, default=LORA_RANK,
+                   help="LoRA rank; a start adapter of a lower rank is widened to it (the same model, more to train)")
     p.add_argument("--distill", type=float, default=0.0,
                    help="weight of the KL divergence from the base's next-token distribution (0: off)")
     p.add_argument("--self-targets", type=Path, default=None,
@@ -87,6 +90,40 @@ def parse_args(argv=None):
     p.add_argument("--export", nargs=2, type=Path, metavar=("CHECKPOINT", "FOLDER"),
                    help="write CHECKPOINT's adapter to FOLDER in float16 (what git holds) and stop")
     return p.parse_args(argv)
+
+
+def lora_config(rank: int):
+    from peft import LoraConfig
+
+    return LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=LORA_TARGETS, lora_dropout=0.0)
+
+
+def adapter_rank(folder: Path) -> int:
+    return json.loads((folder / "adapter_config.json").read_text())["r"]
+
+
+def widen(model, adapter: Path) -> None:
+    """Copy a trained adapter of a lower rank into the leading ranks of ``model``'s fresh LoRA.
+    The fresh B columns are zero, so the widened model computes exactly what the adapter did and
+    the extra ranks only add capacity from there (the update is B·A times each adapter's scaling)."""
+    from safetensors.torch import load_file
+
+    old = load_file(adapter / "adapter_model.safetensors")
+    config = json.loads((adapter / "adapter_config.json").read_text())
+    old_scaling = config["lora_alpha"] / config["r"]
+    copied = 0
+    with torch.no_grad():
+        for name, module in model.named_modules():
+            if f"{name}.lora_A.weight" not in old or not hasattr(module, "lora_A"):
+                continue
+            a, b = old[f"{name}.lora_A.weight"], old[f"{name}.lora_B.weight"]
+            rank = a.shape[0]
+            module.lora_A["default"].weight[:rank] = a
+            module.lora_B["default"].weight.zero_()
+            module.lora_B["default"].weight[:, :rank] = b * (old_scaling / module.scaling["default"])
+            copied += 2
+    if copied != len(old):
+        raise ValueError(f"{adapter}: {len(old) - copied} of its {len(old)} tensors fit no module of the model")
 
 
 def export(checkpoint: Path, folder: Path) -> None:
@@ -336,7 +373,7 @@ def main(argv=None) -> None:
         export(*args.export)
         return
     torch.set_num_threads(args.threads)
-    from peft import LoraConfig, PeftModel, get_peft_model
+    from peft import PeftModel, get_peft_model
 
     from sfumato.model.lm_base import load_base
     from sfumato.model.lm_base import shipped_adapter
@@ -347,11 +384,15 @@ def main(argv=None) -> None:
     resume = last if (last / "adapter_config.json").is_file() else None
     start = resume or args.start or shipped_adapter()
     if start is not None and (Path(start) / "adapter_config.json").is_file():
-        model = PeftModel.from_pretrained(base, start, is_trainable=True)
-        print(f"starting from {start}")
+        if resume is None and adapter_rank(Path(start)) < args.rank:
+            model = get_peft_model(base, lora_config(args.rank))
+            widen(model, Path(start))
+            print(f"starting from {start}, widened to rank {args.rank}")
+        else:
+            model = PeftModel.from_pretrained(base, start, is_trainable=True)
+            print(f"starting from {start}")
     else:
-        config = LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules=LORA_TARGETS, lora_dropout=0.0)
-        model = get_peft_model(base, config)
+        model = get_peft_model(base, lora_config(args.rank))
         print("starting from the base")
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model.to(device).train()
