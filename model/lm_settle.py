@@ -33,6 +33,8 @@ from sfumato.model.lm_row import Row, heal_position, stop_loop
 from sfumato.model.lm_vocabulary import CanvasVocabulary
 from sfumato.model.suffix_overlap import stop_at
 
+END_BAR = 0.3  # a greedy row ends only where its ends (the end token; for one line, line breaks) are this likely in all
+
 
 class Settler:
     """Settles a row's tokens from one pass's logits and guesses the rest for the next pass (``settle``)."""
@@ -65,7 +67,8 @@ class Settler:
         """Show the next pass, at each open position, the token a masked query of this pass (one that
         read the canvas both ways) predicted for it. After a wrong guess every query read it, so
         ``settle`` makes none of these and the next pass reads masks there."""
-        chance, best = probs.max(-1)
+        best = self._greedy(row, probs, [False] * len(probs))  # the end decided as the settling decides it
+        chance = probs.gather(1, best[:, None])[:, 0]
         for i in range(1, self._end_index(row) + 1):
             if row.masked[i] and read_both_ways[i - 1]:
                 row.guess[i], row.confidence[i] = int(best[i]), float(chance[i])  # drawn as unsure as it is
@@ -112,8 +115,19 @@ class Settler:
         if row.temperature:
             sampled = torch.multinomial((logits / row.temperature).softmax(-1), 1, generator=row.generator)[:, 0]
         else:
-            sampled = probs.argmax(-1)
+            sampled = self._greedy(row, probs, [position == heal_at for position in positions])
         return sampled.tolist(), probs.gather(1, sampled[:, None])[:, 0].tolist()
+
+    def _greedy(self, row: Row, probs: torch.Tensor, healing: list[bool]) -> torch.Tensor:
+        """The likeliest token of each row of ``probs``, deciding first whether the text ends there:
+        it does only where all its ends together are ``END_BAR`` likely. Where the next word is
+        uncertain, a line break could be the likeliest single token at 7% while 93% went on
+        (``This is a`` ended a sentence); the end competes as one choice, not token by token."""
+        ends = self.vocabulary.breaks.clone() if row.one_line else torch.zeros_like(self.vocabulary.breaks)
+        ends[self.special.end] = True
+        end_mass = probs[:, ends].sum(-1)
+        goes_on = (end_mass < END_BAR) & (end_mass < 1.0) & ~torch.tensor(healing, device=probs.device)
+        return probs.masked_fill(goes_on[:, None] & ends, 0.0).argmax(-1)
 
     def _settle_leftmost(self, row: Row, logits: torch.Tensor) -> tuple[int | None, int | None]:
         """Settle the leftmost open position (the healed text's, while it is being spelt); (where, what)."""

@@ -3,6 +3,7 @@ agrees, so the text is what one token a pass writes, in fewer passes."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -113,3 +114,39 @@ def test_what_followed_the_texts_last_tokens_in_the_prompt_is_guessed_after_them
     settler.settle(row, logits_for(denoiser, len(settler.table)))
     assert row.canvas[2] == ids[2]
     assert row.guess[3] == ids[3]  # " width *" was followed by " height" in the prompt
+
+
+def spread_logits(settler, tokenizer, chances: dict[str, float]) -> torch.Tensor:
+    """[1, V] logits giving each text's token its chance (the rest spread thin over the vocabulary)."""
+    probs = torch.full((len(settler.table),), 1e-9)
+    for text, chance in chances.items():
+        probs[word_ids(tokenizer, text)[0]] = chance
+    return probs.log()[None]
+
+
+def test_a_line_ends_only_where_its_ends_together_are_likely_not_where_one_break_leads(settler, smol_tokenizer):
+    """``This is a`` + a break at 7% while ten words share the rest: the line goes on with the
+    likeliest word; where breaks hold most of the mass, it ends; a text of several lines is not
+    ended by a break, only by the end token."""
+    from sfumato.model import lm_settle
+
+    words = [" good", " great", " way", " safe", " simple", " strong", " quick", " clean", " fine", " nice"]
+    uncertain = spread_logits(settler, smol_tokenizer, {"\n": 0.07, **{w: 0.06 + 0.001 * k for k, w in enumerate(words)}})
+    certain = spread_logits(settler, smol_tokenizer, {"\n": 0.4, "\n\n": 0.3, " good": 0.3})
+    assert 0.0 < lm_settle.END_BAR < 1.0
+    row = open_row(1)
+    row.one_line = True
+    settler.settle(row, uncertain)
+    assert settler.table[row.canvas[0]] == b" nice" and not row.done
+    row = open_row(1)
+    row.one_line = True
+    settler.settle(row, certain)
+    assert row.canvas[0] == word_ids(smol_tokenizer, "\n")[0] and row.done
+    row = open_row(1)  # several lines: a break is text, not an end
+    settler.settle(row, certain)
+    assert row.canvas[0] == word_ids(smol_tokenizer, "\n")[0] and not row.done
+    unsure_end = spread_logits(settler, smol_tokenizer, {w: 0.06 + 0.001 * k for k, w in enumerate(words)})
+    unsure_end[0, settler.special.end] = math.log(0.2)
+    row = open_row(2)  # ... and the end token, likeliest alone at 20%, does not end it either
+    settler.settle(row, unsure_end)
+    assert settler.table[row.canvas[0]] == b" nice" and not row.done
