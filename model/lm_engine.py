@@ -137,14 +137,15 @@ class LmDenoiserBackend:
 
     def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
         """Every gap is a canvas of one batch, its prompt the template around it (other gaps empty).
-        A gap with text after it on its line (``math.[MASK](16)``, ``"[MASK]",``) is filled within the line."""
+        A gap with text before or after it on its line (``math.[MASK](16)``, ``ubuntu-[MASK]``) is
+        filled within the line, as Ctrl+K at a cursor is; a gap alone on its line may write several."""
         segments = template.segments
         requests = []
         for i, cap in enumerate(template.max_new_tokens):
-            suffix = "".join(segments[i + 1 :])
-            requests.append(InfillRequest(prefix="".join(segments[: i + 1]), suffix=suffix, max_new_tokens=cap,
+            prefix, suffix = "".join(segments[: i + 1]), "".join(segments[i + 1 :])
+            requests.append(InfillRequest(prefix=prefix, suffix=suffix, max_new_tokens=cap,
                                           seed=template.seed, steps=template.steps,
-                                          one_line=bool(suffix.split("\n", 1)[0].strip())))
+                                          one_line=bool(prefix.rsplit("\n", 1)[-1].strip() or suffix.split("\n", 1)[0].strip())))
         yield from self.stream(requests, cancel)
 
     # ---- building rows --------------------------------------------------------------------

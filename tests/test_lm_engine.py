@@ -229,13 +229,16 @@ def test_a_blank_indented_line_is_healed_on_the_tokenizer_grid(tiny_lm, smol_tok
     assert not backend.vocabulary.heal_spaces(b"\n").any()  # after a line break alone indentation may begin
 
 
-def test_a_gap_inside_a_line_is_filled_within_it(backend, monkeypatch):
+def test_a_gap_inside_a_line_or_ending_one_is_filled_within_it(backend, monkeypatch):
+    """A gap with text before or after it on its line fills the line (``runs-on: ubuntu-[MASK]``
+    went on with lines of its own below it); a gap with its line to itself may write several."""
     seen = []
     stream = backend.stream
     monkeypatch.setattr(backend, "stream", lambda requests, cancel=None: seen.extend(requests) or stream(requests, cancel))
-    template = TemplateRequest(segments=("root = math.", "(16)  # the root\ndef f():\n    ", "\n"), max_new_tokens=(4, 4))
+    template = TemplateRequest(segments=("root = math.", "(16)  # the root\ndef f():\n    ", "\n    runs-on: ubuntu-",
+                                         "\n    steps:\n"), max_new_tokens=(4, 4, 4))
     list(backend.stream_template(template))
-    assert [r.one_line for r in seen] == [True, False]  # the second gap has its line to itself
+    assert [r.one_line for r in seen] == [True, False, True]
 
 
 def test_a_line_that_loops_ends_after_the_first_copy():
