@@ -257,3 +257,34 @@ def test_a_widened_adapter_computes_what_the_narrow_one_did_and_trains_on(tiny_l
     other = get_peft_model(copy.deepcopy(tiny_lm), LoraConfig(r=8, lora_alpha=16, target_modules=["k_proj"]))
     with pytest.raises(ValueError):
         adapt.widen(other, tmp_path / "narrow")
+
+
+def test_unwrapping_joins_wrapped_paragraphs_and_keeps_every_other_block():
+    wrapped = ("Requests allows you to send HTTP/1.1 requests extremely easily. There's no need\n"
+               "to manually add query strings to your URLs.\n\n"
+               "    >>> r = requests.get('https://example.org')\n    >>> r.status_code\n\n"
+               "- a list item\n- another one\n\n"
+               "A one-line paragraph.\n")
+    text = lm_corpus.unwrapped(wrapped)
+    assert text.startswith("Requests allows you to send HTTP/1.1 requests extremely easily. There's no need "
+                           "to manually add query strings to your URLs.\n\n")
+    assert "    >>> r = requests.get('https://example.org')\n    >>> r.status_code\n\n" in text
+    assert "- a list item\n- another one\n\n" in text and text.endswith("A one-line paragraph.\n")
+    assert lm_corpus.unwrapped(text) == text
+
+
+def test_the_sampler_unwraps_its_share_of_documentation_files(monkeypatch, tmp_path, smol_tokenizer):
+    page = tmp_path / "guide.txt"
+    page.write_text("A first line of a paragraph that the source wrapped\nnear eighty columns, then went on.\n")
+    monkeypatch.setattr(lm_corpus, "files_by_unit", lambda split: {"docs": [page]})
+    for share, breaks in ((0.0, 1), (1.0, 0)):
+        sampler = lm_corpus.DocumentSampler("train", smol_tokenizer, random.Random(3), prose_share=1.0, unwrap_share=share)
+        window = smol_tokenizer.decode(sampler.next_window().tokens)
+        assert window.rstrip("\n").count("\n") == breaks
+
+
+def test_an_indented_paragraph_is_unwrapped_and_a_literal_block_after_two_colons_is_not():
+    text = ("   *context* is an optional object which allows\n   bundling SSL configuration options::\n\n"
+            "      ctx = make_context()\n      connect(ctx)\n\n   And a last wrapped\n   paragraph.\n")
+    assert lm_corpus.unwrapped(text) == ("   *context* is an optional object which allows bundling SSL configuration options::\n\n"
+                                         "      ctx = make_context()\n      connect(ctx)\n\n   And a last wrapped paragraph.\n")

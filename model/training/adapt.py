@@ -85,6 +85,8 @@ def parse_args(argv=None):
                    help="LoRA rank; a start adapter of a lower rank is widened to it (the same model, more to train)")
     p.add_argument("--distill", type=float, default=0.0,
                    help="weight of the KL divergence from the base's next-token distribution (0: off)")
+    p.add_argument("--unwrap", type=float, default=0.0,
+                   help="share of documentation files whose wrapped paragraphs are joined into one line each")
     p.add_argument("--self-targets", type=Path, default=None,
                    help="JSONL of the engine's own results (sfumato.model.training.self_targets): SELF_SHARE of examples")
     p.add_argument("--export", nargs=2, type=Path, metavar=("CHECKPOINT", "FOLDER"),
@@ -403,9 +405,10 @@ def main(argv=None) -> None:
         optimizer.load_state_dict(torch.load(resume / "optimizer.pt", weights_only=True))
         state = json.loads((resume / "state.json").read_text())
     state["distill"] = args.distill  # the recipe a checkpoint was last trained with
+    state["unwrap"] = args.unwrap
     state["self_targets"] = str(args.self_targets) if args.self_targets else None
     rng = random.Random(f"{args.seed}:{state['step']}")
-    sampler = DocumentSampler("train", tokenizer, rng, prose_share=PROSE_SHARE)
+    sampler = DocumentSampler("train", tokenizer, rng, prose_share=PROSE_SHARE, unwrap_share=args.unwrap)
     own = read_targets(args.self_targets)
     started = time.monotonic()
     deadline = started + 60 * args.minutes

@@ -25,6 +25,7 @@ HELD_OUT_PROSE = frozenset({"requests-docs"})
 WINDOW_CHARS = 3000
 FILE_START_SHARE = 0.1  # of a long file's windows: its beginning (the cursor at a file's start has no prefix)
 CONTEXT_FILES = 8  # other files of the window's unit whose chunks a window's project context is chosen from
+MARKUP_STARTS = ("..", ">>>", "|", "+-", "+ ", "=", "--", "- ", "* ", "#", ":", "```")  # a line so begun is not running prose
 
 
 class Window(NamedTuple):
@@ -70,12 +71,37 @@ def read_text(path: Path) -> str | None:
     return page_text(text) if path.suffix == ".html" else text
 
 
+def unwrapped(text: str) -> str:
+    """``text`` with each paragraph of wrapped prose joined into one line, as Markdown files and
+    most editors keep a paragraph (the documentation trained on keeps the reST source's wrapping
+    near 80 columns). A paragraph is a block of lines at one indentation, none begun by markup;
+    a literal block (after a paragraph that ends with ``::``), code, lists and tables keep their lines."""
+    blocks, opened = [], None  # opened: the indentation of a paragraph that ended with "::"
+    for block in text.split("\n\n"):
+        body = block.strip("\n")
+        lines = body.split("\n")
+        indent = lines[0][: len(lines[0]) - len(lines[0].lstrip())]
+        if opened is not None and len(indent) <= opened:
+            opened = None  # the literal block ended with its indentation
+        if (opened is None and len(lines) > 1
+                and all(line.strip() and line.startswith(indent) and not line[len(indent) :][:1].isspace()
+                        and not line.lstrip().startswith(MARKUP_STARTS) for line in lines)):
+            at = block.index(body)
+            block = block[:at] + indent + " ".join(line.strip() for line in lines) + block[at + len(body) :]
+        if opened is None and body.endswith("::"):
+            opened = len(indent)
+        blocks.append(block)
+    return "\n\n".join(blocks)
+
+
 class DocumentSampler:
     """Random windows of random files; a unit is drawn with weight sqrt(its files), so the few
     giant packages do not drown the many small ones. With ``prose_share``, that share of windows
-    comes from documentation units (drawn the same way among themselves), the rest from code."""
+    comes from documentation units (drawn the same way among themselves), the rest from code;
+    with ``unwrap_share``, that share of documentation files has its paragraphs ``unwrapped``."""
 
-    def __init__(self, split: str, tokenizer, rng: random.Random, prose_share: float | None = None):
+    def __init__(self, split: str, tokenizer, rng: random.Random, prose_share: float | None = None,
+                 unwrap_share: float = 0.0):
         self.units = files_by_unit(split)
         names = sorted(self.units)
         if prose_share is None:
@@ -84,7 +110,7 @@ class DocumentSampler:
             prose = [name for name in names if "/" not in name]
             self.groups = [(prose_share, prose), (1.0 - prose_share, [name for name in names if "/" in name])]
             self.groups = [(share, group) for share, group in self.groups if group]
-        self.tokenizer, self.rng = tokenizer, rng
+        self.tokenizer, self.rng, self.unwrap_share = tokenizer, rng, unwrap_share
 
     def _unit(self) -> str:
         names = self.rng.choices([g for _, g in self.groups], [share for share, _ in self.groups])[0]
@@ -97,6 +123,8 @@ class DocumentSampler:
             text = read_text(path)
             if text and text.strip():
                 break
+        if self.unwrap_share and "/" not in unit and self.rng.random() < self.unwrap_share:
+            text = unwrapped(text)
         start = 0
         if len(text) > WINDOW_CHARS:
             if self.rng.random() >= FILE_START_SHARE:
