@@ -123,8 +123,7 @@ class Settler:
         it does only where all its ends together are ``END_BAR`` likely. Where the next word is
         uncertain, a line break could be the likeliest single token at 7% while 93% went on
         (``This is a`` ended a sentence); the end competes as one choice, not token by token."""
-        ends = self.vocabulary.breaks.clone() if row.one_line else torch.zeros_like(self.vocabulary.breaks)
-        ends[self.special.end] = True
+        ends = self.vocabulary.line_ends if row.one_line else self.vocabulary.text_ends
         end_mass = probs[:, ends].sum(-1)
         goes_on = (end_mass < END_BAR) & (end_mass < 1.0) & ~torch.tensor(healing, device=probs.device)
         return probs.masked_fill(goes_on[:, None] & ends, 0.0).argmax(-1)

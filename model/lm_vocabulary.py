@@ -25,6 +25,9 @@ class CanvasVocabulary:
         self.unwritable[special.end] = False
         self.partial = torch.tensor([bool(piece) and not _whole_characters(piece) for piece in table], device=device)
         self.breaks = torch.tensor([b"\n" in piece for piece in table], device=device)
+        self.text_ends = torch.zeros_like(self.breaks)  # what ends a text of several lines: the end token
+        self.text_ends[special.end] = True
+        self.line_ends = self.breaks | self.text_ends  # ... and one line: any token with a line break too
         self._heal_masks: dict[tuple[str, bytes], torch.Tensor] = {}
 
     def blocked(self, positions: int, no_breaks: bool = False) -> torch.Tensor:
