@@ -3,6 +3,8 @@
 * ``line``: one non-blank line of held-out code; the cursor sits after its indentation, the
   prefix holds ~3,000 characters before the cursor and the suffix ~1,500 after the line's end.
 * ``prose``: 1-4 words cut from a line of English prose in held-out documentation.
+* ``end``: the last 1-8 words of a paragraph of held-out documentation joined into one line (as a
+  Markdown file keeps it), the cursor past column ``END_COLUMN``: a writer finishing a sentence.
 
 Answers are compared whitespace-normalised (``exact``) and by ``difflib`` character similarity.
 """
@@ -15,8 +17,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sfumato.model.training.lm_corpus import unwrapped
+
 BEFORE_CHARS = 3000
 AFTER_CHARS = 1500
+END_COLUMN = 60  # a sentence-end task's cursor is past it, so the sentence runs on beyond a wrapped file's 80
 REPAIR_STRENGTH = 0.3  # a repair task's rewrite renoises this share of the broken line's tokens
 PROSE_SOURCES_EXCLUDED = ("stdlib", "site-packages")  # every other corpus source is documentation
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
@@ -86,6 +91,28 @@ def prose_tasks(documents: Sequence, n: int, seed: int) -> list[EditTask]:
         end = match.start() + words[first + length - 1].end()
         tasks.append(EditTask("prose", doc.name, doc.text[max(0, start - BEFORE_CHARS) : start], doc.text[start:end],
                               doc.text[end : end + AFTER_CHARS]))
+    return tasks
+
+
+def sentence_end_tasks(documents: Sequence, n: int, seed: int) -> list[EditTask]:
+    """The cursor before the last 1-8 words of a one-line paragraph ending with a full stop,
+    past column ``END_COLUMN``; the paragraph is the document's, ``unwrapped``."""
+    rng = random.Random(f"{seed}:end")
+    documents = [doc for doc in documents if doc.source not in PROSE_SOURCES_EXCLUDED]
+    found = []
+    for doc in documents:
+        text = unwrapped(doc.text)
+        for match in re.finditer(r"(?<=\n\n)[^\n]+(?=\n\n)", text):
+            if is_prose(match.group()) and match.group().endswith("."):
+                cuts = [w.start() for w in list(re.finditer(r"\S+", match.group()))[-8:] if w.start() > END_COLUMN]
+                if cuts:
+                    found.append((doc, text, match, cuts))
+    tasks = []
+    while found and len(tasks) < n:
+        doc, text, match, cuts = rng.choice(found)
+        start = match.start() + rng.choice(cuts)
+        tasks.append(EditTask("end", doc.name, text[max(0, start - BEFORE_CHARS) : start], text[start : match.end()],
+                              text[match.end() : match.end() + AFTER_CHARS]))
     return tasks
 
 

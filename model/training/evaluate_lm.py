@@ -7,7 +7,8 @@ the adapted LM beside the base model's own left-to-right greedy.
 
 Tasks (``sfumato.model.training.edit_tasks`` shapes, documents from ``sfumato.model.training.lm_corpus``'s held-out units):
 ``line``: one line of code with ~3,000 characters before and ~1,500 after, infilled as Ctrl+K at the
-cursor does (one line); ``prose``: 1-4 words cut from a line of English documentation, infilled at the cursor the same way; ``repair``: a
+cursor does (one line); ``prose``: 1-4 words cut from a line of English documentation, infilled at the cursor the same way; ``end``: the
+last 1-8 words of a paragraph of documentation held as one line (Markdown's way), the cursor past column 60; ``repair``: a
 line with one corruption (a swapped, dropped or doubled letter, or a wrong name from the same file),
 rewritten at strength 0.3, fixed when the result is the line exactly; ``body``: a function body from
 its signature and docstring (parse rate of the function with the result, similarity); ``block``:
@@ -16,7 +17,7 @@ the result's parse rate and its similarity to the lines it replaced.
 Systems: ``engine`` (what the editor runs), ``engine-context`` (the same, sent the chunks of the
 task's package's other files that the editor's folder context would pick), ``one-per-pass`` (the same model accepting one token a
 pass: the speed baseline), ``base-greedy`` (the base alone, left to right from the prefix only; for
-prose it is given the reference's word count).
+prose and sentence ends it is given the reference's word count).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import torch
 
 from sfumato.model.api import InfillRequest
 from sfumato.model.training.corpus import Document
-from sfumato.model.training.edit_tasks import REPAIR_STRENGTH, EditTask, corrupt, exact, line_tasks, prose_tasks, similarity
+from sfumato.model.training.edit_tasks import REPAIR_STRENGTH, EditTask, corrupt, exact, line_tasks, prose_tasks, sentence_end_tasks, similarity
 from sfumato.model.project_context import Chunk, file_chunks, nearest_chunks
 from sfumato.model.training.lm_corpus import files_by_unit, read_text
 
@@ -167,7 +168,7 @@ def request_for(task: EditTask, kind: str, broken: str | None = None, **options)
     if kind == "block":
         return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=160, init_text=task.middle,
                              strength=BLOCK_STRENGTH, **options)
-    return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=32, one_line=kind in ("line", "prose"), **options)
+    return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=32, one_line=kind in ("line", "prose", "end"), **options)
 
 
 def run_engine(backend, requests) -> list[dict]:
@@ -189,7 +190,7 @@ def base_greedy(model, tokenizer, task: EditTask, kind: str) -> str:
     """The base model alone, left to right from the prefix (no suffix), greedy. The prefix loses
     its trailing indentation (which would start the model off its tokenizer's grid); the line is
     the first one the model writes that is not blank."""
-    prefix = task.prefix.rstrip(" \t") if kind != "prose" else task.prefix.rstrip(" ")
+    prefix = task.prefix.rstrip(" \t") if kind not in ("prose", "end") else task.prefix.rstrip(" ")
     ids = tokenizer(prefix[-2000:], add_special_tokens=False, return_tensors="pt").input_ids[:, -512:]
     if not ids.shape[1]:  # nothing before the gap (the first line of a file): start from a line break
         ids = tokenizer("\n", add_special_tokens=False, return_tensors="pt").input_ids
@@ -198,7 +199,7 @@ def base_greedy(model, tokenizer, task: EditTask, kind: str) -> str:
     text = tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
     if kind in ("line", "repair"):
         return next((line.strip() for line in text.split("\n") if line.strip()), "")
-    if kind == "prose":
+    if kind in ("prose", "end"):
         return " ".join(text.split()[: len(task.middle.split())])
     return text
 
@@ -230,6 +231,7 @@ def main(argv=None) -> None:
     p.add_argument("--adapter", type=Path, default=None, help="adapter folder (default: the shipped one)")
     p.add_argument("--lines", type=int, default=100)
     p.add_argument("--prose", type=int, default=100)
+    p.add_argument("--ends", type=int, default=0, help="sentence ends in held-out prose held one paragraph a line")
     p.add_argument("--repair", type=int, default=60)
     p.add_argument("--bodies", type=int, default=30)
     p.add_argument("--blocks", type=int, default=0)
@@ -247,6 +249,7 @@ def main(argv=None) -> None:
     documents = held_out_documents()
     kinds = {"line": [(t, None) for t in line_tasks(documents, args.lines, args.seed)],
              "prose": [(t, None) for t in prose_tasks(documents, args.prose, args.seed)],
+             "end": [(t, None) for t in sentence_end_tasks(documents, args.ends, args.seed)],
              "repair": repair_tasks(documents, args.repair, args.seed),
              "body": [(t, None) for t in body_tasks(documents, args.bodies, args.seed)],
              "block": [(t, None) for t in block_tasks(documents, args.blocks, args.seed)]}
@@ -265,7 +268,7 @@ def main(argv=None) -> None:
         tasks = [t for t, _ in items]
         report[kind] = {}
         for system in systems:
-            if system in ("engine", "engine-context") or (system == "one-per-pass" and kind in ("line", "prose")):
+            if system in ("engine", "engine-context") or (system == "one-per-pass" and kind in ("line", "prose", "end")):
                 options = {"sampler_bound": 1e-4} if system == "one-per-pass" else {}
                 if system == "engine-context" and nearest is None:
                     nearest = project_context(documents)  # the chunk index, built once
