@@ -3,7 +3,10 @@
 The package ships the model as one Q4_1 GGUF file (Apache-2.0); transformers reads it (with the
 ``gguf`` package) and dequantises it to float32, which takes ~20 s. The result is kept in the
 user's cache folder as an ordinary safetensors model folder, so every later start reads that in
-about a second. Git never holds the base: only what this project trained on top of it.
+about a second. The shipped adapter merged into it is kept there too: merging writes every
+weight, which took 2.5-5 s of each start (the first write to each page of a fresh or mapped copy),
+while a cached merged copy is only read. Git never holds the base: only what this project trained
+on top of it.
 """
 
 from __future__ import annotations
@@ -56,30 +59,50 @@ def dequantised_folder(source: Path) -> Path:
     return cache_root() / f"{source.stem}-{digest.hexdigest()[:16]}"
 
 
-def load_base(source: Path | None = None):
-    """(model, tokenizer) in float32 on the CPU, from the cache when it is there."""
+def merged_folder(base: Path, adapter: Path) -> Path:
+    """Where the base cached at ``base`` with ``adapter`` merged in is cached: named by both."""
+    digest = hashlib.sha256(base.name.encode())
+    for name in ADAPTER_FILES:
+        digest.update((adapter / name).read_bytes())
+    return cache_root() / f"{MERGED_PREFIX}{digest.hexdigest()[:16]}"
+
+
+def _read_cached(folder: Path):
+    """(model, tokenizer) from a cached model folder, or None when it is missing; a damaged one is removed."""
     import torch
     from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    if not (folder / "model.safetensors").is_file():
+        return None
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32), tokenizer
+    except (OSError, ValueError, SafetensorError):
+        shutil.rmtree(folder, ignore_errors=True)  # a damaged cache is made again
+        return None
+
+
+def load_base(source: Path | None = None):
+    """(model, tokenizer) in float32 on the CPU, from the cache when it is there."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     source = source or gguf_path()
     folder = dequantised_folder(source)
-    if (folder / "model.safetensors").is_file():
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(folder)
-            model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-            return model, tokenizer
-        except (OSError, ValueError, SafetensorError):
-            shutil.rmtree(folder, ignore_errors=True)  # a damaged cache is rebuilt below
+    cached = _read_cached(folder)
+    if cached is not None:
+        return cached
     tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
     model = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32)
-    _save_atomically(model, tokenizer, folder)
+    _save_atomically(model, tokenizer, folder, stale=f"{source.stem}-*")  # older copies of the base
     return model, tokenizer
 
 
-def _save_atomically(model, tokenizer, folder: Path) -> None:
+def _save_atomically(model, tokenizer, folder: Path, stale: str) -> None:
     """Write the cache in a temporary folder beside it and rename it into place, so a start that
-    is killed half-way never leaves a half-written copy. A read-only cache is no error."""
+    is killed half-way never leaves a half-written copy; then remove the other folders matching
+    ``stale`` (older copies). A read-only cache is no error."""
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".staging-"))
@@ -90,14 +113,16 @@ def _save_atomically(model, tokenizer, folder: Path) -> None:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         os.replace(staging, folder)
-        for stale in folder.parent.glob(f"{folder.name.rsplit('-', 1)[0]}-*"):  # older copies of the base
-            if stale != folder:
-                shutil.rmtree(stale, ignore_errors=True)
+        for older in folder.parent.glob(stale):
+            if older != folder:
+                shutil.rmtree(older, ignore_errors=True)
     except OSError:
         shutil.rmtree(locals().get("staging", folder.parent / ".none"), ignore_errors=True)
 
 
 ADAPTER_DIR = Path(__file__).resolve().parent.parent / "resources" / "models" / "sfumato-lm"
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
+MERGED_PREFIX = "sfumato-lm-merged-"
 
 
 def shipped_adapter() -> Path | None:
@@ -132,11 +157,21 @@ def with_int8_linears(model):
 
 def load_adapted(adapter: Path | None = None):
     """(base with the adapter merged into its weights, tokenizer): the embedded model, ready to run.
-    ``adapter`` None takes the shipped one; without any, the base runs alone."""
-    model, tokenizer = load_base()
+    ``adapter`` None takes the shipped one, merged once and then read from the cache (a checkpoint
+    under evaluation is merged in memory every time); without any, the base runs alone."""
+    shipped = adapter is None
     adapter = adapter or shipped_adapter()
-    if adapter is not None:
-        from peft import PeftModel
+    if adapter is None:
+        model, tokenizer = load_base()
+        return model.eval(), tokenizer
+    folder = merged_folder(dequantised_folder(gguf_path()), adapter) if shipped else None
+    cached = _read_cached(folder) if folder else None
+    if cached is not None:
+        return cached[0].eval(), cached[1]
+    from peft import PeftModel
 
-        model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    model, tokenizer = load_base()
+    model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    if folder:
+        _save_atomically(model, tokenizer, folder, stale=f"{MERGED_PREFIX}*")  # copies merged with older adapters
     return model.eval(), tokenizer

@@ -57,3 +57,45 @@ def test_a_damaged_copy_is_made_again_and_older_copies_are_removed(cache):
     assert (folder / "model.safetensors").stat().st_size > 500_000_000  # the whole base again
     assert not older.exists()
     assert [p.name for p in cache.iterdir() if not p.name.startswith(".")] == [folder.name]
+
+
+def test_the_shipped_adapter_is_merged_once_and_then_read_from_the_cache(cache, tmp_path, monkeypatch, tiny_lm,
+                                                                          smol_tokenizer):
+    import peft
+    import torch
+    from transformers import LlamaForCausalLM
+
+    def tiny_base():
+        torch.manual_seed(0)
+        return LlamaForCausalLM(tiny_lm.config).eval(), smol_tokenizer
+
+    adapter = tmp_path / "adapter"
+    lora = peft.LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)  # B not zero
+    peft.get_peft_model(tiny_base()[0], lora).save_pretrained(adapter)
+    source = tmp_path / "base.gguf"
+    source.write_bytes(b"a release of the base")
+    monkeypatch.setattr(lm_base, "gguf_path", lambda: source)
+    monkeypatch.setattr(lm_base, "load_base", tiny_base)
+    monkeypatch.setattr(lm_base, "shipped_adapter", lambda: adapter)
+    older = cache / f"{lm_base.MERGED_PREFIX}0123456789abcdef"  # merged with an earlier adapter
+    older.mkdir(parents=True)
+
+    merged, _ = lm_base.load_adapted()
+    weights = {name: tensor.clone() for name, tensor in merged.state_dict().items()}
+    base_q = tiny_base()[0].model.layers[0].self_attn.q_proj.weight
+    assert not torch.equal(weights["model.layers.0.self_attn.q_proj.weight"], base_q)  # the adapter is in it
+    folders = [p for p in cache.iterdir() if not p.name.startswith(".")]
+    assert len(folders) == 1 and folders[0].name.startswith(lm_base.MERGED_PREFIX) and not older.exists()
+
+    with monkeypatch.context() as blocked:  # a second start merges nothing: it reads the copy
+        blocked.setattr(lm_base, "load_base", lambda: pytest.fail("the base was read again"))
+        blocked.setattr(peft.PeftModel, "from_pretrained", lambda *a, **k: pytest.fail("the adapter was merged again"))
+        again, tokenizer = lm_base.load_adapted()
+    assert all(torch.equal(again.state_dict()[name], tensor) for name, tensor in weights.items())
+    assert tokenizer("def f():").input_ids == smol_tokenizer("def f():").input_ids
+
+    (folders[0] / "model.safetensors").write_bytes(b"\x00" * 100)  # a damaged copy is merged again
+    repaired, _ = lm_base.load_adapted()
+    assert all(torch.equal(repaired.state_dict()[name], tensor) for name, tensor in weights.items())
+    lm_base.load_adapted(adapter)  # a checkpoint under evaluation is merged in memory, not cached
+    assert [p for p in cache.iterdir() if not p.name.startswith(".")] == folders
