@@ -14,16 +14,20 @@ from __future__ import annotations
 import ipaddress
 import socket
 
-import httpx
-
 LOOPBACK, PRIVATE, PUBLIC = "loopback", "private", "public"  # from the nearest to the farthest
 WHERE = {LOOPBACK: "on this machine", PRIVATE: "on your network", PUBLIC: "on the internet"}
+
+
+def _parsed(url: str):
+    import httpx  # here, not above: the editor imports this module before its window shows
+
+    return httpx.URL(url)
 
 
 def literal_kind(url: str) -> str | None:
     """The kind of a server named by its address (or as ``localhost``): known without a lookup.
     None for a host name, which ``address_kind`` resolves."""
-    host = httpx.URL(url).host
+    host = _parsed(url).host
     if host == "localhost":
         return LOOPBACK
     try:
@@ -39,7 +43,7 @@ def address_kind(url: str) -> str:
     if kind is not None:
         return kind
     try:
-        infos = socket.getaddrinfo(httpx.URL(url).host, None)
+        infos = socket.getaddrinfo(_parsed(url).host, None)
     except (OSError, UnicodeError):
         return PUBLIC
     return _kind_of_addresses([ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos])
@@ -65,4 +69,4 @@ def within(kind: str, farthest: str) -> bool:
 
 
 def is_encrypted(url: str) -> bool:
-    return httpx.URL(url).scheme == "https"
+    return _parsed(url).scheme == "https"

@@ -4,15 +4,15 @@ Keys never go into the settings file. In the keyring a key is stored under the s
 ``sfumato`` and the server's origin (``https://host:port``), so each server has its own. A key is
 cleaned once, wherever it comes from (``clean_api_key``): surrounding whitespace goes, and a key
 that an HTTP header cannot carry is refused without being shown. Neither a key nor a URL's
-password ever appears in a message (``shown_url``).
+password ever appears in a message (``shown_url``). httpx is imported where a URL is parsed: the
+editor's settings and AI menu import this module before the window shows, and httpx (with the
+command-line tool it loads when click and rich are installed) took a third of that time.
 """
 
 from __future__ import annotations
 
 import os
 import re
-
-import httpx
 
 from sfumato.model.api import EngineError
 
@@ -35,6 +35,10 @@ def clean_api_key(key: str | None) -> str | None:
 
 def shown_url(url: str) -> str:
     """``url`` without its user name and password, for messages and the settings file."""
+    if "@" not in url:  # no user name or password to take out (and a model spec such as "embedded")
+        return url
+    import httpx
+
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL:
@@ -43,6 +47,8 @@ def shown_url(url: str) -> str:
 
 
 def origin(url: str) -> str:
+    import httpx
+
     parsed = httpx.URL(url)
     return f"{parsed.scheme}://{parsed.host}:{parsed.port or (443 if parsed.scheme == 'https' else 80)}"
 
