@@ -6,10 +6,19 @@ forward pass over the cached prompt, by the causal reading of the text up to the
 the suffix's first tokens: log p(text[:k]) + log p(suffix start | text[:k]). The queries are a tree:
 the text once, then one copy of the suffix's start per cut, each seeing only the text before its cut.
 No threshold is involved; the model's own likelihood picks the cut.
+
+A token may join a gap's end to what follows it (one token holds a docstring's full stop and its
+closing quotes, another a list item's closing quote and comma), so cuts are also made inside a token,
+before its punctuation: the kept part of the token and the suffix's start are encoded together and
+scored as the continuation (``inner_cuts``). Without them a docstring before its closing quotes
+could only be cut at a word start (the first word alone, once). And where the model's own line ends
+as the suffix's line does (it wrote the closing quotes, the closing bracket), it ended the gap
+itself: the cut is there, unscored (``own_end``); a likelihood would rather have had a shorter text.
 """
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass
 
 import torch
@@ -17,12 +26,48 @@ import torch
 from sfumato.model.lm_row import Row
 
 SUFFIX_SCORE_TOKENS = 8  # of the suffix, what a cut is scored on
+PUNCTUATION = frozenset(string.punctuation.encode())
 
 
 def cut_candidates(pieces: list[bytes], first: int = 1) -> list[int]:
     """Cuts k (the text is tokens[:k], k >= ``first``) where the next token starts a new word, and
     the whole text; a cut never splits a word."""
     return [k for k in range(first, len(pieces) + 1) if k == len(pieces) or not pieces[k][:1].isalnum()]
+
+
+def inner_cuts(pieces: list[bytes], first: int = 1) -> list[tuple[int, int]]:
+    """Cuts inside a token, (j, c): the text is pieces[:j] + pieces[j][:c], where the part of piece j
+    that goes starts with punctuation and is ASCII (so it is that many characters)."""
+    return [(j, c) for j in range(max(0, first - 1), len(pieces)) for c in range(1, len(pieces[j]))
+            if pieces[j][c] in PUNCTUATION and pieces[j][c:].isascii()]
+
+
+def own_end(pieces: list[bytes], suffix_line: bytes) -> tuple[int, int] | None:
+    """Where the text, ``pieces`` up to its line's end, ends with the suffix's line (white space
+    around it aside): (tokens kept, characters the last of them drops); None if it does not, or
+    if nothing would be left before it."""
+    text, wanted = b"".join(pieces).rstrip(), suffix_line.strip()
+    if not wanted or not text.endswith(wanted) or not text[: -len(wanted)].strip():
+        return None
+    at, spelt = len(text) - len(wanted), 0
+    for j, piece in enumerate(pieces):
+        if spelt + len(piece) > at:
+            tail = piece[at - spelt :]
+            return (j, 0) if at == spelt else (j + 1, len(tail.decode("utf-8", "replace")))
+        spelt += len(piece)
+    return None
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Where a gap's text ends: after ``tokens`` whole tokens, then ``continuation`` is scored (the
+    suffix's start; for a cut inside a token, the part of it kept and the suffix's start, encoded
+    together). The result keeps ``keep`` tokens and drops the last one's last ``drop`` characters."""
+
+    tokens: int
+    continuation: list[int]
+    keep: int
+    drop: int = 0
 
 
 def text_pieces(row: Row, table: list[bytes], ends: tuple[int, ...]) -> tuple[list[int], list[bytes]]:
@@ -41,44 +86,43 @@ def text_pieces(row: Row, table: list[bytes], ends: tuple[int, ...]) -> tuple[li
 
 @dataclass(frozen=True)
 class CutQueries:
-    ids: list[int]  # the text, then the suffix's start once per candidate
+    ids: list[int]  # the text, then each cut's continuation
     offsets: list[int]  # each query's position after the cached tokens
     mask: torch.Tensor  # [L, L] bool: which query sees which
-    candidates: list[int]
-    suffix: list[int]
+    cuts: list[Cut]
+    text: int  # the text's length in tokens
 
     @classmethod
-    def build(cls, text: list[int], suffix: list[int], candidates: list[int]) -> CutQueries:
-        n, m = len(text), len(suffix)
-        length = n + m * len(candidates)
+    def build(cls, text: list[int], cuts: list[Cut]) -> CutQueries:
+        n = len(text)
+        length = n + sum(len(cut.continuation) for cut in cuts)
         mask = torch.zeros(length, length, dtype=torch.bool)
         mask[:n, :n] = torch.tril(torch.ones(n, n, dtype=torch.bool))
         ids, offsets = list(text), list(range(n))
-        for c, k in enumerate(candidates):
-            start = n + c * m
+        for cut in cuts:
+            start, m, k = len(ids), len(cut.continuation), cut.tokens
             mask[start : start + m, :k] = True
             mask[start : start + m, start : start + m] = torch.tril(torch.ones(m, m, dtype=torch.bool))
-            ids += suffix
+            ids += cut.continuation
             offsets += range(k, k + m)
-        return cls(ids, offsets, mask, candidates, suffix)
+        return cls(ids, offsets, mask, cuts, n)
 
-    def best(self, first_logits: torch.Tensor, logits: torch.Tensor) -> int:
-        """The candidate with the highest score."""
+    def best(self, first_logits: torch.Tensor, logits: torch.Tensor) -> Cut:
+        """The cut with the highest score."""
         scores = self.scores(first_logits, logits)
-        return self.candidates[max(range(len(scores)), key=scores.__getitem__)]
+        return self.cuts[max(range(len(scores)), key=scores.__getitem__)]
 
     def scores(self, first_logits: torch.Tensor, logits: torch.Tensor) -> list[float]:
-        """Each candidate's log p(text[:k] + suffix start), from the logits after the cached tokens
-        [V] and the queries' logits [L, V]."""
-        n, m = len(self.ids) - len(self.suffix) * len(self.candidates), len(self.suffix)
+        """Each cut's log p(text[:k] + continuation), from the logits after the cached tokens [V]
+        and the queries' logits [L, V]."""
+        n = self.text
         log_probs = torch.cat([first_logits[None], logits]).float().log_softmax(-1)  # row i predicts query i
-        text = torch.tensor(self.ids[:n])
-        text_lp = log_probs[torch.arange(n), text].cumsum(0)
-        suffix = torch.tensor(self.suffix)
-        scores = []
-        for c, k in enumerate(self.candidates):
-            start = n + c * m
-            first = log_probs[k, suffix[0]]  # the text's token k-1 (query k-1, row k) predicts the suffix's first
-            rest = log_probs[start + 1 : start + m, :].gather(1, suffix[1:, None]).sum()
-            scores.append(float(text_lp[k - 1] + first + rest))
+        text_lp = torch.cat([torch.zeros(1), log_probs[torch.arange(n), torch.tensor(self.ids[:n])].cumsum(0)])
+        scores, start = [], n
+        for cut in self.cuts:
+            k, continuation = cut.tokens, torch.tensor(cut.continuation)
+            first = log_probs[k, continuation[0]]  # the text's token k-1 (query k-1, row k) predicts the first
+            rest = log_probs[start + 1 : start + len(continuation), :].gather(1, continuation[1:, None]).sum()
+            scores.append(float(text_lp[k] + first + rest))
+            start += len(continuation)
         return scores

@@ -37,6 +37,8 @@ def row_states(row: Row, table: list[bytes], end: int, at_stop: bool = True) -> 
         if shown[index] == end and ok:
             break
         states.append(TokenState(piece, conf, ok))
+    if row.cut_chars:
+        states = list(cut_states(states, len("".join(state.text for state in states)) - row.cut_chars))
     if not at_stop:
         return tuple(states)
     states = cut_at_stop(states, row.stop, row.stop_space)

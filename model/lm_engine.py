@@ -22,7 +22,7 @@ from dataclasses import replace
 import torch
 
 from sfumato.model.api import CancelFlag, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
-from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, CutQueries, cut_candidates, text_pieces
+from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, Cut, CutQueries, cut_candidates, inner_cuts, own_end, text_pieces
 from sfumato.model.gap_scope import indentation
 from sfumato.model.light_rewrite import proposals, read_sequences, settle, typed_prior
 from sfumato.model.line_rewrite import chosen_lines, line_means, read_log_probs, rewrite_plan, selection_lines
@@ -409,15 +409,25 @@ class LmDenoiserBackend:
             if row.gap_suffix:
                 ids, pieces = text_pieces(row, self.table, (self.special.end, self.special.mask))
                 line_end = next((k for k, piece in enumerate(pieces) if b"\n" in piece), len(pieces))
-                candidates = [k for k in cut_candidates(pieces, 2 if pieces and not pieces[0] else 1)  # not the healed start alone
-                              if k <= line_end or k == len(pieces)]  # within the gap's line, or the whole text
-                if len(candidates) > 1:
-                    queries[b] = CutQueries.build(ids, row.gap_suffix, candidates)
+                suffix = b"".join(self.table[t] for t in row.gap_suffix)
+                ended = own_end(pieces[:line_end], suffix.split(b"\n", 1)[0])
+                if ended:  # the model closed the line as the suffix does: its own end
+                    row.cut, row.cut_chars = ended
+                    continue
+                first = 2 if pieces and not pieces[0] else 1  # not the healed start alone
+                cuts = [Cut(k, row.gap_suffix, k) for k in cut_candidates(pieces, first)
+                        if k <= line_end or k == len(pieces)]  # within the gap's line, or the whole text
+                cuts += [Cut(j, self._encode((pieces[j][:c] + suffix).decode("utf-8", "replace")), j + 1, len(pieces[j]) - c)
+                         for j, c in inner_cuts(pieces, first)
+                         if j < line_end and pieces[j] == self.table[ids[j]]]  # not inside the healed start
+                if len(cuts) > 1:
+                    queries[b] = CutQueries.build(ids, cuts)
         if not queries:
             return
         logits = self._read_queries(queries, len(rows), self._prompt_width, cache)
         for b, q in queries.items():
-            rows[b].cut = q.best(prompt_logits[b], logits[b, : len(q.ids)])
+            cut = q.best(prompt_logits[b], logits[b, : len(q.ids)])
+            rows[b].cut, rows[b].cut_chars = cut.keep, cut.drop
 
     def _read_queries(self, queries: dict, rows: int, prompt: int, cache, hidden: bool = False) -> torch.Tensor:
         """One forward pass over the cached prompt for every row's queries (``ids``, ``offsets``

@@ -34,6 +34,7 @@ class Row:
     no_breaks: bool = False  # a one-line rewrite: no token with a line break may be written
     must_write: bool = False  # the cursor on a blank line or inside one: the text may not start with its end
     cut: int | None = None  # the text ends after this many tokens (a loop was stopped, a gap's end was scored)
+    cut_chars: int = 0  # ... and the last of them loses this many characters (a gap's end scored inside it)
     gap_suffix: list[int] = field(default_factory=list)  # a gap inside a line: the suffix's start its cut is scored on
     fix_rounds: int = 0  # a light rewrite: rounds of proposed edits read so far
     fixing: bool = False  # ... and its last round made an edit: another round reads the text as edited

@@ -10,13 +10,28 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from sfumato.model.api import InfillRequest, ModelInfo  # noqa: E402
-from sfumato.model.gap_cut import CutQueries, cut_candidates, text_pieces  # noqa: E402
+from sfumato.model.gap_cut import Cut, CutQueries, cut_candidates, inner_cuts, own_end, text_pieces  # noqa: E402
 
 
 def test_cuts_fall_at_word_starts_and_at_the_end():
     pieces = [b" machine", b",", b" and", b" keep", b"ing", b" it"]
     assert cut_candidates(pieces) == [1, 2, 3, 5, 6]  # never between " keep" and "ing"
     assert cut_candidates(pieces, first=2) == [2, 3, 5, 6]
+
+
+def test_cuts_inside_a_token_fall_before_its_punctuation():
+    pieces = [b" Clamp", b" a", b" value", b'."""', b"\n"]
+    assert inner_cuts(pieces) == [(3, 1), (3, 2), (3, 3)]  # after the full stop, or after one or two quotes
+    assert inner_cuts([b'",', b" x.\xe2\x80\x9d"]) == [(0, 1)]  # what goes is ASCII (here not: a curly quote)
+    assert inner_cuts([b'",', b" x"], first=2) == []
+
+
+def test_a_line_the_model_ends_as_the_suffix_does_is_cut_there():
+    assert own_end([b" Clamp", b" a", b" value", b'."""'], b'"""') == (4, 3)  # the quotes go, the full stop stays
+    assert own_end([b"Hello", b'")'], b'")  # greet') is None  # the suffix's line goes on: not its end
+    assert own_end([b"x", b")"], b")") == (1, 0)
+    assert own_end([b")"], b")") is None  # nothing would be left
+    assert own_end([b"name", b")"], b" and then.") is None
 
 
 def reference_score(model, prompt, text, suffix, k) -> float:
@@ -29,13 +44,15 @@ def reference_score(model, prompt, text, suffix, k) -> float:
 
 def test_the_tree_of_queries_scores_each_cut_as_a_plain_reading_would(tiny_lm, read_queries):
     prompt, text, suffix = [5, 17, 99, 240, 7], [301, 12, 977, 45, 630, 88], [410, 29, 3001]
-    candidates = [1, 3, 4, 6]
-    q = CutQueries.build(text, suffix, candidates)
+    inner = [2, 3001]  # a cut inside token 4 (630): the kept part of it and the suffix, encoded again
+    cuts = [Cut(k, suffix, k) for k in [1, 3, 4, 6]] + [Cut(4, [902, *inner], 5, 1)]
+    q = CutQueries.build(text, cuts)
     p, logits = len(prompt), read_queries(prompt, q)
     with torch.no_grad():
-        scores = {k: reference_score(tiny_lm, prompt, text, suffix, k) for k in candidates}
-    assert q.scores(logits[p - 1], logits[p:]) == pytest.approx([scores[k] for k in candidates], abs=1e-4)
-    assert q.best(logits[p - 1], logits[p:]) == max(scores, key=scores.get)
+        scores = [reference_score(tiny_lm, prompt, text[: cut.tokens] + cut.continuation, [], cut.tokens + len(cut.continuation))
+                  for cut in cuts]
+    assert q.scores(logits[p - 1], logits[p:]) == pytest.approx(scores, abs=1e-4)
+    assert q.best(logits[p - 1], logits[p:]) == cuts[max(range(len(cuts)), key=scores.__getitem__)]
 
 
 def test_a_gap_inside_a_line_is_cut_at_a_word_start_of_what_the_model_wrote(tiny_lm, smol_tokenizer, monkeypatch):
@@ -87,6 +104,7 @@ def test_over_several_canvases_the_cut_is_the_one_a_plain_reading_prefers(tiny_l
     (prompt, ids, pieces, suffix), chosen = seen
     assert len(ids) > 4  # the text spans more than one canvas
     candidates = cut_candidates(pieces, 2 if not pieces[0] else 1)
+    assert not inner_cuts(pieces, 2 if not pieces[0] else 1)  # words only: every cut is at a token's start
     with torch.no_grad():
         scores = {k: reference_score(model, prompt, ids, suffix, k) for k in candidates}
     assert chosen == max(scores, key=scores.get)
