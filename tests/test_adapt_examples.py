@@ -288,3 +288,43 @@ def test_an_indented_paragraph_is_unwrapped_and_a_literal_block_after_two_colons
             "      ctx = make_context()\n      connect(ctx)\n\n   And a last wrapped\n   paragraph.\n")
     assert lm_corpus.unwrapped(text) == ("   *context* is an optional object which allows bundling SSL configuration options::\n\n"
                                          "      ctx = make_context()\n      connect(ctx)\n\n   And a last wrapped paragraph.\n")
+
+
+def test_a_causal_example_shows_its_whole_middle_and_learns_every_position(vocab):
+    """``--causal``: the middle shown whole, each position predicted from the text before it (the
+    reading that writes the engine's text); a fix stays a fix; without it the same examples as before."""
+    tokens = vocab.encode(TEXT)
+    causal = plain = 0
+    for seed in range(40):
+        example = adapt.make_example(tokens, random.Random(seed), vocab, causal=1.0)
+        if example is None:
+            continue
+        shown = example.ids[example.prompt_len :]
+        if example.both_ways or shown != example.target:  # a fix: a wrong token or masks to correct
+            plain += 1
+            continue
+        assert vocab.special.mask not in shown and all(w == 1.0 for w in example.weight)
+        causal += 1
+    assert causal > 15 and plain > 3
+    for seed in range(10):
+        assert adapt.make_example(tokens, random.Random(seed), vocab) == adapt.make_example(tokens, random.Random(seed), vocab, causal=0.0)
+
+
+def test_a_causal_examples_loss_is_a_plain_left_to_right_reading_of_prompt_and_middle(vocab, tiny_lm):
+    import copy
+
+    import torch
+    import torch.nn.functional as F
+    from peft import LoraConfig, get_peft_model
+
+    model = get_peft_model(copy.deepcopy(tiny_lm), LoraConfig(r=4, target_modules=["q_proj", "v_proj"]))
+    tokens = vocab.encode(TEXT)
+    example = next(e for seed in range(40) if (e := adapt.make_example(tokens, random.Random(seed), vocab, causal=1.0))
+                   and not e.both_ways and e.ids[e.prompt_len :] == e.target)
+    p, c = example.prompt_len, len(example.target)
+    with torch.no_grad():
+        logits = tiny_lm(input_ids=torch.tensor([example.ids])).logits[0]  # causal all the way
+        ar_from = max(2, p - adapt.AR_TOKENS)
+        expected = (F.cross_entropy(logits[p - 1 : p - 1 + c], torch.tensor(example.target))
+                    + 0.5 * F.cross_entropy(logits[ar_from - 1 : p - 1], torch.tensor(example.ids[ar_from:p])))
+        assert adapt.example_loss(model, example, "cpu", vocab.special, 0.0).item() == pytest.approx(expected.item(), abs=1e-4)

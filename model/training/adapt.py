@@ -14,7 +14,10 @@ engine uses them:
 * infill / rewrite: every canvas token is masked with probability t ~ U(0, 1) (a rewrite at
   strength s is the case t = s), or (``LEFT_TO_RIGHT_SHARE``) every token from a random point on,
   the state a line is in while the engine writes it left to right; the loss is cross-entropy on
-  the masked positions.
+  the masked positions. With ``--causal S``, that share of them masks nothing and takes the loss at
+  every position, each read left to right (fill-in-the-middle, teacher-forced): the engine's text
+  is written by exactly that reading (``sfumato.model.lm_settle``), which the masked examples
+  train at one position of a written start and a masked rest; the denoiser's guesses only save passes.
 * fix: one or two canvas tokens are swapped for a wrong one (a token of the same document, as a
   wrong identifier would be) and a few more masked; the loss covers every canvas position, so
   the model learns to give a corrupted text back correct and to keep what is right.
@@ -85,6 +88,8 @@ def parse_args(argv=None):
                    help="LoRA rank; a start adapter of a lower rank is widened to it (the same model, more to train)")
     p.add_argument("--distill", type=float, default=0.0,
                    help="weight of the KL divergence from the base's next-token distribution (0: off)")
+    p.add_argument("--causal", type=float, default=0.0,
+                   help="share of infill examples that mask nothing and take the loss at every position, read left to right")
     p.add_argument("--unwrap", type=float, default=0.0,
                    help="share of documentation files whose wrapped paragraphs are joined into one line each")
     p.add_argument("--self-targets", type=Path, default=None,
@@ -174,10 +179,11 @@ class Example(NamedTuple):
 
 
 def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary, at_start: bool = False,
-                 snippets: Callable[[str, str], Sequence[str]] | None = None):
+                 snippets: Callable[[str, str], Sequence[str]] | None = None, causal: float = 0.0):
     """An ``Example``, or None for a window too short.
     ``at_start``: the tokens begin a file, so a middle may begin there too; ``snippets`` gives the
-    project context for a prefix and suffix (text), which ``CONTEXT_SHARE`` of examples get."""
+    project context for a prefix and suffix (text), which ``CONTEXT_SHARE`` of examples get;
+    ``causal``: the share of infill examples read left to right whole (``--causal``)."""
     if len(tokens) < 24:
         return None
     special = vocab.special
@@ -212,6 +218,8 @@ def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary, at_st
         for i in range(canvas):
             if rng.random() < 0.15:
                 shown[i] = special.mask
+        weight = [1.0] * canvas
+    elif causal and rng.random() < causal:  # every position shown, each predicted from the text before it
         weight = [1.0] * canvas
     elif rng.random() < LEFT_TO_RIGHT_SHARE:
         # the state a line's decoding is in: the start written, everything after it still masked
@@ -406,6 +414,7 @@ def main(argv=None) -> None:
         state = json.loads((resume / "state.json").read_text())
     state["distill"] = args.distill  # the recipe a checkpoint was last trained with
     state["unwrap"] = args.unwrap
+    state["causal"] = args.causal
     state["self_targets"] = str(args.self_targets) if args.self_targets else None
     rng = random.Random(f"{args.seed}:{state['step']}")
     sampler = DocumentSampler("train", tokenizer, rng, prose_share=PROSE_SHARE, unwrap_share=args.unwrap)
@@ -423,7 +432,7 @@ def main(argv=None) -> None:
             else:
                 window = sampler.next_window()
                 example = make_example(window.tokens, rng, vocab, window.at_start,
-                                       lambda prefix, suffix: sampler.snippets(window, prefix, suffix))
+                                       lambda prefix, suffix: sampler.snippets(window, prefix, suffix), args.causal)
             if example is None:
                 continue
             loss = example_loss(model, example, device, vocab.special, args.distill) / args.accumulate
