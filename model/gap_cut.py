@@ -62,12 +62,16 @@ def own_end(pieces: list[bytes], suffix_line: bytes) -> tuple[int, int] | None:
 class Cut:
     """Where a gap's text ends: after ``tokens`` whole tokens, then ``continuation`` is scored (the
     suffix's start; for a cut inside a token, the part of it kept and the suffix's start, encoded
-    together). The result keeps ``keep`` tokens and drops the last one's last ``drop`` characters."""
+    together). A cut inside a token keeps that token but its last ``drop`` characters."""
 
     tokens: int
     continuation: list[int]
-    keep: int
     drop: int = 0
+
+    @property
+    def keep(self) -> int:
+        """The tokens the result keeps."""
+        return self.tokens + (1 if self.drop else 0)
 
 
 def text_pieces(row: Row, table: list[bytes], ends: tuple[int, ...]) -> tuple[list[int], list[bytes]]:

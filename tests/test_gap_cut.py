@@ -45,7 +45,7 @@ def reference_score(model, prompt, text, suffix, k) -> float:
 def test_the_tree_of_queries_scores_each_cut_as_a_plain_reading_would(tiny_lm, read_queries):
     prompt, text, suffix = [5, 17, 99, 240, 7], [301, 12, 977, 45, 630, 88], [410, 29, 3001]
     inner = [2, 3001]  # a cut inside token 4 (630): the kept part of it and the suffix, encoded again
-    cuts = [Cut(k, suffix, k) for k in [1, 3, 4, 6]] + [Cut(4, [902, *inner], 5, 1)]
+    cuts = [Cut(k, suffix) for k in [1, 3, 4, 6]] + [Cut(4, [902, *inner], 1)]
     q = CutQueries.build(text, cuts)
     p, logits = len(prompt), read_queries(prompt, q)
     with torch.no_grad():
