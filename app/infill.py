@@ -109,9 +109,10 @@ class EditStarter:
 
     def again(self, session: EditSession) -> EditSession | None:
         """Try Again: put the originals back and run the first run's request once more in a new
-        session over them: a new draw with the same settings (strength, instruction, lengths,
-        options), the text around each region and the project context read as they are now.
-        None when the session has ended (an empty result) and the text has changed since."""
+        session over them: the same settings (strength, instruction, lengths, options), the text
+        around each region and the project context read as they are now, and the alternatives after
+        those shown (a deterministic first result would only come back). None when the session has
+        ended (an empty result) and the text has changed since."""
         spans = session.retry_spans()
         if spans is None:
             return None
@@ -122,9 +123,11 @@ class EditStarter:
             template = session.request
             gaps = [Gap(index_of(text, start), index_of(text, end), tokens)
                     for (start, end), tokens in zip(spans, template.max_new_tokens)]
-            return self._run(editor, spans, replace(template, segments=segments_of(text, gaps)))
+            return self._run(editor, spans, replace(template, segments=segments_of(text, gaps),
+                                                    first_alternative=template.first_alternative + 1))
         chunks = self.project_chunks(editor)
-        requests = [replace(request, **surroundings(text, start, end, chunks))
+        requests = [replace(request, **surroundings(text, start, end, chunks),
+                            first_alternative=request.first_alternative + request.n_alternatives)
                     for request, (start, end) in zip(session.request, spans)]
         return self._run(editor, spans, requests)
 

@@ -52,6 +52,8 @@ class InfillRequest:
     ``context`` holds snippets of other open files and the folder, nearest first; backends put
     what fits their prompt budget before the document.
     ``one_line`` asks for the rest of the cursor's line only: the text ends at its first newline.
+    ``first_alternative`` numbers the candidates from there: Try Again asks for the ones not shown
+    yet, so a backend whose first candidate is deterministic (the embedded engine's) shows new text.
     """
 
     prefix: str = ""
@@ -66,8 +68,11 @@ class InfillRequest:
     sampler_bound: float | None = None
     context: tuple[str, ...] = ()
     one_line: bool = False
+    first_alternative: int = 0
 
     def __post_init__(self) -> None:
+        if self.first_alternative < 0:
+            raise ValueError("first_alternative must not be negative")
         if self.sampler_bound is not None and self.sampler_bound <= 0:
             raise ValueError("sampler_bound must be positive")
         if self.max_new_tokens < 1:
@@ -90,14 +95,18 @@ class TemplateRequest:
 
     Gap i lies between ``segments[i]`` and ``segments[i + 1]``; ``max_new_tokens[i]`` caps it
     (from a ``[MASK:n]`` hint or a default). Backends yield one draft per gap, in order.
+    ``first_alternative`` as for an ``InfillRequest``: Try Again's fill is the next one.
     """
 
     segments: tuple[str, ...]
     max_new_tokens: tuple[int, ...]
     steps: int | None = None
     seed: int | None = None
+    first_alternative: int = 0
 
     def __post_init__(self) -> None:
+        if self.first_alternative < 0:
+            raise ValueError("first_alternative must not be negative")
         if len(self.segments) != len(self.max_new_tokens) + 1:
             raise ValueError("a template with n gaps has n + 1 segments")
         if any(n < 1 for n in self.max_new_tokens):

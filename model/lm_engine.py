@@ -82,7 +82,7 @@ class LmDenoiserBackend:
                 live = [i for i, plan in enumerate(plans) if index < len(plan)]
                 parts = [[self._part(requests[i], plans[i], index, written[i][k], leads[i] is not None)
                           for k in range(requests[i].n_alternatives)] for i in live]
-                groups = [[self._row(part, k) for k, part in enumerate(group)] for group in parts]
+                groups = [[self._row(part, part.first_alternative + k) for k, part in enumerate(group)] for group in parts]
                 rows = [row for group in groups for row in group]
                 after = {i: self._after(plans[i], index) for i in live}  # the same for every pass of the round
                 passes = 0
@@ -145,6 +145,7 @@ class LmDenoiserBackend:
             prefix, suffix = "".join(segments[: i + 1]), "".join(segments[i + 1 :])
             requests.append(InfillRequest(prefix=prefix, suffix=suffix, max_new_tokens=cap,
                                           seed=template.seed, steps=template.steps,
+                                          first_alternative=template.first_alternative,
                                           one_line=bool(prefix.rsplit("\n", 1)[-1].strip() or suffix.split("\n", 1)[0].strip())))
         yield from self.stream(requests, cancel)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
@@ -103,7 +105,7 @@ def test_an_empty_result_says_so_ends_without_an_undo_step_and_alt_r_tries_again
     assert window.statusBar().currentMessage() == "The model wrote nothing here; Alt+R tries again."
     qtbot.keyClick(editor, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier)
     qtbot.waitUntil(lambda: len(backend.requests) == 2, timeout=10000)
-    assert backend.requests[1] == backend.requests[0]
+    assert backend.requests[1] == tuple(replace(r, first_alternative=1) for r in backend.requests[0])  # not the empty one again
     qtbot.waitUntil(lambda: window.statusBar().currentMessage().startswith("The model wrote nothing"), timeout=10000)
     assert document_text(editor.document()) == TEXT
 

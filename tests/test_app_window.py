@@ -6,6 +6,7 @@ import codecs
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -368,7 +369,7 @@ def test_ctrl_slash_comments_the_line_in_the_files_language(qtbot, window, tmp_p
     assert "no line comments" in window.statusBar().currentMessage()
 
 
-def test_try_again_puts_the_original_back_and_reruns_the_same_request(window, qtbot):
+def test_try_again_puts_the_original_back_and_asks_for_the_next_alternative(window, qtbot):
     backend = FakeBackend()
     with_fake_model(window, qtbot, backend)
     editor, box = press_ctrl_k_on_beta(window, qtbot)
@@ -381,7 +382,7 @@ def test_try_again_puts_the_original_back_and_reruns_the_same_request(window, qt
     assert second is not first and first.state == "ended"
     qtbot.waitUntil(lambda: second.state == "ready", timeout=10000)
     [(one,), (two,)] = backend.requests
-    assert two == one and two.init_text == "beta" and two.strength == 0.3
+    assert two == replace(one, first_alternative=1) and two.init_text == "beta" and two.strength == 0.3
     assert window.settings.rewrite_strength == 0.3  # the next box starts where this one was left
     qtbot.keyClick(editor, Qt.Key.Key_Tab)
     assert editor.toPlainText() == "alpha " + FakeBackend.result(0) + " gamma\n"

@@ -290,6 +290,19 @@ def test_alternatives_come_from_one_batch_and_differ(backend):
     assert len(texts) == len(set(texts)) >= 1
 
 
+def test_try_again_shows_the_alternative_after_those_shown_not_the_same_text(backend):
+    """The first candidate is greedy, so the same request again would write the same text:
+    Try Again's request starts at the next alternative, the one a batch of two would show second."""
+    request = InfillRequest(prefix="name = ", suffix="\n", max_new_tokens=6, seed=8, one_line=True)
+    first = run(backend, request)[1].text
+    assert run(backend, request)[1].text == first
+    batch = [c.text for c in run(backend, replace(request, n_alternatives=2))[1].candidates]
+    again = run(backend, replace(request, first_alternative=1))[1].text
+    assert again == batch[1] != first
+    template = TemplateRequest(segments=("name = ", "\n"), max_new_tokens=(6,), seed=8)
+    assert [d.text for d in list(backend.stream_template(replace(template, first_alternative=1)))[-1]] == [again]
+
+
 def test_template_gaps_are_rows_of_one_batch(backend):
     template = TemplateRequest(segments=("def ", "(x):\n    return ", "\n"), max_new_tokens=(4, 6), seed=0)
     steps = list(backend.stream_template(template))
