@@ -24,6 +24,7 @@ from pathlib import Path
 
 from sfumato.app.arguments import ArgumentParser, UsageError, hardware_options
 from sfumato.model.api import EngineError, InfillRequest, TemplateRequest
+from sfumato.model.template import apply_fills, find_gaps, segments_of, within_its_line
 from sfumato.model.untrusted_text import invisible_report, terminal_safe
 
 VERSION = metadata.version("sfumato")  # pyproject.toml's, as installed
@@ -43,7 +44,19 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> dict[str, argparse.ArgumentParser]:
-    infill = ArgumentParser(prog="sfumato infill", description="Infill requests given as JSON Lines.")
+    infill = ArgumentParser(
+        prog="sfumato infill", description="Infill requests given as JSON Lines.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"""a request, one JSON object a line:
+  id              any JSON value, given back with the answer
+  prefix, suffix  the text before and after the gap
+  max_new_tokens  at most this many tokens (default 64, at most {MAX_NEW_TOKENS})
+  init_text       the text to rewrite (then strength: 0-1, default 1)
+  one_line        the rest of one line only; absent: true for a gap with text
+                  before or after it on its line, as `fill` treats a [MASK]
+
+an answer, one line a request, in order:
+  {{"id", "text", "forward_passes", "tokens", "seconds", "confident"}}, or {{"id", "error"}}""")
     infill.add_argument("--jsonl", action="store_true", required=True, help="read JSON Lines (the only format)")
     infill.add_argument("input", nargs="?", default="-", help="requests file (default: standard input)")
     infill.add_argument("--batch-size", type=int, default=1,
@@ -157,7 +170,9 @@ def parse_request_line(line: str, steps: int | None, seed: int | None) -> tuple[
             max_new_tokens=data.get("max_new_tokens", 64),
             init_text=data.get("init_text"),
             strength=float(data.get("strength", 1.0)),
-            one_line=bool(data.get("one_line", False)),
+            # absent: a gap with text before or after it on its line is one line, as `fill` treats a [MASK]
+            one_line=(data["one_line"] if data.get("one_line") is not None
+                      else data.get("init_text") is None and within_its_line(data.get("prefix", ""), data.get("suffix", ""))),
             steps=steps,
             seed=seed,
         )
@@ -278,8 +293,6 @@ def _run_to_end(stream: Iterable) -> tuple:
 
 
 def run_fill(args) -> int:
-    from sfumato.model.template import apply_fills, find_gaps, segments_of
-
     template_path = Path(args.template)
     if template_path.is_dir():
         raise UsageError(f"{args.template} is a folder, not a template file")

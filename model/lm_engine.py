@@ -34,6 +34,7 @@ from sfumato.model.lm_vocabulary import CanvasVocabulary
 from sfumato.model.project_context import CONTEXT_SHARE, context_tokens
 from sfumato.model.prompt_cache import PromptCache
 from sfumato.model.rewrite_parts import split_selection
+from sfumato.model.template import within_its_line
 
 PREFIX_TOKENS, SUFFIX_TOKENS = 224, 96  # what training shows it (sfumato.model.training.adapt)
 CONTEXT_TOKENS = 128  # the most the project's snippets take, before the prefix
@@ -146,7 +147,7 @@ class LmDenoiserBackend:
             requests.append(InfillRequest(prefix=prefix, suffix=suffix, max_new_tokens=cap,
                                           seed=template.seed, steps=template.steps,
                                           first_alternative=template.first_alternative,
-                                          one_line=bool(prefix.rsplit("\n", 1)[-1].strip() or suffix.split("\n", 1)[0].strip())))
+                                          one_line=within_its_line(prefix, suffix)))
         yield from self.stream(requests, cancel)
 
     # ---- building rows --------------------------------------------------------------------
@@ -259,7 +260,7 @@ class LmDenoiserBackend:
             out = self.model(input_ids=torch.tensor([new], device=self.device), attention_mask=mask,
                              position_ids=torch.arange(held, held + len(new), device=self.device)[None],
                              cache=cache, use_cache=True)
-            cache, held, logits = out.past_key_values, held + len(new), out.logits[:, -1].float()
+            cache, held, logits = out.cache, held + len(new), out.logits[:, -1].float()
         self.prompt_cache.store(prompt, cache)
         self._prompt_logits = (tuple(prompt), logits)
         return logits, cache
@@ -285,7 +286,7 @@ class LmDenoiserBackend:
         mask = (causal[None] & self._valid[:, None, :]) | eye[None]  # a pad row sees itself, never NaN
         out = self.model(input_ids=ids, attention_mask=mask[:, None], position_ids=self._positions(0, width) - width,
                          use_cache=True)
-        return out.logits[:, -1].float(), out.past_key_values
+        return out.logits[:, -1].float(), out.cache
 
     def _positions(self, queries_from: int, queries: int) -> torch.Tensor:
         """[R, queries]: each row's positions continue after its own valid cached tokens."""

@@ -21,6 +21,12 @@ class Gap:
     max_new_tokens: int
 
 
+def within_its_line(prefix: str, suffix: str) -> bool:
+    """A gap with text before or after it on its line (``math.[MASK](16)``, ``total = [MASK]``) is
+    filled within that line, as Ctrl+K at a cursor is; one alone on its line may write several."""
+    return bool(prefix.rsplit("\n", 1)[-1].strip() or suffix.split("\n", 1)[0].strip())
+
+
 def find_gaps(text: str, default_tokens: int = DEFAULT_GAP_TOKENS) -> list[Gap]:
     """Every marker in ``text``; a hint of 0 or above MAX_GAP_TOKENS raises ValueError."""
     gaps = []

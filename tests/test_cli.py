@@ -33,6 +33,20 @@ def test_jsonl_one_line_out_per_request_in_order(monkeypatch, capsys, tiny_model
     assert "text" in records[5]
 
 
+def test_a_jsonl_gap_inside_a_line_is_one_line_unless_the_request_says_otherwise():
+    from sfumato.app.cli import parse_request_line
+
+    def one_line(**fields) -> bool:
+        return parse_request_line(json.dumps(fields), None, None)[1].one_line
+
+    assert one_line(prefix="import os\nprint(os.", suffix=")\n")  # as `fill` treats a [MASK]
+    assert one_line(prefix="x = [1, 2]\ntotal = ", suffix="\nprint(total)\n")
+    assert not one_line(prefix="def f(x):\n    ", suffix="\n\nprint(f(2))\n")  # alone on its line: a body may follow
+    assert not one_line(prefix="print(os.", suffix=")", one_line=False)
+    assert not one_line(prefix="x = ", suffix="\n", init_text="1", strength=0.5)  # a rewrite keeps its lines
+    assert one_line(prefix="", suffix="", one_line=True)
+
+
 def test_jsonl_empty_input_gives_no_output_and_loads_no_model(monkeypatch, capsys):
     code, records, _ = infill(monkeypatch, capsys, "does-not-exist", [])
     assert code == 0 and records == []
