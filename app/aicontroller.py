@@ -21,7 +21,7 @@ from sfumato.app.session import EditSession, Outcome
 from sfumato.app.settings import Settings
 from sfumato.app.textpositions import document_text
 from sfumato.app.worker_adapter import WorkerAdapter, load_from_spec, model_label
-from sfumato.model.api import SERVER_URL
+from sfumato.model.api import SERVER_URL, Candidate
 from sfumato.model.remote.credentials import origin, shown_url
 from sfumato.model.project_context import Chunk, file_chunks
 
@@ -289,9 +289,14 @@ class AiController(QObject):
         """Show ``session``'s news in the status bar and the tab's title, and handle its end."""
         session.progress.connect(self.notices.say)
         session.again_requested.connect(self.try_again)
+        session.rest_offered.connect(lambda rest, confident, s=session: self._offer_rest(s, rest, confident))
         session.diff_toggled.connect(self._remember_diff)
         session.modification_changed.connect(lambda _modified, e=editor: self.tabs.update_title(e))
         session.ended.connect(lambda outcome, text, s=session: self._session_ended(s, outcome, text))
+
+    def _offer_rest(self, taken: EditSession, rest: Candidate, confident: bool) -> None:
+        """Accept Word took a word of ``taken``'s result: the rest is the next session's, at once."""
+        self._watch(taken.editor, self.starter.offer_rest(taken.editor, rest, confident, taken.request))
 
     def _remember_diff(self, on: bool) -> None:
         """The next reviews start as this one was switched to (a diff, or clean)."""

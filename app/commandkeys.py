@@ -15,7 +15,7 @@ from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
 
 from sfumato.app.settings import DEFAULT_KEYS
 
-REVIEW_ONLY = ("accept", "reject")  # Tab and Esc are ordinary keys outside a review
+REVIEW_ONLY = ("accept", "accept_word", "reject")  # Tab, Ctrl+Right and Esc are ordinary keys outside a review
 
 
 @dataclass
@@ -28,11 +28,13 @@ class SessionKeys:
     previous_alternative: QKeySequence
     try_again: QKeySequence
     toggle_diff: QKeySequence
+    accept_word: QKeySequence
 
 
 def session_keys(keys: dict[str, str]) -> SessionKeys:
     """The session's keys from the settings' names for them."""
-    return SessionKeys(*(QKeySequence(keys[name]) for name in ("accept", "reject", "next_alternative", "previous_alternative", "try_again", "toggle_diff")))
+    return SessionKeys(*(QKeySequence(keys[name]) for name in ("accept", "reject", "next_alternative", "previous_alternative", "try_again",
+                                                                  "toggle_diff", "accept_word")))
 
 
 DEFAULT_SESSION_KEYS = session_keys(DEFAULT_KEYS)

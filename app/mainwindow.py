@@ -107,6 +107,7 @@ class MainWindow(QMainWindow):
         actions.next_alternative.setShortcut(QKeySequence(s.keys["next_alternative"]))
         actions.previous_alternative.setShortcut(QKeySequence(s.keys["previous_alternative"]))
         actions.accept.setText(f"&Accept\t{s.keys['accept']}")
+        actions.accept_word.setText(f"Accept &Word\t{s.keys['accept_word']}")
         actions.reject.setText(f"Re&ject\t{s.keys['reject']}")
         actions.review_diff.setText(f"Review as &Diff\t{s.keys['toggle_diff']}")
         actions.review_diff.setChecked(s.review_diff)

@@ -25,6 +25,7 @@ class MenuActions:
     rewrite: QAction
     fill: QAction
     accept: QAction
+    accept_word: QAction
     reject: QAction
     try_again: QAction
     next_alternative: QAction
@@ -121,6 +122,7 @@ def build_menus(window: MainWindow) -> MenuActions:
     fill = _action(window, ai_menu, "&Fill Every [MASK] Gap", ai.fill_gaps)
     ai_menu.addSeparator()
     accept = _action(window, ai_menu, "&Accept", lambda: ai.on_session(EditSession.accept))
+    accept_word = _action(window, ai_menu, "Accept &Word", lambda: ai.on_session(EditSession.accept_word))
     reject = _action(window, ai_menu, "Re&ject", lambda: ai.on_session(EditSession.dismiss))
     next_alternative = _action(window, ai_menu, "&Next Alternative", lambda: ai.on_session(lambda s: s.cycle(1)))
     previous_alternative = _action(window, ai_menu, "&Previous Alternative", lambda: ai.on_session(lambda s: s.cycle(-1)))
@@ -135,5 +137,5 @@ def build_menus(window: MainWindow) -> MenuActions:
     help_menu = menus.addMenu("&Help")
     _action(window, help_menu, "&Keyboard Shortcuts", window.show_shortcuts, "F1")
     _action(window, help_menu, "&About Sfumato", window.show_about)
-    return MenuActions(recent, rewrite, fill, accept, reject, try_again, next_alternative, previous_alternative,
+    return MenuActions(recent, rewrite, fill, accept, accept_word, reject, try_again, next_alternative, previous_alternative,
                        wrap, themes, whitespace, underline, review_diff, slow)

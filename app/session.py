@@ -10,6 +10,8 @@ wrote, and:
 
 - reject / cancel / failure = take the draft out (the undo history holds nothing new);
 - accept = take the draft out, then write the result as one ordinary edit block (one undo step);
+- accept a word (an infill at a cursor) = accept that much as above; the rest is a new session's
+  result, shown at once (``rest_offered``), so each session still ends with one step or none;
 - saving or autosaving while a draft is shown writes ``text_without_draft()``.
 
 Regions are tracked by anchors (QTextCursors): text typed before a region moves it, text typed
@@ -18,9 +20,11 @@ at its edges stays outside it, and an edit that changes a region's original text
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -81,6 +85,7 @@ class EditSession(QObject):
     again_requested = Signal()  # the review hint's "Again" link; the window runs Try Again
     modification_changed = Signal(bool)  # the user's text, draft aside, differs from the saved one (or no longer)
     diff_toggled = Signal(bool)  # the user's key switched the review to a diff (True) or the clean result
+    rest_offered = Signal(object, bool)  # Accept Word took a word: (the rest as a Candidate, whether the model was confident)
 
     def __init__(
         self,
@@ -113,6 +118,7 @@ class EditSession(QObject):
         self._modified = self.document.isModified()
         self._started = time.monotonic()
         self._finished: float | None = None
+        self._offered = False  # the result is what Accept Word left of an earlier one: no model run
         self._pacer = DraftPacer(self, self._draw)
         editor.extra_cursors.clear()  # a session edits with one cursor
         editor.session = self
@@ -204,12 +210,21 @@ class EditSession(QObject):
             self.editor.show_start_of(self.spans()[0][0])  # a long line's result is read from its start
             self._hint = ReviewHint(self.editor, lambda: (self.spans()[0][0], self.spans()[-1][1]), {
                 "accept": ("Accept", self.keys.accept, self.accept),
+                **({"word": ("Word", self.keys.accept_word, self.accept_word)} if self._takes_words() else {}),
                 "reject": ("Reject", self.keys.reject, self.dismiss),
                 "next": (self._next_label(), self.keys.next_alternative, lambda: self.cycle(1)),
                 "diff": (self._diff_label(), self.keys.toggle_diff, self.toggle_diff),
                 "again": ("Again", self.keys.try_again, self.again_requested.emit),
             })
-        self.progress.emit(result_line(drafts, seconds, self._choices(), self.low_confidence))
+        if self._offered:
+            self.progress.emit(f"The rest of the result · {self._choices()}")
+        else:
+            self.progress.emit(result_line(drafts, seconds, self._choices(), self.low_confidence))
+
+    def offer(self, rest: Candidate, confident: bool) -> None:
+        """Show ``rest`` (what Accept Word left of a result) for review at once, as a result."""
+        self._offered = True
+        self.finish((Draft(batch_passes=0, candidates=(rest,), final=True, confident=confident),))
 
     def fail(self, error: BaseException) -> None:
         self._end(Outcome.FAILED, f"The model failed: {terminal_safe(str(error))}. Your text is unchanged.")
@@ -221,9 +236,36 @@ class EditSession(QObject):
 
     def accept(self) -> None:
         self._pacer.finish_now()
-        if self.state != State.READY:
-            return
-        texts = self.texts()
+        if self.state == State.READY:
+            self._accept_texts(self.texts(), "Accepted. Ctrl+Z brings back the original.")
+
+    def accept_word(self) -> bool:
+        """Accept the shown result's next word (white space before it included) and offer the rest
+        again at once (``rest_offered``): one undo step a word. Only for an infill at a cursor (one
+        region, nothing selected); False where it does not apply."""
+        if not self._at_cursor():
+            return False
+        self._pacer.finish_now()
+        if not self._takes_words():
+            return False
+        candidate = self._candidates()[0]
+        word = NEXT_WORD.match(candidate.text)
+        if word is None or not candidate.text[word.end() :].strip():
+            self.accept()
+            return True
+        confident = not self.low_confidence
+        self._accept_texts([as_stored(word.group())], "Accepted a word. Ctrl+Z brings back the text before it.")
+        self.rest_offered.emit(rest_of(candidate, word.end()), confident)
+        return True
+
+    def _at_cursor(self) -> bool:
+        """An infill at a cursor: one region that held nothing, not a template's gap."""
+        return self.originals == [""] and not isinstance(self.request, TemplateRequest)
+
+    def _takes_words(self) -> bool:
+        return self.state == State.READY and not self.showing_original and self._at_cursor()
+
+    def _accept_texts(self, texts: list[str], message: str) -> None:
         self._regions.take_out()
         if texts == self.originals:
             self._end(Outcome.ACCEPTED, "The result is the same as the original; nothing changed.")
@@ -235,7 +277,7 @@ class EditSession(QObject):
         self.editor.setTextCursor(cursor)
         self.editor.show_start_of(self.spans()[0][0])
         self.editor.selection_after_undo = (self.document.availableUndoSteps(), *self._regions.original_spans()[0])
-        self._end(Outcome.ACCEPTED, "Accepted. Ctrl+Z brings back the original.")
+        self._end(Outcome.ACCEPTED, message)
 
     def reject(self) -> None:
         self._end(Outcome.REJECTED, "Rejected. Your text is unchanged.")
@@ -314,6 +356,8 @@ class EditSession(QObject):
                 self.accept()
             else:
                 self.progress.emit("Still denoising: the result can be accepted when it is done.")
+        elif key_matches(event, self.keys.accept_word):
+            return self.accept_word()  # elsewhere (a rewrite) the key moves the cursor as ever
         elif key_matches(event, self.keys.next_alternative):
             self.cycle(1)
         elif key_matches(event, self.keys.previous_alternative):
@@ -443,3 +487,17 @@ class EditSession(QObject):
         self._regions.detach()
         self.setParent(None)  # an ended session is freed once nothing refers to it
         self.ended.emit(outcome, message)
+
+
+NEXT_WORD = re.compile(r"\s*(?:\w+|[^\w\s]+)")  # what Accept Word takes: white space, then a word or a run of punctuation
+
+
+def rest_of(candidate: Candidate, chars: int) -> Candidate:
+    """``candidate`` after its first ``chars`` characters; every token keeps its confidence (one cut
+    in two keeps it for its part)."""
+    tokens, seen = [], 0
+    for token in candidate.tokens:
+        if seen + len(token.text) > chars:
+            tokens.append(replace(token, text=token.text[max(0, chars - seen) :]))
+        seen += len(token.text)
+    return Candidate(candidate.text[chars:], tuple(tokens))

@@ -12,6 +12,7 @@ DEFAULT_KEYS = {
     "rewrite": "Ctrl+K",
     "fill_gaps": "Ctrl+Shift+K",
     "accept": "Tab",
+    "accept_word": "Ctrl+Right",
     "reject": "Esc",
     "next_alternative": "Alt+]",
     "previous_alternative": "Alt+[",

@@ -37,10 +37,11 @@ KEY_LABELS = {
     "rewrite": "Rewrite selection / infill at cursor",
     "fill_gaps": "Fill every [MASK] gap",
     "accept": "Accept the result",
+    "accept_word": "Accept the result's next word (an infill at the cursor)",
     "reject": "Reject the result",
     "next_alternative": "Next alternative",
     "previous_alternative": "Previous alternative",
-    "try_again": "Try again (the same request, a new draw)",
+    "try_again": "Try again (the next alternative)",
     "toggle_diff": "Review the result as a diff, or clean",
 }
 QUANTIZE_LABELS = {  # --quantize's values, as the Precision box shows them

@@ -507,3 +507,14 @@ def test_a_save_during_the_review_of_a_long_line_leaves_the_view_at_its_start(qt
     with session.draft_taken_out():  # what a save does
         assert document_text(editor.document()) == f"# Title\n{line}\nnext\n"
     assert session.texts() == [line.upper()] and bar.value() == 0
+
+
+def test_the_rest_after_an_accepted_word_keeps_each_tokens_confidence():
+    from sfumato.app.session import NEXT_WORD, rest_of
+
+    candidate = Candidate(" total = 1", (TokenState(" total", 0.9, True), TokenState(" =", 0.5, True), TokenState(" 1", 0.2, True)))
+    assert NEXT_WORD.match(candidate.text).group() == " total"
+    rest = rest_of(candidate, 3)  # a cut inside a token keeps that token's confidence for its part
+    assert rest.text == "tal = 1"
+    assert [(t.text, t.confidence) for t in rest.tokens] == [("tal", 0.9), (" =", 0.5), (" 1", 0.2)]
+    assert NEXT_WORD.match("(values)\n").group() == "(" and NEXT_WORD.match("\n    return x").group() == "\n    return"

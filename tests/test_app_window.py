@@ -737,3 +737,42 @@ def test_markdown_files_wrap_and_view_word_wrap_sets_wrapping_for_their_kind(win
     window.menu_actions.wrap.trigger()  # off for prose, code as it was
     assert notes.lineWrapMode() != wrapped and code.lineWrapMode() != wrapped
     assert (window.settings.wrap_prose, window.settings.word_wrap) == (False, False)
+
+
+def test_accept_word_takes_an_infill_word_by_word_and_offers_the_rest_at_once(window, qtbot):
+    """Ctrl+Right during the review of an infill at a cursor writes the result's next word as one
+    undo step and shows the rest at once as a new result (no model run); Tab then takes the rest,
+    and a rewrite's review leaves Ctrl+Right to the cursor."""
+    backend = FakeBackend()
+    with_fake_model(window, qtbot, backend)
+    editor = window.tabs.new_document().editor
+    editor.setPlainText("alpha \n")
+    cursor = editor.textCursor()
+    cursor.setPosition(6)
+    editor.setTextCursor(cursor)
+    window.activateWindow()
+    qtbot.keyClick(editor, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: editor.session is not None and editor.session.state == "ready", timeout=10000)
+    result = FakeBackend.result(0)  # "<0.0 new text>"
+    qtbot.keyClick(editor, Qt.Key.Key_Right, Qt.KeyboardModifier.ControlModifier)
+    rest = editor.session
+    assert rest is not None and rest.state == "ready" and rest.texts() == [result[1:]]
+    assert rest.text_without_draft() == "alpha <\n" and len(backend.requests) == 1
+    for _ in range(3):  # "0", ".", "0"
+        qtbot.keyClick(editor, Qt.Key.Key_Right, Qt.KeyboardModifier.ControlModifier)
+    assert editor.session.text_without_draft() == "alpha <0.0\n" and editor.session.texts() == [result[4:]]
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert editor.session is None and editor.toPlainText() == f"alpha {result}\n"
+    editor.undo()  # the rest, then each word: one step each
+    assert editor.toPlainText() == "alpha <0.0\n"
+    for _ in range(4):
+        editor.undo()
+    assert editor.toPlainText() == "alpha \n" and not editor.document().isUndoAvailable()
+    assert len(backend.requests) == 1  # the rest came from the first run, not a new one
+
+    editor, box = press_ctrl_k_on_beta(window, qtbot)  # a rewrite: the key is not the session's
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: editor.session is not None and editor.session.state == "ready", timeout=10000)
+    session = editor.session
+    qtbot.keyClick(editor, Qt.Key.Key_Right, Qt.KeyboardModifier.ControlModifier)
+    assert editor.session is session and session.state == "ready"
