@@ -296,7 +296,9 @@ class AiController(QObject):
 
     def _offer_rest(self, taken: EditSession, rest: Candidate, confident: bool) -> None:
         """Accept Word took a word of ``taken``'s result: the rest is the next session's, at once."""
-        self._watch(taken.editor, self.starter.offer_rest(taken.editor, rest, confident, taken.request))
+        session = self.starter.rest_session(taken.editor, taken.request)
+        self._watch(taken.editor, session)
+        session.offer(rest, confident)
 
     def _remember_diff(self, on: bool) -> None:
         """The next reviews start as this one was switched to (a diff, or clean)."""

@@ -10,7 +10,7 @@ from sfumato.app.textpositions import document_text, index_of, position_of
 from sfumato.app.worker_adapter import WorkerAdapter
 from sfumato.app.commandkeys import SessionKeys
 from sfumato.app.session import EditSession
-from sfumato.model.api import Candidate, InfillRequest, TemplateRequest
+from sfumato.model.api import InfillRequest, TemplateRequest
 from sfumato.model.project_context import Chunk, nearest_chunks
 from sfumato.model.template import Gap, find_gaps, segments_of
 
@@ -131,15 +131,13 @@ class EditStarter:
                     for request, (start, end) in zip(session.request, spans)]
         return self._run(editor, spans, requests)
 
-    def offer_rest(self, editor: CodeEditor, rest: Candidate, confident: bool,
-                   request: Sequence[InfillRequest]) -> EditSession:
-        """What Accept Word left of a result, shown at the cursor for review at once; Try Again
-        runs ``request`` there, with the text around it as it is now."""
+    def rest_session(self, editor: CodeEditor, request: Sequence[InfillRequest]) -> EditSession:
+        """A session at the cursor for what Accept Word left of a result (``EditSession.offer``
+        shows it); Try Again runs ``request`` there, with the text around it as it is now."""
         position = editor.textCursor().position()
         session = EditSession(editor, [(position, position)], None, self.options.underline_low_confidence, self.keys,
                               self.options.review_diff)
         session.request = request
-        session.offer(rest, confident)
         return session
 
     def _run(self, editor: CodeEditor, spans, work: Sequence[InfillRequest] | TemplateRequest) -> EditSession | None:

@@ -758,6 +758,7 @@ def test_accept_word_takes_an_infill_word_by_word_and_offers_the_rest_at_once(wi
     rest = editor.session
     assert rest is not None and rest.state == "ready" and rest.texts() == [result[1:]]
     assert rest.text_without_draft() == "alpha <\n" and len(backend.requests) == 1
+    assert window.statusBar().currentMessage().startswith("The rest of the result")
     for _ in range(3):  # "0", ".", "0"
         qtbot.keyClick(editor, Qt.Key.Key_Right, Qt.KeyboardModifier.ControlModifier)
     assert editor.session.text_without_draft() == "alpha <0.0\n" and editor.session.texts() == [result[4:]]
