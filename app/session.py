@@ -280,7 +280,10 @@ class EditSession(QObject):
         self._end(Outcome.ACCEPTED, message)
 
     def reject(self) -> None:
-        self._end(Outcome.REJECTED, "Rejected. Your text is unchanged.")
+        if self._offered:
+            self._end(Outcome.REJECTED, "The rest of the result was dropped; the words taken stay.")
+        else:
+            self._end(Outcome.REJECTED, "Rejected. Your text is unchanged.")
 
     def dismiss(self) -> None:
         """The user's reject (Esc): the original text is selected again, to retry or act on it

@@ -770,6 +770,13 @@ def test_accept_word_takes_an_infill_word_by_word_and_offers_the_rest_at_once(wi
         editor.undo()
     assert editor.toPlainText() == "alpha \n" and not editor.document().isUndoAvailable()
     assert len(backend.requests) == 1  # the rest came from the first run, not a new one
+    editor.redo()  # the first word again; Esc on the rest leaves it
+    qtbot.keyClick(editor, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: editor.session is not None and editor.session.state == "ready", timeout=10000)
+    qtbot.keyClick(editor, Qt.Key.Key_Right, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert editor.session is None and editor.toPlainText() == "alpha <<\n"
+    assert window.statusBar().currentMessage() == "The rest of the result was dropped; the words taken stay."
 
     editor, box = press_ctrl_k_on_beta(window, qtbot)  # a rewrite: the key is not the session's
     qtbot.keyClick(box, Qt.Key.Key_Return)
