@@ -259,7 +259,7 @@ class LmDenoiserBackend:
             mask[:, :, :, held:] = torch.tril(mask[0, 0, :, held:])
             out = self.model(input_ids=torch.tensor([new], device=self.device), attention_mask=mask,
                              position_ids=torch.arange(held, held + len(new), device=self.device)[None],
-                             cache=cache, use_cache=True)
+                             cache=cache, use_cache=True, logits_to_keep=1)  # the vocabulary only after the last
             cache, held, logits = out.cache, held + len(new), out.logits[:, -1].float()
         self.prompt_cache.store(prompt, cache)
         self._prompt_logits = (tuple(prompt), logits)
@@ -285,7 +285,7 @@ class LmDenoiserBackend:
         eye = torch.eye(width, dtype=torch.bool, device=self.device)
         mask = (causal[None] & self._valid[:, None, :]) | eye[None]  # a pad row sees itself, never NaN
         out = self.model(input_ids=ids, attention_mask=mask[:, None], position_ids=self._positions(0, width) - width,
-                         use_cache=True)
+                         use_cache=True, logits_to_keep=1)
         return out.logits[:, -1].float(), out.cache
 
     def _positions(self, queries_from: int, queries: int) -> torch.Tensor:

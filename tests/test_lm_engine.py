@@ -343,6 +343,24 @@ def test_a_warmed_prompt_is_not_read_again(backend):
     assert warm.text == cold.text
 
 
+def test_a_prompt_read_computes_the_vocabulary_only_after_its_last_token(backend):
+    """Only the last prompt position's logits are used (the output layer is a fifth of a prefill):
+    a warm, and a batch of two prompts read together, keep no other position's."""
+    calls = []
+    hook = backend.model.register_forward_hook(
+        lambda m, args, kwargs, out: calls.append((kwargs["input_ids"].shape[1], out.logits.shape[1])), with_kwargs=True)
+    body = "def area(r):\n    return 3.14 * r * r\n" * 12
+    try:
+        backend.prompt_cache.clear()
+        backend.warm(InfillRequest(prefix=body, suffix="\n"))
+        list(backend.stream([InfillRequest(prefix=body + "x = ", suffix="\n", max_new_tokens=4),
+                             InfillRequest(prefix="y = ", suffix="\n" + body, max_new_tokens=4)]))
+    finally:
+        hook.remove()
+    prompt_reads = [kept for read, kept in calls if read > 32]  # a canvas is at most 32 tokens
+    assert len(prompt_reads) >= 3 and set(prompt_reads) == {1}
+
+
 def test_a_cancelled_warm_keeps_what_it_read(backend):
     from sfumato.model.lm_engine import PREFILL_CHUNK
 
