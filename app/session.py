@@ -20,11 +20,9 @@ at its edges stays outside it, and an edit that changes a region's original text
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -35,6 +33,7 @@ from sfumato.app.commandkeys import DEFAULT_SESSION_KEYS, SessionKeys, key_match
 from sfumato.app.draftpaint import diff_view, draft_selections
 from sfumato.app.noise import with_noise
 from sfumato.app.pacing import DraftPacer
+from sfumato.app.partial_accept import next_word_end, rest_of
 from sfumato.app.reviewdiff import review_diff
 from sfumato.app.regions import DraftRegions
 from sfumato.app.reviewhint import ReviewHint
@@ -249,13 +248,13 @@ class EditSession(QObject):
         if not self._takes_words():
             return False
         candidate = self._candidates()[0]
-        word = NEXT_WORD.match(candidate.text)
-        if word is None or not candidate.text[word.end() :].strip():
+        end = next_word_end(candidate.text)
+        if not candidate.text[end:].strip():
             self.accept()
             return True
         confident = not self.low_confidence
-        self._accept_texts([as_stored(word.group())], "Accepted a word. Ctrl+Z brings back the text before it.")
-        self.rest_offered.emit(rest_of(candidate, word.end()), confident)
+        self._accept_texts([as_stored(candidate.text[:end])], "Accepted a word. Ctrl+Z brings back the text before it.")
+        self.rest_offered.emit(rest_of(candidate, end), confident)
         return True
 
     def _at_cursor(self) -> bool:
@@ -491,16 +490,3 @@ class EditSession(QObject):
         self.setParent(None)  # an ended session is freed once nothing refers to it
         self.ended.emit(outcome, message)
 
-
-NEXT_WORD = re.compile(r"\s*(?:\w+|[^\w\s]+)")  # what Accept Word takes: white space, then a word or a run of punctuation
-
-
-def rest_of(candidate: Candidate, chars: int) -> Candidate:
-    """``candidate`` after its first ``chars`` characters; every token keeps its confidence (one cut
-    in two keeps it for its part)."""
-    tokens, seen = [], 0
-    for token in candidate.tokens:
-        if seen + len(token.text) > chars:
-            tokens.append(replace(token, text=token.text[max(0, chars - seen) :]))
-        seen += len(token.text)
-    return Candidate(candidate.text[chars:], tuple(tokens))

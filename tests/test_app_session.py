@@ -510,11 +510,12 @@ def test_a_save_during_the_review_of_a_long_line_leaves_the_view_at_its_start(qt
 
 
 def test_the_rest_after_an_accepted_word_keeps_each_tokens_confidence():
-    from sfumato.app.session import NEXT_WORD, rest_of
+    from sfumato.app.partial_accept import next_word_end, rest_of
 
     candidate = Candidate(" total = 1", (TokenState(" total", 0.9, True), TokenState(" =", 0.5, True), TokenState(" 1", 0.2, True)))
-    assert NEXT_WORD.match(candidate.text).group() == " total"
+    assert candidate.text[: next_word_end(candidate.text)] == " total"
     rest = rest_of(candidate, 3)  # a cut inside a token keeps that token's confidence for its part
     assert rest.text == "tal = 1"
     assert [(t.text, t.confidence) for t in rest.tokens] == [("tal", 0.9), (" =", 0.5), (" 1", 0.2)]
-    assert NEXT_WORD.match("(values)\n").group() == "(" and NEXT_WORD.match("\n    return x").group() == "\n    return"
+    assert next_word_end("(values)\n") == 1 and next_word_end("\n    return x") == len("\n    return")
+    assert next_word_end("   ") == 0
