@@ -7,7 +7,8 @@ from dataclasses import replace
 
 from sfumato.model.api import Candidate
 
-NEXT_WORD = re.compile(r"\s*(?:\w+|[^\w\s]+)")  # white space, then a word or a run of punctuation
+# white space, then a word (``don't``, ``well-known`` whole) or a run of punctuation
+NEXT_WORD = re.compile(r"\s*(?:\w+(?:['’-]\w+)*|[^\w\s]+)")
 
 
 def next_word_end(text: str) -> int:

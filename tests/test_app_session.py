@@ -519,3 +519,4 @@ def test_the_rest_after_an_accepted_word_keeps_each_tokens_confidence():
     assert [(t.text, t.confidence) for t in rest.tokens] == [("tal", 0.9), (" =", 0.5), (" 1", 0.2)]
     assert next_word_end("(values)\n") == 1 and next_word_end("\n    return x") == len("\n    return")
     assert next_word_end("   ") == 0
+    assert next_word_end(" don't stop") == len(" don't") and next_word_end(" well-known -x") == len(" well-known")
