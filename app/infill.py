@@ -135,8 +135,7 @@ class EditStarter:
         """A session at the cursor for what Accept Word left of a result (``EditSession.offer``
         shows it); Try Again runs ``request`` there, with the text around it as it is now."""
         position = editor.textCursor().position()
-        session = EditSession(editor, [(position, position)], None, self.options.underline_low_confidence, self.keys,
-                              self.options.review_diff)
+        session = self._session(editor, [(position, position)], None)
         session.request = request
         return session
 
@@ -144,5 +143,8 @@ class EditStarter:
         if self.worker.error is not None:
             raise ValueError(f"No model: {self.worker.error}")
         steps = work.steps if isinstance(work, TemplateRequest) else work[0].steps
-        session = EditSession(editor, spans, steps, self.options.underline_low_confidence, self.keys, self.options.review_diff)
+        session = self._session(editor, spans, steps)
         return session if session.run(self.worker, work) else None
+
+    def _session(self, editor: CodeEditor, spans, steps: int | None) -> EditSession:
+        return EditSession(editor, spans, steps, self.options.underline_low_confidence, self.keys, self.options.review_diff)

@@ -173,7 +173,7 @@ class LmDenoiserBackend:
         no_breaks = request.is_rewrite and "\n" not in request.init_text
         if request.one_line or no_breaks:  # only the suffix's first line can be run into
             stop = stop.split("\n", 1)[0]
-        blank_line = not request.prefix.rsplit("\n", 1)[-1].strip() and not request.suffix.split("\n", 1)[0].strip()
+        blank_line = not within_its_line(request.prefix, request.suffix)
         inside_line = not request.is_rewrite and bool(request.suffix.split("\n", 1)[0].strip())
         must_write = request.one_line and not request.is_rewrite and (blank_line or inside_line)
         row = Row(prompt, heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks,
