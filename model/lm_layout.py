@@ -10,9 +10,11 @@ Sequence (suffix-prefix-middle order, so the canvas continues the prefix)::
 
     <filename> suffix... <jupyter_code> prefix... | canvas (C tokens: middle, then <|endoftext|>)
 
-The markers and the mask token are special tokens SmolLM2's tokenizer already has and that plain
-text never produces, so no embedding is added: ``<filename>`` opens the text after the region,
-``<jupyter_code>`` the text before it, ``<empty_output>`` stands for a still-masked canvas token.
+The markers and the mask token are special tokens the base's tokenizer already has and that plain
+text never produces, so no embedding is added. SmolLM2's: ``<filename>`` opens the text after the
+region, ``<jupyter_code>`` the text before it, ``<empty_output>`` stands for a still-masked canvas
+token. Gemma 3's: ``<unused0>``, ``<unused1>``, ``<mask>``, ``<eos>``, and the sequence begins with
+``<bos>`` (without it Gemma reads any text badly).
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from dataclasses import dataclass
 
 import torch
 
-SUFFIX_MARK = "<filename>"
-PREFIX_MARK = "<jupyter_code>"
-MASK = "<empty_output>"
-END = "<|endoftext|>"
+LAYOUTS = (  # suffix mark, prefix mark, mask, end; and the sequence's first token, if the base needs one
+    ("<filename>", "<jupyter_code>", "<empty_output>", "<|endoftext|>", None),  # SmolLM2
+    ("<unused0>", "<unused1>", "<mask>", "<eos>", "<bos>"),  # Gemma 3
+)
 
 
 @dataclass(frozen=True)
@@ -33,19 +35,22 @@ class SpecialIds:
     prefix_mark: int
     mask: int
     end: int
+    start: int | None = None
 
     @classmethod
     def of(cls, tokenizer) -> SpecialIds:
-        names = [SUFFIX_MARK, PREFIX_MARK, MASK, END]
-        ids = tokenizer.convert_tokens_to_ids(names)
-        if any(i is None for i in ids) or tokenizer.convert_ids_to_tokens(ids) != names:
-            raise ValueError("the tokenizer lacks the special tokens of this layout (SmolLM2's)")
-        return cls(*ids)
+        for layout in LAYOUTS:
+            names = [name for name in layout if name is not None]
+            ids = tokenizer.convert_tokens_to_ids(names)
+            if all(i is not None for i in ids) and tokenizer.convert_ids_to_tokens(ids) == names:
+                return cls(*ids)
+        raise ValueError("the tokenizer lacks the special tokens of this layout (SmolLM2's or Gemma 3's)")
 
 
 def prompt_ids(special: SpecialIds, prefix: list[int], suffix: list[int]) -> list[int]:
     """The causal part: the suffix first, then the prefix that the canvas continues."""
-    return [special.suffix_mark, *suffix, special.prefix_mark, *prefix]
+    start = [] if special.start is None else [special.start]
+    return [*start, special.suffix_mark, *suffix, special.prefix_mark, *prefix]
 
 
 def canvas_mask(prompt_len: int, canvas_len: int, device=None, shown: list[bool] | None = None) -> torch.Tensor:

@@ -38,10 +38,11 @@ def _decoder_kind(tokenizer) -> str:
 
 
 def token_bytes_table(tokenizer) -> list[bytes]:
-    """Raw bytes of every token id; special tokens map to b'' (they are never shown as text)."""
+    """Raw bytes of every token id; special tokens map to b'' (they are never shown as text), the
+    named ones and every added one marked special (Gemma's 6,242 ``<unusedN>`` among them)."""
     kind = _decoder_kind(tokenizer)
     alphabet = _byte_level_alphabet()
-    special = set(tokenizer.all_special_ids)
+    special = set(tokenizer.all_special_ids) | {i for i, added in tokenizer.added_tokens_decoder.items() if added.special}
     table = []
     for token_id, token in enumerate(tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))):
         if token is None or token_id in special:

@@ -65,7 +65,7 @@ def test_the_shipped_adapter_is_merged_once_and_then_read_from_the_cache(cache, 
     import torch
     from transformers import LlamaForCausalLM
 
-    def tiny_base():
+    def tiny_base(base=None):
         torch.manual_seed(0)
         return LlamaForCausalLM(tiny_lm.config).eval(), smol_tokenizer
 
@@ -74,7 +74,7 @@ def test_the_shipped_adapter_is_merged_once_and_then_read_from_the_cache(cache, 
     peft.get_peft_model(tiny_base()[0], lora).save_pretrained(adapter)
     source = tmp_path / "base.gguf"
     source.write_bytes(b"a release of the base")
-    monkeypatch.setattr(lm_base, "gguf_path", lambda: source)
+    monkeypatch.setattr(lm_base, "gguf_path", lambda base=None: source)
     monkeypatch.setattr(lm_base, "load_base", tiny_base)
     monkeypatch.setattr(lm_base, "shipped_adapter", lambda: adapter)
     older = cache / f"{lm_base.MERGED_PREFIX}0123456789abcdef"  # merged with an earlier adapter
@@ -88,7 +88,7 @@ def test_the_shipped_adapter_is_merged_once_and_then_read_from_the_cache(cache, 
     assert len(folders) == 1 and folders[0].name.startswith(lm_base.MERGED_PREFIX) and not older.exists()
 
     with monkeypatch.context() as blocked:  # a second start merges nothing: it reads the copy
-        blocked.setattr(lm_base, "load_base", lambda: pytest.fail("the base was read again"))
+        blocked.setattr(lm_base, "load_base", lambda base=None: pytest.fail("the base was read again"))
         blocked.setattr(peft.PeftModel, "from_pretrained", lambda *a, **k: pytest.fail("the adapter was merged again"))
         again, tokenizer = lm_base.load_adapted()
     assert all(torch.equal(again.state_dict()[name], tensor) for name, tensor in weights.items())

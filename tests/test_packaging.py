@@ -178,7 +178,7 @@ def test_spec_carries_the_embedded_models_base_where_the_loader_finds_it():
     from sfumato.model import lm_base
 
     namespace = spec_namespace()
-    assert (namespace["BASE_PACKAGE"], namespace["BASE_FILE"]) == (lm_base.PACKAGE, lm_base.GGUF_FILE)
+    assert (namespace["BASE_PACKAGE"], namespace["BASE_FILE"]) == (lm_base.SMOLLM2.package, lm_base.SMOLLM2.gguf_file)
     try:
         installed = lm_base.gguf_path()
     except lm_base.BaseMissing as error:

@@ -1,4 +1,4 @@
-"""Adapt the pretrained base (SmolLM2-135M) to bidirectional block denoising with LoRA.
+"""Adapt a pretrained base (SmolLM2-135M, or Gemma 3 270M with --base) to bidirectional block denoising with LoRA.
 
     python -m sfumato.model.training.adapt --out runs/adapt            # resumes from runs/adapt/last
     python -m sfumato.model.training.adapt --out runs/adapt --threads 2 --minutes 60
@@ -49,8 +49,10 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
+from sfumato.model.lm_base import BASES, SMOLLM2
 from sfumato.model.lm_engine import context_ids
 from sfumato.model.lm_layout import SpecialIds, canvas_mask, prompt_ids
+from sfumato.model.token_text import token_bytes_table
 from sfumato.model.training.edit_tasks import corrupt
 from sfumato.model.training.lm_corpus import DocumentSampler
 
@@ -76,6 +78,8 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=Path("runs/adapt"))
     p.add_argument("--start", type=Path, default=None, help="adapter folder to start from when --out has none")
+    p.add_argument("--base", choices=sorted(BASES), default=None,
+                   help="the pretrained base of a new run (a checkpoint's own base otherwise; SmolLM2 by default)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--minutes", type=float, default=600.0)
     p.add_argument("--lr", type=float, default=3e-4)
@@ -142,7 +146,8 @@ def export(checkpoint: Path, folder: Path) -> None:
     save_file({name: tensor.half().contiguous() for name, tensor in weights.items()}, folder / "adapter_model.safetensors")
     shutil.copy(checkpoint / "adapter_config.json", folder / "adapter_config.json")
     state = json.loads((checkpoint / "state.json").read_text())
-    (folder / "training.json").write_text(json.dumps({k: state[k] for k in ("step", "examples", "tokens")}, indent=1))
+    kept = {k: state[k] for k in ("step", "examples", "tokens")} | {"base": state.get("base", SMOLLM2.name)}
+    (folder / "training.json").write_text(json.dumps(kept, indent=1))
 
 
 @dataclass(frozen=True)
@@ -157,10 +162,10 @@ class Vocabulary:
 
     @classmethod
     def of(cls, tokenizer) -> Vocabulary:
-        vocab = tokenizer.get_vocab()
+        table = token_bytes_table(tokenizer)
         return cls(SpecialIds.of(tokenizer),
-                   frozenset(i for tok, i in vocab.items() if "Ċ" in tok),
-                   frozenset(i for tok, i in vocab.items() if tok.startswith("Ġ") and tok[1:2].isalnum()),
+                   frozenset(i for i, piece in enumerate(table) if b"\n" in piece),
+                   frozenset(i for i, piece in enumerate(table) if piece[:1] == b" " and piece[1:2].isalnum()),
                    lambda text: tokenizer(text, add_special_tokens=False).input_ids,
                    lambda ids: tokenizer.decode(ids),
                    lambda snippets: context_ids(tokenizer, snippets))
@@ -322,7 +327,7 @@ def example_loss(model, example, device, special: SpecialIds, distill: float = 0
     logits = head(hidden[0, prompt_len - 1 : prompt_len - 1 + canvas])
     w = torch.tensor(weight, device=device)
     loss = (F.cross_entropy(logits, torch.tensor(target, device=device), reduction="none") * w).sum() / w.sum()
-    ar_from = max(2, prompt_len - AR_TOKENS)  # skip the suffix marker's position
+    ar_from = max(2 + (special.start is not None), prompt_len - AR_TOKENS)  # skip the suffix marker's position
     if prompt_len - ar_from >= 2:
         ar_logits = head(hidden[0, ar_from - 1 : prompt_len - 1])
         loss = loss + 0.5 * F.cross_entropy(ar_logits, x[0, ar_from:prompt_len])
@@ -330,8 +335,9 @@ def example_loss(model, example, device, special: SpecialIds, distill: float = 0
     if reading is not None:
         teacher_ids, first, positions = reading
         with torch.no_grad(), model.disable_adapter():
-            teacher = model(input_ids=torch.tensor([teacher_ids], device=device)).logits[0]
-        taught = teacher[[first - 1 + j for j in positions]].log_softmax(-1)
+            read = model.base_model.model.model(input_ids=torch.tensor([teacher_ids], device=device)).last_hidden_state[0]
+            teacher = head(read[[first - 1 + j for j in positions]])
+        taught = teacher.log_softmax(-1)
         student = logits[positions].log_softmax(-1)
         loss = loss + distill * F.kl_div(student, taught, log_target=True, reduction="batchmean")
     return loss
@@ -347,7 +353,8 @@ def teacher_reading(example, special: SpecialIds) -> tuple[list[int], int, list[
     positions = [j for j in range(len(middle)) if ids[prompt_len + j] == special.mask]
     if not prefix or not positions:
         return None
-    return prefix + middle, len(prefix), positions
+    start = [] if special.start is None else [special.start]
+    return start + prefix + middle, len(start) + len(prefix), positions
 
 
 def read_targets(path: Path | None) -> list[dict]:
@@ -385,14 +392,17 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.threads)
     from peft import PeftModel, get_peft_model
 
-    from sfumato.model.lm_base import load_base
-    from sfumato.model.lm_base import shipped_adapter
+    from sfumato.model.lm_base import base_of, load_base, shipped_adapter
 
-    base, tokenizer = load_base()
-    vocab = Vocabulary.of(tokenizer)
     last = args.out / "last"
     resume = last if (last / "adapter_config.json").is_file() else None
-    start = resume or args.start or shipped_adapter()
+    base_spec = base_of(resume) if resume else BASES[args.base or SMOLLM2.name]
+    shipped = shipped_adapter()
+    if shipped is not None and base_of(shipped) != base_spec:
+        shipped = None  # trained on another base: a new lineage starts from its base
+    base, tokenizer = load_base(base_spec)
+    vocab = Vocabulary.of(tokenizer)
+    start = resume or args.start or shipped
     if start is not None and (Path(start) / "adapter_config.json").is_file():
         if resume is None and adapter_rank(Path(start)) < args.rank:
             model = get_peft_model(base, lora_config(args.rank))
@@ -412,6 +422,7 @@ def main(argv=None) -> None:
     if resume:
         optimizer.load_state_dict(torch.load(resume / "optimizer.pt", weights_only=True))
         state = json.loads((resume / "state.json").read_text())
+    state["base"] = base_spec.name
     state["distill"] = args.distill  # the recipe a checkpoint was last trained with
     state["unwrap"] = args.unwrap
     state["causal"] = args.causal

@@ -1,0 +1,127 @@
+"""The second base (Gemma 3 270M): its layout, its examples, its sliding-window cache, the engine on it.
+
+A tiny SentencePiece-style tokenizer with Gemma's special tokens and a tiny random Gemma 3 model
+stand in for the real ones (a 33 MB tokenizer and a 250 MB package), so these run everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from sfumato.model.api import InfillRequest, ModelInfo
+from sfumato.model.lm_base import GEMMA3, SMOLLM2, base_of, without_window
+from sfumato.model.lm_layout import SpecialIds, prompt_ids
+
+SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<unused0>", "<unused1>"]
+WORDS = ["def", "▁f", "(", ")", ":", "\n", "▁▁▁▁", "return", "▁x", "x", "▁+", "▁1", "▁=", "▁y", "y", "▁", "1", "+", "=",
+         "▁return", "▁def", "print", "▁print", "\n\n", ",", "▁a", "a", "▁b", "b", "."]
+
+
+@pytest.fixture(scope="module")
+def gemma_tokenizer():
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {token: i for i, token in enumerate(SPECIALS + WORDS)}
+    merges = []
+    core = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", fuse_unk=True))
+    core.normalizer = normalizers.Replace(" ", "▁")
+    core.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
+    # as Gemma's: every marker an added special token, most of them (the <unusedN>) not named ones
+    core.add_special_tokens([AddedToken(token, special=True) for token in SPECIALS + ["<start_of_turn>"]])
+    return PreTrainedTokenizerFast(tokenizer_object=core, bos_token="<bos>", eos_token="<eos>", unk_token="<unk>",
+                                   pad_token="<pad>", mask_token="<mask>")
+
+
+@pytest.fixture(scope="module")
+def tiny_gemma(gemma_tokenizer):
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    torch.manual_seed(0)
+    config = Gemma3TextConfig(vocab_size=len(gemma_tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+                              num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=4,
+                              layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+                              max_position_embeddings=2048, pad_token_id=0, eos_token_id=1, bos_token_id=2)
+    return Gemma3ForCausalLM(config).eval()
+
+
+def test_gemmas_layout_uses_its_own_markers_and_begins_with_bos(gemma_tokenizer):
+    special = SpecialIds.of(gemma_tokenizer)
+    ids = gemma_tokenizer.convert_tokens_to_ids
+    assert (special.suffix_mark, special.prefix_mark, special.mask, special.end, special.start) == (
+        ids("<unused0>"), ids("<unused1>"), ids("<mask>"), ids("<eos>"), ids("<bos>"))
+    assert prompt_ids(special, [10, 11], [12]) == [special.start, special.suffix_mark, 12, special.prefix_mark, 10, 11]
+
+
+def test_smollm2s_layout_has_no_start_token(smol_tokenizer):
+    special = SpecialIds.of(smol_tokenizer)
+    assert special.start is None
+    assert prompt_ids(special, [10], [12]) == [special.suffix_mark, 12, special.prefix_mark, 10]
+
+
+def test_every_special_token_spells_nothing(gemma_tokenizer):
+    from sfumato.model.token_text import token_bytes_table
+
+    table = token_bytes_table(gemma_tokenizer)
+    ids = gemma_tokenizer.convert_tokens_to_ids
+    assert table[ids("<start_of_turn>")] == table[ids("<unused0>")] == b""
+    assert table[ids("▁return")] == b" return" and table[ids("\n")] == b"\n"
+
+
+def test_an_adapter_names_its_base_and_older_ones_are_smollm2s(tmp_path):
+    shipped, checkpoint, older = tmp_path / "shipped", tmp_path / "checkpoint", tmp_path / "older"
+    for folder in (shipped, checkpoint, older):
+        folder.mkdir()
+    (shipped / "training.json").write_text(json.dumps({"step": 1, "base": GEMMA3.name}))
+    (checkpoint / "state.json").write_text(json.dumps({"step": 1, "base": GEMMA3.name}))
+    (older / "training.json").write_text(json.dumps({"step": 1}))
+    assert (base_of(shipped), base_of(checkpoint), base_of(older)) == (GEMMA3, GEMMA3, SMOLLM2)
+
+
+def test_gemma_examples_find_lines_and_words_and_the_teacher_reads_from_bos(gemma_tokenizer):
+    from sfumato.model.training.adapt import Vocabulary, make_example, teacher_reading
+
+    vocab = Vocabulary.of(gemma_tokenizer)
+    assert gemma_tokenizer.convert_tokens_to_ids("\n") in vocab.newlines
+    assert gemma_tokenizer.convert_tokens_to_ids("▁return") in vocab.word_starts
+    assert gemma_tokenizer.convert_tokens_to_ids("return") not in vocab.word_starts
+    tokens = vocab.encode("def f(x):\n    return x + 1\n\ny = f(1)\nprint(y)\n" * 3)
+    rng = random.Random(0)
+    examples = [e for e in (make_example(tokens, rng, vocab) for _ in range(50)) if e is not None]
+    assert examples and all(e.ids[0] == vocab.special.start for e in examples)
+    masked = next(e for e in examples if not e.both_ways and teacher_reading(e, vocab.special))
+    ids, first, _ = teacher_reading(masked, vocab.special)
+    prefix = masked.ids[masked.ids.index(vocab.special.prefix_mark) + 1 : masked.prompt_len]
+    assert ids[0] == vocab.special.start and ids[1:first] == prefix
+
+
+def test_a_sliding_window_cache_rolls_back_once_the_window_reads_the_whole_sequence(tiny_gemma):
+    from transformers import DynamicCache
+
+    def crop_after(model, tokens: int):
+        cache = DynamicCache(config=model.config)
+        with torch.no_grad():
+            model(input_ids=torch.arange(3, 3 + tokens)[None], cache=cache, use_cache=True)
+        cache.crop(-3)  # what the engine does to read other queries after the same prompt
+        return cache.get_seq_length()
+
+    with pytest.raises(RuntimeError):
+        crop_after(tiny_gemma, 10)  # past Gemma's window the oldest keys are gone
+    assert crop_after(without_window(tiny_gemma), 10) == 7
+
+
+def test_the_engine_runs_on_a_gemma_base(tiny_gemma, gemma_tokenizer):
+    from sfumato.model.lm_engine import LmDenoiserBackend
+
+    backend = LmDenoiserBackend(without_window(tiny_gemma), gemma_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
+    request = InfillRequest(prefix="def f(x):\n    return x + 1\n\ny = f(1)\nprint(y)\n" * 2 + "def f(x):\n    return ",
+                            suffix="\n\nprint(y)\n", max_new_tokens=8, one_line=True)
+    passes = [drafts[0] for drafts in backend.stream([request])]
+    assert passes and passes[-1].final
+    text = passes[-1].candidates[0].text
+    assert "\n" not in text and not any(marker in text for marker in SPECIALS)
