@@ -156,6 +156,7 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
 
     from sfumato.model.lm_base import BaseMissing, load_adapted, shipped_adapter, with_int8_linears
     from sfumato.model.lm_engine import LmDenoiserBackend
+    from sfumato.model.lm_head import slim
 
     transformers_logging.disable_progress_bar()
     try:
@@ -176,6 +177,8 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
         model = model.to(target, torch.bfloat16)
     int8 = target == "cpu" and quantize == "int8"
     parameters = sum(p.numel() for p in model.parameters())
+    if target == "cpu":
+        model = slim(model)
     if int8:
         model = with_int8_linears(model)
     adapter = shipped_adapter()

@@ -125,3 +125,24 @@ def test_the_engine_runs_on_a_gemma_base(tiny_gemma, gemma_tokenizer):
     assert passes and passes[-1].final
     text = passes[-1].candidates[0].text
     assert "\n" not in text and not any(marker in text for marker in SPECIALS)
+
+
+def test_a_large_vocabularys_head_is_int8_with_its_likeliest_tokens_scored_exactly(tiny_gemma, monkeypatch):
+    import copy
+
+    from sfumato.model import lm_head
+
+    monkeypatch.setattr(lm_head, "SHORTLIST", 8)
+    ids = torch.tensor([[2, 7, 12, 15, 9, 30, 21]])
+    with torch.no_grad():
+        exact = tiny_gemma(input_ids=ids).logits[0]
+        small = copy.deepcopy(tiny_gemma)
+        assert isinstance(lm_head.slim(small).lm_head, torch.nn.Linear)  # a small vocabulary: as it was
+        monkeypatch.setattr(lm_head, "LARGE_VOCABULARY", 10)
+        slimmed = lm_head.slim(copy.deepcopy(tiny_gemma))
+        rough = slimmed(input_ids=ids).logits[0]
+    assert slimmed.get_input_embeddings().weight.dtype == torch.float16 and rough.dtype == torch.float32
+    assert torch.equal(rough.argmax(-1), exact.argmax(-1))
+    top = rough.topk(8, dim=-1).indices
+    assert torch.allclose(rough.gather(-1, top), exact.gather(-1, top), atol=1e-2)  # float16 rows, float32 sums
+    assert not torch.allclose(rough, exact, atol=1e-4)  # the rest are int8's

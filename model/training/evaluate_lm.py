@@ -244,6 +244,7 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.threads)
     from sfumato.model.lm_base import load_adapted, load_base, with_int8_linears
     from sfumato.model.lm_engine import LmDenoiserBackend
+    from sfumato.model.lm_head import slim
     from sfumato.model.loading import load_embedded
 
     documents = held_out_documents()
@@ -259,6 +260,7 @@ def main(argv=None) -> None:
     if {"engine", "engine-context", "one-per-pass"} & set(systems):
         if args.adapter:
             model, tokenizer = load_adapted(args.adapter)
+            model = slim(model)  # as the editor runs it on a CPU
             engine = LmDenoiserBackend(with_int8_linears(model) if args.int8 else model, tokenizer, _info(args.int8))
         else:
             engine = load_embedded(quantize="int8" if args.int8 else None)
