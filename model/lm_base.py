@@ -104,8 +104,8 @@ def merged_folder(base: Path, adapter: Path) -> Path:
 
 
 def _read_cached(folder: Path):
-    """(model, tokenizer) from a cached model folder, or None when it is missing; a damaged one is removed."""
-    import torch
+    """(model, tokenizer) from a cached model folder, in the precision it was saved in, or None when it
+    is missing; a damaged one is removed."""
     from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -113,7 +113,7 @@ def _read_cached(folder: Path):
         return None
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder)
-        return without_window(AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)), tokenizer
+        return without_window(AutoModelForCausalLM.from_pretrained(folder, dtype="auto")), tokenizer
     except (OSError, ValueError, SafetensorError):
         shutil.rmtree(folder, ignore_errors=True)  # a damaged cache is made again
         return None
@@ -215,9 +215,12 @@ def load_adapted(adapter: Path | None = None):
     if cached is not None:
         return cached[0].eval(), cached[1]
     from peft import PeftModel
+    from sfumato.model.lm_head import is_large
 
     model, tokenizer = load_base(base)
     model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
     if folder:
+        if is_large(model):  # saved, and so read, in float16: the copy never holds a float32 embedding (lm_head.slim)
+            model = model.half()
         _save_atomically(model, tokenizer, folder, stale=f"{MERGED_PREFIX}*")  # copies merged with older adapters
     return model.eval(), tokenizer

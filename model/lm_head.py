@@ -9,7 +9,9 @@ from the embedding's rows, and the rest keep their int8 logits (they only fill t
 normaliser). The greedy token is float32's whenever int8 ranks it among the shortlist.
 
 The input embedding is kept in float16 (335 MB instead of 671 MB: the resident memory goal) and
-its rows widened to float32 where they are read.
+its rows widened to float32 where they are read; the rest of the model runs in float32. A model
+read in float16 (Gemma's merged copy in the cache is saved so) never holds its embedding in float32:
+the int8 rows are made a slice at a time.
 """
 
 from __future__ import annotations
@@ -20,22 +22,39 @@ import torch
 
 SHORTLIST = 64
 LARGE_VOCABULARY = 100_000  # an output layer above this many tokens gets the int8 shortlist
+SLICE_ROWS = 16_384  # rows widened to float32 at a time while the int8 copy is made
+
+
+def is_large(model) -> bool:
+    return model.get_input_embeddings().num_embeddings > LARGE_VOCABULARY
+
+
+def _int8_linear(rows: torch.Tensor):
+    """torch's dynamic int8 linear layer (fbgemm) over ``rows`` [V, H]: a symmetric scale per row."""
+    from torch.ao.nn.quantized.dynamic import Linear
+
+    data = torch.empty(rows.shape, dtype=torch.int8)
+    scales = torch.empty(rows.shape[0], dtype=torch.float64)
+    for start in range(0, rows.shape[0], SLICE_ROWS):
+        part = rows[start : start + SLICE_ROWS].float()
+        scale = part.abs().amax(dim=1).clamp(min=1e-12) / 127
+        data[start : start + SLICE_ROWS] = (part / scale[:, None]).round().clamp(-127, 127).to(torch.int8)
+        scales[start : start + SLICE_ROWS] = scale
+    weight = torch._make_per_channel_quantized_tensor(data, scales, torch.zeros_like(scales, dtype=torch.int64), 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the dynamic quantisation API's deprecation notice
+        linear = Linear(rows.shape[1], rows.shape[0], bias_=False, dtype=torch.qint8)
+    linear.set_weight_bias(weight, None)
+    return linear
 
 
 class ShortlistHead(torch.nn.Module):
     """Logits [..., V] as the tied output layer computes them, with ``SHORTLIST`` of them exact."""
 
-    def __init__(self, embedding: torch.nn.Embedding):
+    def __init__(self, rows: torch.Tensor):
         super().__init__()
-        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-
-        linear = torch.nn.Linear(embedding.embedding_dim, embedding.num_embeddings, bias=False)
-        linear.weight = torch.nn.Parameter(embedding.weight.detach().float(), requires_grad=False)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the dynamic quantisation API's deprecation notice
-            self.rough = quantize_dynamic(torch.nn.Sequential(linear), {"0": per_channel_dynamic_qconfig},
-                                          dtype=torch.qint8)[0]
-        self.rows = embedding.weight  # the exact rows (float16 once ``slim`` has run)
+        self.rough = _int8_linear(rows)
+        self.rows = rows  # the exact rows: the input embedding's
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         hidden = hidden.float()
@@ -50,14 +69,16 @@ def _widened(module, inputs, output):
 
 
 def slim(model):
-    """``model`` (a causal LM with a tied output layer) with the shortlist head and a float16 input
-    embedding when its vocabulary is large; unchanged otherwise. In place."""
+    """``model`` (a causal LM with a tied output layer, in float32 or float16) with the shortlist
+    head, a float16 input embedding and the rest in float32 when its vocabulary is large;
+    unchanged otherwise. In place."""
     embedding = model.get_input_embeddings()
-    if embedding.num_embeddings <= LARGE_VOCABULARY or model.lm_head.weight is not embedding.weight:
+    if not is_large(model) or model.lm_head.weight is not embedding.weight:
         return model
-    head = ShortlistHead(embedding)
+    for child in model.model.children():
+        if child is not embedding:
+            child.float()
     embedding.weight = torch.nn.Parameter(embedding.weight.detach().half(), requires_grad=False)
-    head.rows = embedding.weight
     embedding.register_forward_hook(_widened)
-    model.lm_head = head
+    model.lm_head = ShortlistHead(embedding.weight)
     return model

@@ -146,3 +146,8 @@ def test_a_large_vocabularys_head_is_int8_with_its_likeliest_tokens_scored_exact
     top = rough.topk(8, dim=-1).indices
     assert torch.allclose(rough.gather(-1, top), exact.gather(-1, top), atol=1e-2)  # float16 rows, float32 sums
     assert not torch.allclose(rough, exact, atol=1e-4)  # the rest are int8's
+    with torch.no_grad():  # read in float16 (the merged copy in the cache): the same, its layers in float32
+        halved = lm_head.slim(copy.deepcopy(tiny_gemma).half())
+        from_half = halved(input_ids=ids).logits[0]
+    assert {p.dtype for name, p in halved.named_parameters() if "embed" not in name} == {torch.float32}
+    assert torch.allclose(from_half.gather(-1, top), exact.gather(-1, top), atol=2e-2)
