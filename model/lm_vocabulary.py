@@ -29,6 +29,10 @@ class CanvasVocabulary:
         self.text_ends[special.end] = True
         self.line_ends = self.breaks | self.text_ends  # ... and one line: any token with a line break too
         self._heal_masks: dict[tuple[str, bytes], torch.Tensor] = {}
+        # SmolLM2's byte-level BPE gives an indentation's last space to the word after it
+        # (``\n       `` + `` if``); Gemma's SentencePiece keeps it whole (``\n`` + ``    `` + ``if``)
+        pieces = [table[i] for i in tokenizer("\n    if x:", add_special_tokens=False).input_ids]
+        self.space_joins_word = b" if" in pieces
 
     def blocked(self, positions: int, no_breaks: bool = False) -> torch.Tensor:
         """[positions, V] bool: what no position of a canvas may hold (a copy, to add to)."""
@@ -46,7 +50,7 @@ class CanvasVocabulary:
 
     def heal_allowed(self, left: bytes) -> torch.Tensor:
         """[V] bool: tokens that begin with ``left``, or spell a start of it that leaves one space
-        (the tokenizer joins an indentation's last space to the word after it: ``\n       `` +
+        (where the tokenizer joins an indentation's last space to the word after it: ``\n       `` +
         `` return``), that leaves whole lines (``\n`` + ``\n``) or that is part of a character.
         Not any start: ``\n`` + indentation healed as ``\n`` and then spaces one at a time took
         the model off its grid, and the spaces looped until the line was cut to nothing."""
@@ -56,17 +60,19 @@ class CanvasVocabulary:
             if piece.startswith(left):
                 return True
             rest = left[len(piece) :]
-            return left.startswith(piece) and (rest == b" " or rest.startswith(b"\n") or not _whole_characters(piece))
+            one_space = rest == b" " and self.space_joins_word
+            return left.startswith(piece) and (one_space or rest.startswith(b"\n") or not _whole_characters(piece))
 
         return self._heal_mask("allowed", left, allowed)
 
     def heal_spaces(self, left: bytes) -> torch.Tensor:
         """[V] bool, for ``left`` that ends with a space: tokens of white space alone that spell it
-        and end with a space. Before a line's text the tokenizer never ends an indentation so (its
-        last space goes with the word: ``\n       `` + `` if``); chosen, the next token brought a
-        space of its own, one too many. (After ``\n`` alone, indentation may begin.)"""
-        return self._heal_mask("spaces", left, lambda piece: left.endswith(b" ") and piece.startswith(left)
-                               and not piece.strip() and piece.endswith(b" "))
+        and end with a space. Before a line's text a byte-level tokenizer never ends an indentation
+        so (its last space goes with the word: ``\n       `` + `` if``); chosen, the next token
+        brought a space of its own, one too many. (After ``\n`` alone, indentation may begin.) None
+        for a tokenizer that keeps an indentation whole (Gemma's): its indentation token is the grid."""
+        return self._heal_mask("spaces", left, lambda piece: self.space_joins_word and left.endswith(b" ")
+                               and piece.startswith(left) and not piece.strip() and piece.endswith(b" "))
 
     def heal_breaks(self, left: bytes) -> torch.Tensor:
         """[V] bool: tokens that spell ``left`` and then a line break."""

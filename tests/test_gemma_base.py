@@ -19,7 +19,8 @@ from sfumato.model.lm_layout import SpecialIds, prompt_ids
 
 SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<unused0>", "<unused1>"]
 WORDS = ["def", "▁f", "(", ")", ":", "\n", "▁▁▁▁", "return", "▁x", "x", "▁+", "▁1", "▁=", "▁y", "y", "▁", "1", "+", "=",
-         "▁return", "▁def", "print", "▁print", "\n\n", ",", "▁a", "a", "▁b", "b", "."]
+         "▁return", "▁def", "print", "▁print", "\n\n", ",", "▁a", "a", "▁b", "b", ".", "▁▁", "▁▁▁", "i", "f", "if"]
+MERGES = [("▁", "▁"), ("▁▁", "▁▁"), ("▁▁", "▁"), ("i", "f"), ("▁", "x")]  # indentation whole, as Gemma's
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +29,7 @@ def gemma_tokenizer():
     from transformers import PreTrainedTokenizerFast
 
     vocab = {token: i for i, token in enumerate(SPECIALS + WORDS)}
-    merges = []
-    core = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", fuse_unk=True))
+    core = Tokenizer(models.BPE(vocab=vocab, merges=MERGES, unk_token="<unk>", fuse_unk=True))
     core.normalizer = normalizers.Replace(" ", "▁")
     core.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
     # as Gemma's: every marker an added special token, most of them (the <unusedN>) not named ones
@@ -71,6 +71,19 @@ def test_every_special_token_spells_nothing(gemma_tokenizer):
     ids = gemma_tokenizer.convert_tokens_to_ids
     assert table[ids("<start_of_turn>")] == table[ids("<unused0>")] == b""
     assert table[ids("▁return")] == b" return" and table[ids("\n")] == b"\n"
+
+
+def test_a_cursor_after_indentation_heals_to_gemmas_whole_indentation_token(gemma_tokenizer, smol_tokenizer):
+    from sfumato.model.lm_vocabulary import CanvasVocabulary
+
+    ids = gemma_tokenizer.convert_tokens_to_ids
+    assert gemma_tokenizer("\n    if x:", add_special_tokens=False).input_ids[:3] == [ids("\n"), ids("▁▁▁▁"), ids("if")]
+    gemma = CanvasVocabulary(gemma_tokenizer, SpecialIds.of(gemma_tokenizer))
+    assert not gemma.space_joins_word and not gemma.heal_spaces(b"    ").any()  # the 4-space token is not blocked
+    allowed = gemma.heal_allowed(b"    ")
+    assert allowed[ids("▁▁▁▁")] and not allowed[ids("▁▁▁")]  # three spaces would leave " if": off Gemma's grid
+    smol = CanvasVocabulary(smol_tokenizer, SpecialIds.of(smol_tokenizer))
+    assert smol.space_joins_word and smol.heal_spaces(b"    ").any()
 
 
 def test_an_adapter_names_its_base_and_older_ones_are_smollm2s(tmp_path):
