@@ -72,7 +72,11 @@ def base_of(adapter: Path) -> Base:
     (a checkpoint) names it; SmolLM2 when neither does (every adapter before the second base)."""
     for name in ("training.json", "state.json"):
         if (adapter / name).is_file():
-            return BASES[json.loads((adapter / name).read_text()).get("base", SMOLLM2.name)]
+            named = json.loads((adapter / name).read_text()).get("base", SMOLLM2.name)
+            if named not in BASES:
+                raise ValueError(f"{adapter / name} names a base this version does not know: {named!r} "
+                                 f"(it knows {', '.join(BASES)})")
+            return BASES[named]
     return SMOLLM2
 
 

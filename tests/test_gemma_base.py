@@ -94,6 +94,9 @@ def test_an_adapter_names_its_base_and_older_ones_are_smollm2s(tmp_path):
     (checkpoint / "state.json").write_text(json.dumps({"step": 1, "base": GEMMA3.name}))
     (older / "training.json").write_text(json.dumps({"step": 1}))
     assert (base_of(shipped), base_of(checkpoint), base_of(older)) == (GEMMA3, GEMMA3, SMOLLM2)
+    (older / "training.json").write_text(json.dumps({"step": 1, "base": "llama-9000"}))
+    with pytest.raises(ValueError, match="names a base this version does not know: 'llama-9000'"):
+        base_of(older)
 
 
 def test_gemma_examples_find_lines_and_words_and_the_teacher_reads_from_bos(gemma_tokenizer):
