@@ -46,11 +46,15 @@ class SpecialIds:
                 return cls(*ids)
         raise ValueError("the tokenizer lacks the special tokens of this layout (SmolLM2's or Gemma 3's)")
 
+    @property
+    def opening(self) -> list[int]:
+        """What every sequence the base reads begins with: its start token, or nothing."""
+        return [] if self.start is None else [self.start]
+
 
 def prompt_ids(special: SpecialIds, prefix: list[int], suffix: list[int]) -> list[int]:
     """The causal part: the suffix first, then the prefix that the canvas continues."""
-    start = [] if special.start is None else [special.start]
-    return [*start, special.suffix_mark, *suffix, special.prefix_mark, *prefix]
+    return [*special.opening, special.suffix_mark, *suffix, special.prefix_mark, *prefix]
 
 
 def canvas_mask(prompt_len: int, canvas_len: int, device=None, shown: list[bool] | None = None) -> torch.Tensor:

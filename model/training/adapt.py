@@ -353,8 +353,7 @@ def teacher_reading(example, special: SpecialIds) -> tuple[list[int], int, list[
     positions = [j for j in range(len(middle)) if ids[prompt_len + j] == special.mask]
     if not prefix or not positions:
         return None
-    start = [] if special.start is None else [special.start]
-    return start + prefix + middle, len(start) + len(prefix), positions
+    return special.opening + prefix + middle, len(special.opening) + len(prefix), positions
 
 
 def read_targets(path: Path | None) -> list[dict]:
