@@ -19,11 +19,13 @@ itself: the cut is there, unscored (``own_end``); a likelihood would rather have
 from __future__ import annotations
 
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 from sfumato.model.lm_row import Row
+from sfumato.model.log_probs import block_positions, log_probs_at
 
 SUFFIX_SCORE_TOKENS = 8  # of the suffix, what a cut is scored on
 PUNCTUATION = frozenset(string.punctuation.encode())
@@ -111,22 +113,28 @@ class CutQueries:
             offsets += range(k, k + m)
         return cls(ids, offsets, mask, cuts, n)
 
-    def best(self, first_logits: torch.Tensor, logits: torch.Tensor) -> Cut:
+    def best(self, first_logits: torch.Tensor, hidden: torch.Tensor, head: Callable[[torch.Tensor], torch.Tensor]) -> Cut:
         """The cut with the highest score."""
-        scores = self.scores(first_logits, logits)
+        scores = self.scores(first_logits, hidden, head)
         return self.cuts[max(range(len(scores)), key=scores.__getitem__)]
 
-    def scores(self, first_logits: torch.Tensor, logits: torch.Tensor) -> list[float]:
+    def scores(self, first_logits: torch.Tensor, hidden: torch.Tensor, head: Callable[[torch.Tensor], torch.Tensor]) -> list[float]:
         """Each cut's log p(text[:k] + continuation), from the logits after the cached tokens [V]
-        and the queries' logits [L, V]."""
+        and the queries' last hidden states [L, H] read by the output layer ``head``."""
         n = self.text
-        log_probs = torch.cat([first_logits[None], logits]).float().log_softmax(-1)  # row i predicts query i
-        text_lp = torch.cat([torch.zeros(1), log_probs[torch.arange(n), torch.tensor(self.ids[:n])].cumsum(0)])
+        rows, tokens = list(range(n)), list(self.ids[:n])  # row 0: the cached tokens' logits; row i: query i - 1's
+        start = n
+        for cut in self.cuts:  # the text's token k-1 (row k) predicts a continuation's first token
+            rows += [cut.tokens, *range(start + 1, start + len(cut.continuation))]
+            tokens += cut.continuation
+            start += len(cut.continuation)
+        rows_t, tokens_t = torch.tensor(rows), torch.tensor(tokens)
+        first = rows_t == 0
+        log_probs = log_probs_at(hidden, head, (rows_t - 1).clamp(min=0), tokens_t, block_positions(first_logits.shape[-1]))
+        log_probs[first] = first_logits.float().log_softmax(-1)[tokens_t[first]]
+        text_lp = torch.cat([torch.zeros(1), log_probs[:n].cumsum(0)])
         scores, start = [], n
         for cut in self.cuts:
-            k, continuation = cut.tokens, torch.tensor(cut.continuation)
-            first = log_probs[k, continuation[0]]  # the text's token k-1 (query k-1, row k) predicts the first
-            rest = log_probs[start + 1 : start + len(continuation), :].gather(1, continuation[1:, None]).sum()
-            scores.append(float(text_lp[k] + first + rest))
-            start += len(continuation)
+            scores.append(float(text_lp[cut.tokens] + log_probs[start : start + len(cut.continuation)].sum()))
+            start += len(cut.continuation)
         return scores

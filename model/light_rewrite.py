@@ -20,7 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+
 from sfumato.model.lm_row import Row
+from sfumato.model.log_probs import block_positions, target_log_probs
 
 MAX_PROPOSALS = 6  # positions proposing edits, the least likely tokens first
 TOP_TOKENS = 3  # a position proposes its likeliest tokens other than the one typed ...
@@ -136,20 +138,6 @@ class SequenceQueries:
         return of
 
 
-def target_log_probs(hidden: torch.Tensor, head: Callable[[torch.Tensor], torch.Tensor], targets: list[int],
-                     chunk: int = 128) -> torch.Tensor:
-    """[L]: each position's log-probability of its target (0 where it has none, -1), the
-    vocabulary's logits made ``chunk`` positions at a time (all at once, a fix's few hundred
-    sequences held hundreds of MB)."""
-    wanted = torch.tensor(targets, device=hidden.device)
-    out = torch.zeros(len(targets), device=hidden.device)
-    for s in range(0, len(targets), chunk):
-        log_probs = head(hidden[s : s + chunk]).float().log_softmax(-1)
-        part = wanted[s : s + chunk]
-        out[s : s + chunk] = log_probs.gather(1, part.clamp(min=0)[:, None])[:, 0].masked_fill(part < 0, 0.0)
-    return out
-
-
 def read_sequences(light: dict[int, list[list[int]]], suffixes: dict[int, list[int]], read, head, first_logits,
                    priors: dict[int, float]) -> dict[int, tuple[list[float], Callable[[int], list[float]], int]]:
     """Each row's sequences (``light``, each followed by its ``suffixes``) read after the prompt by
@@ -163,7 +151,7 @@ def read_sequences(light: dict[int, list[list[int]]], suffixes: dict[int, list[i
         queries = {b: SequenceQueries.build(g[k], suffixes[b]) for b, g in groups.items() if k < len(g)}
         hidden = read(queries)
         for b, q in queries.items():
-            log_probs = target_log_probs(hidden[b, : len(q.ids)], head, q.targets)
+            log_probs = target_log_probs(hidden[b, : len(q.ids)], head, q.targets, block_positions(first_logits.shape[-1]))
             parts[b].append((len(scores[b]), q, log_probs))
             scores[b] += q.scores(first_logits[b], log_probs, priors[b] if k == 0 else 0.0)
 

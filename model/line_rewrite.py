@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 
 import torch
-from sfumato.model.rewrite_parts import split_selection
 
-LOG_PROB_CHUNK = 128  # positions whose log-probabilities are taken at once (a [128, V] block)
+from sfumato.model.log_probs import block_positions, target_log_probs
+from sfumato.model.rewrite_parts import split_selection
 
 
 def read_log_probs(model, prompt_logits: torch.Tensor, cache, held: int, ids: list[int]) -> list[float]:
@@ -27,11 +27,8 @@ def read_log_probs(model, prompt_logits: torch.Tensor, cache, held: int, ids: li
     mask[:, :, :, held:] = torch.tril(mask[0, 0, :, held:])
     hidden = model.model(input_ids=torch.tensor([ids], device=device), attention_mask=mask, cache=cache,
                          position_ids=torch.arange(held, held + n, device=device)[None]).last_hidden_state[0]
-    out = [prompt_logits[0].float().log_softmax(-1)[ids[0]].item()]
-    for start in range(0, n - 1, LOG_PROB_CHUNK):  # position i predicts token i + 1
-        chunk = model.lm_head(hidden[start : min(start + LOG_PROB_CHUNK, n - 1)]).float().log_softmax(-1)
-        out += chunk.gather(1, torch.tensor(ids[start + 1 : start + 1 + len(chunk)], device=device)[:, None])[:, 0].tolist()
-    return out
+    first = prompt_logits[0].float().log_softmax(-1)[ids[0]].item()  # position i predicts token i + 1:
+    return [first] + target_log_probs(hidden[: n - 1], model.lm_head, ids[1:], block_positions(prompt_logits.shape[-1])).tolist()
 
 
 def selection_lines(text: str) -> list[tuple[str, str]]:

@@ -108,14 +108,21 @@ def merged_folder(base: Path, adapter: Path) -> Path:
 
 
 def _read_cached(folder: Path):
-    """(model, tokenizer) from a cached model folder, in the precision it was saved in, or None when it
-    is missing; a damaged one is removed."""
+    """(model, tokenizer) from a cached model folder, in the precision it was saved in (a large
+    vocabulary's in ``lm_head``'s slim form), or None when it is missing; a damaged one is removed."""
     from safetensors import SafetensorError
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 
-    if not (folder / "model.safetensors").is_file():
+    from sfumato.model import lm_cpu
+    from sfumato.model.memory import release_freed_heap
+
+    if not (folder / "model.safetensors").is_file() and not lm_cpu.saved(folder):
         return None
     try:
+        if lm_cpu.saved(folder):  # its tokenizer.json alone: Gemma's class also keeps its 515k merges in Python (160 MB)
+            tokenizer = PreTrainedTokenizerFast.from_pretrained(folder)
+            release_freed_heap()  # reading its JSON left ~300 MB freed
+            return without_window(lm_cpu.read(folder)), tokenizer
         tokenizer = AutoTokenizer.from_pretrained(folder)
         return without_window(AutoModelForCausalLM.from_pretrained(folder, dtype="auto")), tokenizer
     except (OSError, ValueError, SafetensorError):
@@ -152,6 +159,8 @@ def _save_atomically(model, tokenizer, folder: Path, stale: str) -> None:
     """Write the cache in a temporary folder beside it and rename it into place, so a start that
     is killed half-way never leaves a half-written copy; then remove the other folders matching
     ``stale`` (older copies). A read-only cache is no error."""
+    from sfumato.model import lm_cpu, lm_head
+
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".staging-"))
@@ -159,7 +168,10 @@ def _save_atomically(model, tokenizer, folder: Path, stale: str) -> None:
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
-        model.save_pretrained(staging)
+        if isinstance(model.get_input_embeddings(), lm_head.RowsEmbedding):
+            lm_cpu.save(model, staging)
+        else:
+            model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         os.replace(staging, folder)
         for older in folder.parent.glob(stale):
@@ -219,12 +231,12 @@ def load_adapted(adapter: Path | None = None):
     if cached is not None:
         return cached[0].eval(), cached[1]
     from peft import PeftModel
-    from sfumato.model.lm_head import is_large
+    from sfumato.model import lm_head
 
     model, tokenizer = load_base(base)
     model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
     if folder:
-        if is_large(model):  # saved, and so read, in float16: the copy never holds a float32 embedding (lm_head.slim)
-            model = model.half()
+        if lm_head.is_large(model):  # saved, and so read, in its CPU form: no start holds a float32 embedding
+            model = lm_head.with_rows(model)
         _save_atomically(model, tokenizer, folder, stale=f"{MERGED_PREFIX}*")  # copies merged with older adapters
     return model.eval(), tokenizer

@@ -31,6 +31,7 @@ from sfumato.model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
 from sfumato.model.lm_row import Row, heal_only_tokens
 from sfumato.model.lm_settle import Settler
 from sfumato.model.lm_vocabulary import CanvasVocabulary
+from sfumato.model.memory import release_freed_heap
 from sfumato.model.project_context import CONTEXT_SHARE, context_tokens
 from sfumato.model.prompt_cache import PromptCache
 from sfumato.model.rewrite_parts import split_selection
@@ -72,6 +73,12 @@ class LmDenoiserBackend:
     def stream(self, requests: Sequence[InfillRequest], cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
         """A long selection is rewritten part after part (``sfumato.model.rewrite_parts``); every
         request's current part is a row of one batch."""
+        try:
+            yield from self._stream(requests, cancel)
+        finally:  # glibc keeps a request's freed logits resident for reuse: 150-250 MB more after each on Gemma
+            release_freed_heap()
+
+    def _stream(self, requests: Sequence[InfillRequest], cancel: CancelFlag | None) -> Iterator[tuple[Draft, ...]]:
         leads, plans = zip(*(self._plan(r) for r in requests))
         written = [[[TokenState(lead, 1.0, True)] if lead else [] for _ in range(r.n_alternatives)]  # states of the parts done
                    for lead, r in zip(leads, requests)]
@@ -426,15 +433,16 @@ class LmDenoiserBackend:
                     queries[b] = CutQueries.build(ids, cuts)
         if not queries:
             return
-        logits = self._read_queries(queries, len(rows), self._prompt_width, cache)
+        hidden = self._read_queries(queries, len(rows), self._prompt_width, cache)
         for b, q in queries.items():
-            cut = q.best(prompt_logits[b], logits[b, : len(q.ids)])
+            cut = q.best(prompt_logits[b], hidden[b, : len(q.ids)], self.model.lm_head)
             rows[b].cut, rows[b].cut_chars = cut.keep, cut.drop
 
-    def _read_queries(self, queries: dict, rows: int, prompt: int, cache, hidden: bool = False) -> torch.Tensor:
+    def _read_queries(self, queries: dict, rows: int, prompt: int, cache) -> torch.Tensor:
         """One forward pass over the cached prompt for every row's queries (``ids``, ``offsets``
-        and ``mask``: which query sees which); their logits [R, L, V] (``hidden``: the last hidden
-        states instead). Cached tokens past ``prompt`` (committed canvases) are not seen."""
+        and ``mask``: which query sees which); their last hidden states [R, L, H] (the vocabulary's
+        logits are made a few positions at a time: ``sfumato.model.log_probs``). Cached tokens past
+        ``prompt`` (committed canvases) are not seen."""
         width, cached = max(len(q.ids) for q in queries.values()), self._valid.shape[1]
         ids = torch.full((rows, width), self.special.end, device=self.device)
         offsets = torch.zeros(rows, width, dtype=torch.long, device=self.device)
@@ -446,10 +454,9 @@ class LmDenoiserBackend:
             offsets[b, : len(q.ids)] = torch.tensor(q.offsets)
             mask[b, 0, : len(q.ids), cached : cached + len(q.ids)] = q.mask
         positions = self._valid[:, :prompt].sum(1, keepdim=True) + offsets
-        reader = self.model.model if hidden else self.model
-        out = reader(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True)
+        out = self.model.model(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True)
         cache.crop(-width)
-        return out.last_hidden_state if hidden else out.logits
+        return out.last_hidden_state
 
     def _read_rewrites(self, rows: list[Row], requests: list[InfillRequest], last_logits, cache, again: bool = False) -> int:
         """Score a rewrite's selection in place: a light rewrite takes the likeliest of the denoiser's
@@ -475,7 +482,7 @@ class LmDenoiserBackend:
         """Every light rewrite's sequences read causally after its prompt, each followed by the suffix's
         start (``light_rewrite.read_sequences``); a row takes the likeliest. Returns the readings run."""
         suffixes = {b: self._encode(requests[b].suffix[: 4 * SUFFIX_SCORE_TOKENS])[:SUFFIX_SCORE_TOKENS] for b in light}
-        read = lambda queries: self._read_queries(queries, len(rows), self._valid.shape[1], cache, hidden=True)
+        read = lambda queries: self._read_queries(queries, len(rows), self._valid.shape[1], cache)
         results = read_sequences(light, suffixes, read, self.model.lm_head, last_logits,
                                  {b: typed_prior(requests[b].strength) for b in light})
         for b, (scores, token_probs, readings) in results.items():

@@ -156,12 +156,15 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
 
     from sfumato.model.lm_base import BaseMissing, load_adapted, shipped_adapter, with_int8_linears
     from sfumato.model.lm_engine import LmDenoiserBackend
-    from sfumato.model.lm_head import slim
+    from sfumato.model.lm_cpu import for_cpu
+    from sfumato.model.lm_head import is_large
+    from sfumato.model.memory import release_freed_heap
 
     transformers_logging.disable_progress_bar()
     try:
         with LOAD_LOCK, watch_loading(progress, cancel):
             model, tokenizer = load_adapted()
+        release_freed_heap()
     except Cancelled:
         raise
     except BaseMissing as error:
@@ -176,16 +179,22 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
             raise EngineError("--quantize int8: the embedded model's int8 runs on the CPU; on CUDA it runs in bfloat16")
         model = model.to(target, torch.bfloat16)
     int8 = target == "cpu" and quantize == "int8"
+    large = target == "cpu" and is_large(model)
+    if int8 and large:
+        raise EngineError("--quantize int8: this embedded model already runs its layers with float16 weights and its "
+                          "vocabulary in int8 on the CPU")
     parameters = sum(p.numel() for p in model.parameters())
-    if target == "cpu":
-        model = slim(model)
     if int8:
         model = with_int8_linears(model)
+    if large:
+        model = for_cpu(model)
     adapter = shipped_adapter()
+    precision = ("bfloat16" if target == "cuda" else "int8 (float32)" if int8
+                 else "float16 weights, int8 vocabulary (float32 sums)" if large else "float32")
     info = ModelInfo(
         name="sfumato-lm" if adapter else "SmolLM2-135M (no adapter)", backend="lm-denoiser", device=target,
-        parameters=parameters, instruction_tuned=False, license="Apache-2.0",
-        precision="bfloat16" if target == "cuda" else "int8 (float32)" if int8 else "float32", memory_bytes=measured_bytes(model),
+        parameters=parameters, instruction_tuned=False, license="Apache-2.0", precision=precision,
+        memory_bytes=measured_bytes(model),
     )
     return LmDenoiserBackend(model, tokenizer, info, target)
 

@@ -97,3 +97,18 @@ def _tensor_bytes(tensor) -> int:
         size += absmax.numel() * absmax.element_size()
     return size
 
+
+
+def release_freed_heap() -> None:
+    """Hand the C heap's freed pages back to the system (glibc's ``malloc_trim``; elsewhere nothing).
+
+    Reading Gemma 3's tokenizer (514,906 merges, 33 MB of JSON) frees ~270 MB that glibc otherwise
+    keeps resident for later allocations: measured here, 395 -> 123 MB."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)

@@ -28,7 +28,8 @@ def _byte_level_alphabet() -> dict[str, int]:
 
 
 def _decoder_kind(tokenizer) -> str:
-    state = json.loads(tokenizer.backend_tokenizer.to_str()).get("decoder") or {}
+    decoder = tokenizer.backend_tokenizer.decoder  # its own state only: the whole tokenizer's is 33 MB of JSON for Gemma
+    state = json.loads(decoder.__getstate__()) if decoder else {}
     kinds = {state.get("type")} | {d.get("type") for d in state.get("decoders", [])}
     if "ByteLevel" in kinds:
         return "byte-level"

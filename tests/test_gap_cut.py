@@ -51,8 +51,8 @@ def test_the_tree_of_queries_scores_each_cut_as_a_plain_reading_would(tiny_lm, r
     with torch.no_grad():
         scores = [reference_score(tiny_lm, prompt, text[: cut.tokens] + cut.continuation, [], cut.tokens + len(cut.continuation))
                   for cut in cuts]
-    assert q.scores(logits[p - 1], logits[p:]) == pytest.approx(scores, abs=1e-4)
-    assert q.best(logits[p - 1], logits[p:]) == cuts[max(range(len(cuts)), key=scores.__getitem__)]
+    assert q.scores(logits[p - 1], logits[p:], lambda read: read) == pytest.approx(scores, abs=1e-4)
+    assert q.best(logits[p - 1], logits[p:], lambda read: read) == cuts[max(range(len(cuts)), key=scores.__getitem__)]
 
 
 def test_a_gap_inside_a_line_is_cut_at_a_word_start_of_what_the_model_wrote(tiny_lm, smol_tokenizer, monkeypatch):

@@ -143,7 +143,7 @@ def test_the_engine_runs_on_a_gemma_base(tiny_gemma, gemma_tokenizer):
     assert "\n" not in text and not any(marker in text for marker in SPECIALS)
 
 
-def test_a_large_vocabularys_head_is_int8_with_its_likeliest_tokens_scored_exactly(tiny_gemma, monkeypatch):
+def test_a_large_vocabularys_embedding_is_int8_rows_with_its_likeliest_tokens_scored_from_them(tiny_gemma, monkeypatch):
     import copy
 
     from sfumato.model import lm_head
@@ -153,17 +153,48 @@ def test_a_large_vocabularys_head_is_int8_with_its_likeliest_tokens_scored_exact
     with torch.no_grad():
         exact = tiny_gemma(input_ids=ids).logits[0]
         small = copy.deepcopy(tiny_gemma)
-        assert isinstance(lm_head.slim(small).lm_head, torch.nn.Linear)  # a small vocabulary: as it was
+        assert isinstance(lm_head.with_rows(small).lm_head, torch.nn.Linear)  # a small vocabulary: as it was
         monkeypatch.setattr(lm_head, "LARGE_VOCABULARY", 10)
-        slimmed = lm_head.slim(copy.deepcopy(tiny_gemma))
+        slimmed = lm_head.with_rows(copy.deepcopy(tiny_gemma))
         rough = slimmed(input_ids=ids).logits[0]
-    assert slimmed.get_input_embeddings().weight.dtype == torch.float16 and rough.dtype == torch.float32
+    embedding = slimmed.get_input_embeddings()
+    assert embedding.rows.dtype == torch.int8 and rough.dtype == torch.float32
+    assert not any(p.dtype == torch.float32 and p.shape[0] == embedding.num_embeddings and p.dim() == 2 for p in slimmed.parameters())
     assert torch.equal(rough.argmax(-1), exact.argmax(-1))
     top = rough.topk(8, dim=-1).indices
-    assert torch.allclose(rough.gather(-1, top), exact.gather(-1, top), atol=1e-2)  # float16 rows, float32 sums
-    assert not torch.allclose(rough, exact, atol=1e-4)  # the rest are int8's
-    with torch.no_grad():  # read in float16 (the merged copy in the cache): the same, its layers in float32
-        halved = lm_head.slim(copy.deepcopy(tiny_gemma).half())
-        from_half = halved(input_ids=ids).logits[0]
-    assert {p.dtype for name, p in halved.named_parameters() if "embed" not in name} == {torch.float32}
-    assert torch.allclose(from_half.gather(-1, top), exact.gather(-1, top), atol=2e-2)
+    assert torch.allclose(rough.gather(-1, top), exact.gather(-1, top), atol=2e-2)  # int8 rows, float32 sums
+    assert not torch.allclose(rough, exact, atol=1e-4)  # the rest are int8 activations' too
+
+
+def test_the_cpu_form_is_cached_and_read_back_a_layer_at_a_time_and_a_damaged_copy_is_refused(tiny_gemma, tmp_path, monkeypatch):
+    import copy
+
+    from safetensors.torch import load_file, save_file
+
+    from sfumato.model import lm_cpu, lm_head
+
+    monkeypatch.setattr(lm_head, "LARGE_VOCABULARY", 10)
+    ids = torch.tensor([[2, 7, 12, 15, 9, 30, 21]])
+    with torch.no_grad():
+        exact = tiny_gemma(input_ids=ids).logits
+    rows = lm_head.with_rows(copy.deepcopy(tiny_gemma))
+    lm_cpu.save(rows, tmp_path)
+    assert lm_cpu.saved(tmp_path)
+    read = lm_cpu.read(tmp_path)
+    in_memory = lm_cpu.for_cpu(rows)
+    with torch.no_grad():
+        logits = read(input_ids=ids).logits
+        assert torch.equal(logits, in_memory(input_ids=ids).logits)  # the cache holds what the editor would make
+    assert torch.equal(logits.argmax(-1), exact.argmax(-1))
+    assert read.get_input_embeddings().rows.dtype == torch.int8
+    assert not any(isinstance(module, torch.nn.Linear) for module in read.modules())  # every layer packed in float16
+    assert {p.dtype for name, p in read.named_parameters() if "embed" not in name} == {torch.float32}  # the norms
+
+    weights = load_file(tmp_path / lm_cpu.FILE)
+    name = next(name for name in weights if "layers.1.mlp" in name)
+    save_file({k: v for k, v in weights.items() if k != name}, tmp_path / lm_cpu.FILE)
+    with pytest.raises(ValueError, match="lacks 1 weights"):
+        lm_cpu.read(tmp_path)
+    save_file({**weights, name: weights[name][:-1].contiguous()}, tmp_path / lm_cpu.FILE)
+    with pytest.raises(ValueError, match=f"{name} does not fit the model"):
+        lm_cpu.read(tmp_path)

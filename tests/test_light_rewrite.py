@@ -84,7 +84,7 @@ def test_the_sequences_side_by_side_score_as_each_read_alone(tiny_lm, read_queri
     with torch.no_grad():
         alone = [reference_score(tiny_lm, prompt, seq + suffix) for seq in sequences]
         first_token = tiny_lm(input_ids=torch.tensor([prompt])).logits[0, -1].softmax(-1)[sequences[1][0]]
-    read = target_log_probs(logits[p:], lambda chunk: chunk, q.targets, chunk=5)  # a few positions at a time
+    read = target_log_probs(logits[p:], lambda chunk: chunk, q.targets, 5)  # a few positions at a time
     assert q.scores(logits[p - 1], read) == pytest.approx(alone, abs=1e-4)
     assert q.scores(logits[p - 1], read, prior=3.0)[0] == pytest.approx(alone[0] + 3.0, abs=1e-4)
     probs = q.token_probs(logits[p - 1], read)(1)

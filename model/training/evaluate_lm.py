@@ -244,7 +244,8 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.threads)
     from sfumato.model.lm_base import load_adapted, load_base, with_int8_linears
     from sfumato.model.lm_engine import LmDenoiserBackend
-    from sfumato.model.lm_head import slim
+    from sfumato.model.lm_cpu import for_cpu
+    from sfumato.model.lm_head import is_large
     from sfumato.model.loading import load_embedded
 
     documents = held_out_documents()
@@ -260,8 +261,8 @@ def main(argv=None) -> None:
     if {"engine", "engine-context", "one-per-pass"} & set(systems):
         if args.adapter:
             model, tokenizer = load_adapted(args.adapter)
-            model = slim(model)  # as the editor runs it on a CPU
-            engine = LmDenoiserBackend(with_int8_linears(model) if args.int8 else model, tokenizer, _info(args.int8))
+            model = with_int8_linears(model) if args.int8 else for_cpu(model) if is_large(model) else model  # as the editor runs it
+            engine = LmDenoiserBackend(model, tokenizer, _info(args.int8))
         else:
             engine = load_embedded(quantize="int8" if args.int8 else None)
     for kind, items in kinds.items():
