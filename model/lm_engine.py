@@ -234,6 +234,8 @@ class LmDenoiserBackend:
                     row.passes += 1
                     self.settler.settle(row, logits[b])
             last_logits = self._keep_settled(rows, read, cache, last_logits)
+            del logits, read  # [rows, canvas, vocabulary] twice: gone before a gap's cut is scored
+            release_freed_heap()  # what a pass freed: a pass's blocks differ in size from the next's
             passes += 1
             if all(row.done for row in rows):
                 self._cut_gaps(rows, prompt_logits, cache)

@@ -36,6 +36,13 @@ from sfumato.model.suffix_overlap import stop_at
 END_BAR = 0.3  # a greedy row ends only where its ends (the end token; for one line, line breaks) are this likely in all
 
 
+
+def softmax_in_place(scores: torch.Tensor) -> torch.Tensor:
+    """The softmax over the last axis, written over ``scores`` (a [positions, 262k] copy less than
+    ``Tensor.softmax`` at each pass)."""
+    scores.sub_(scores.amax(-1, keepdim=True)).exp_()
+    return scores.div_(scores.sum(-1, keepdim=True))
+
 class Settler:
     """Settles a row's tokens from one pass's logits and guesses the rest for the next pass (``settle``)."""
 
@@ -58,7 +65,7 @@ class Settler:
         if row.accept < 1.0 and not row.done:
             self._settle_sure(row, logits)
         if row.speculate and not row.done:
-            probs = logits.masked_fill(self.vocabulary.blocked(len(row.canvas), row.no_breaks), -math.inf).softmax(-1)
+            probs = softmax_in_place(logits.masked_fill(self.vocabulary.blocked(len(row.canvas), row.no_breaks), -math.inf))
             if not wrong:
                 self._guess(row, probs, read_both_ways)
             self._guess_from_context(row, probs)
@@ -126,7 +133,11 @@ class Settler:
         ends = self.vocabulary.line_ends if row.one_line else self.vocabulary.text_ends
         end_mass = probs[:, ends].sum(-1)
         goes_on = (end_mass < END_BAR) & (end_mass < 1.0) & ~torch.tensor(healing, device=probs.device)
-        return probs.masked_fill(goes_on[:, None] & ends, 0.0).argmax(-1)
+        best = probs.argmax(-1)
+        again = goes_on & ends[best]  # an end leads where the text goes on: the likeliest of the rest (few rows)
+        if again.any():
+            best[again] = probs[again].masked_fill(ends, 0.0).argmax(-1)
+        return best
 
     def _settle_leftmost(self, row: Row, logits: torch.Tensor) -> tuple[int | None, int | None]:
         """Settle the leftmost open position (the healed text's, while it is being spelt); (where, what)."""

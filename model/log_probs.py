@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import torch
 
-LOGITS_PER_BLOCK = 1 << 23  # 32 MB of float32 logits at a time: 170 positions of SmolLM2's 49k tokens, 32 of Gemma's 262k
+LOGITS_PER_BLOCK = 1 << 22  # 16 MB of float32 logits at a time: 85 positions of SmolLM2's 49k tokens, 16 of Gemma's 262k
 
 
 def block_positions(vocabulary_size: int) -> int:
