@@ -52,9 +52,9 @@ def _fbgemm_slices(rows: torch.Tensor, scales: torch.Tensor) -> torch.nn.ModuleL
     for start in range(0, rows.shape[0], SLICE_ROWS):
         scale = scales[start : start + SLICE_ROWS]
         part = rows[start : start + SLICE_ROWS].float().mul_(scale[:, None])
-        weight = torch.quantize_per_channel(part, scale.double(), torch.zeros(len(part), dtype=torch.int64), 0, torch.qint8)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the dynamic quantisation API's deprecation notice
+            warnings.simplefilter("ignore")  # the quantised tensor API's deprecation notice
+            weight = torch.quantize_per_channel(part, scale.double(), torch.zeros(len(part), dtype=torch.int64), 0, torch.qint8)
             linear = Linear(rows.shape[1], len(part), bias_=False, dtype=torch.qint8)
         linear.set_weight_bias(weight, None)
         parts.append(linear)
