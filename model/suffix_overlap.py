@@ -7,6 +7,7 @@ quotes, a sentence's period, a call's closing bracket, the start of the suffix's
 is read from the line around the gap: brackets and quotes that balance only without them, a
 doubled sentence mark, three or more marks repeated (closing quotes, ``);``), four or more
 characters with letters or digits, or closing marks written with a separator after them (``MIT",`` before ``"``).
+White space the text ends with goes where the suffix's line begins with white space (a double space).
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ def overlap_to_drop(text: str, before: str, after: str) -> int:
     if brk and len(last.strip()) >= MIN_LINE_START and after.lstrip().startswith(last.strip()):
         return len(text) - len(head)
     line_after = after.split("\n", 1)[0]
+    spaces = len(text) - len(text.rstrip(" \t"))
+    if spaces and line_after[:1] in (" ", "\t") and text.strip() and not text.rstrip(" \t").endswith("\n"):
+        return spaces  # ``name `` before `` + "!"``: the line already has its space there
     longest = 0
     for k in range(min(LONGEST, len(text), len(line_after)), 0, -1):
         if not line_after[:k].strip():

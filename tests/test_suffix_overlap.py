@@ -17,7 +17,10 @@ from sfumato.model.suffix_overlap import overlap_to_drop, without_overlap
         ("result = f(g(", "x)", ")\n", 0),  # meant twice: f(g(x)) balances only with both
         ("items = ", "[1, 2]", "]\n", 1),
         ("value = ", "compute()", "\n", 0),  # nothing repeated
-        ("call(", "a, ", " b)\n", 0),  # white space alone is no overlap
+        ("call(", "a,", " b)\n", 0),  # white space alone is no overlap
+        ("call(", "a, ", " b)\n", 1),  # ... but a double space loses the text's
+        ('    return "Good morning, " + ', "name ", ' + "!"\n', 1),
+        ("x = ", "total\n    ", " y\n", 0),  # an indentation is not a space before the suffix
         ("prefix_", "name", "name_suffix\n", 0),  # a word that is all the text: left as written
         ("root = math.", "sqrt(16)", "(16)  # the square root\n", 4),  # the call's argument, copied
         ("x = f", "(a)", "(a)\n", 0),  # too short to tell
