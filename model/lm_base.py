@@ -109,7 +109,7 @@ def merged_folder(base: Path, adapter: Path) -> Path:
 
 def _read_cached(folder: Path):
     """(model, tokenizer) from a cached model folder, in the precision it was saved in (a large
-    vocabulary's in ``lm_head``'s slim form), or None when it is missing; a damaged one is removed."""
+    vocabulary's in its CPU form: ``lm_cpu``), or None when it is missing; a damaged one is removed."""
     from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 

@@ -80,9 +80,9 @@ def read(folder: Path):
         model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(folder), dtype=torch.float32)
     with safe_open(path, "pt") as weights:
         names = set(weights.keys())
-        if {ROWS, SCALES} <= names:
-            _install_rows(model, path)
-            release_freed_heap()  # the head's slices were made one at a time
+    if {ROWS, SCALES} <= names:
+        _install_rows(model, path)
+        release_freed_heap()  # the head's slices were made one at a time
     names -= {ROWS, SCALES}
     linears = {f"{name}.weight" for name in _body_linears(model)}
     for group in _groups(names):
@@ -99,8 +99,8 @@ def read(folder: Path):
 
 def _install_rows(model, path: Path) -> None:
     """The int8 rows as input and output layer: the head's packed copy made from one memory map,
-    which then goes, and the rows read from another, so only the rows a text reads (its tokens,
-    each position's shortlist) are ever resident."""
+    which then goes, and the rows read from another, whose pages are read as texts need them
+    (after 20 infills nearly all of them: each read maps 64 KB around it)."""
     from safetensors import safe_open
 
     with safe_open(path, "pt") as weights:

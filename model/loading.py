@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sfumato.model.api import SERVER_URL, Backend, Cancelled, CancelFlag, EngineError, ModelInfo, failure_line
 from sfumato.model.load_progress import LOAD_LOCK, Report, watch_loading
-from sfumato.model.memory import measured_bytes
+from sfumato.model.memory import measured_bytes, parameter_count
 from sfumato.model.placement import LoadPlan, plan_load
 from sfumato.model.quantization import silence_import_noise
 
@@ -183,7 +183,7 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     if int8 and large:
         raise EngineError("--quantize int8: this embedded model already runs its layers with float16 weights and its "
                           "vocabulary in int8 on the CPU")
-    parameters = sum(p.numel() for p in model.parameters())
+    parameters = parameter_count(model)  # a CPU form read from the cache holds its layers packed
     if int8:
         model = with_int8_linears(model)
     if large:

@@ -86,6 +86,17 @@ def measured_bytes(model) -> int:
     return size
 
 
+def parameter_count(model) -> int:
+    """The model's weights, counted once each, those packed in torch's dynamic linears below the
+    output layer included (a packed output layer is a copy of the embedding it is tied to)."""
+    count = sum(p.numel() for p in model.parameters())
+    for module in getattr(model, "model", model).modules():
+        weight, bias = getattr(module, "weight", None), getattr(module, "bias", None)
+        if callable(weight) and callable(bias):
+            count += sum(t.numel() for t in (weight(), bias()) if t is not None)
+    return count
+
+
 def _tensor_bytes(tensor) -> int:
     data = getattr(tensor, "data", tensor)
     if hasattr(data, "__tensor_flatten__"):  # a torchao tensor: its inner int and scale tensors

@@ -172,6 +172,7 @@ def test_the_cpu_form_is_cached_and_read_back_a_layer_at_a_time_and_a_damaged_co
     from safetensors.torch import load_file, save_file
 
     from sfumato.model import lm_cpu, lm_head
+    from sfumato.model.memory import parameter_count
 
     monkeypatch.setattr(lm_head, "LARGE_VOCABULARY", 10)
     ids = torch.tensor([[2, 7, 12, 15, 9, 30, 21]])
@@ -188,6 +189,8 @@ def test_the_cpu_form_is_cached_and_read_back_a_layer_at_a_time_and_a_damaged_co
     assert torch.equal(logits.argmax(-1), exact.argmax(-1))
     assert read.get_input_embeddings().rows.dtype == torch.int8
     assert not any(isinstance(module, torch.nn.Linear) for module in read.modules())  # every layer packed in float16
+    vocabulary = read.get_input_embeddings().num_embeddings  # ... and still counted, with a scale per row more
+    assert parameter_count(read) == sum(p.numel() for p in tiny_gemma.parameters()) + vocabulary
     assert {p.dtype for name, p in read.named_parameters() if "embed" not in name} == {torch.float32}  # the norms
 
     weights = load_file(tmp_path / lm_cpu.FILE)
