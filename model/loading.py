@@ -154,9 +154,8 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
 
     from transformers.utils import logging as transformers_logging
 
-    from sfumato.model.lm_base import BaseMissing, load_adapted, shipped_adapter, with_int8_linears
+    from sfumato.model.lm_base import BaseMissing, load_adapted, shipped_adapter
     from sfumato.model.lm_engine import LmDenoiserBackend
-    from sfumato.model.lm_cpu import for_cpu
     from sfumato.model.lm_head import is_large
     from sfumato.model.memory import release_freed_heap
 
@@ -184,10 +183,8 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
         raise EngineError("--quantize int8: this embedded model already runs its layers with float16 weights and its "
                           "vocabulary in int8 on the CPU")
     parameters = parameter_count(model)  # a CPU form read from the cache holds its layers packed
-    if int8:
-        model = with_int8_linears(model)
-    if large:
-        model = for_cpu(model)
+    if target == "cpu":
+        model = as_run_on_cpu(model, int8)
     adapter = shipped_adapter()
     precision = ("bfloat16" if target == "cuda" else "int8 (float32)" if int8
                  else "float16 weights, int8 vocabulary (float32 sums)" if large else "float32")
@@ -197,6 +194,18 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
         memory_bytes=measured_bytes(model),
     )
     return LmDenoiserBackend(model, tokenizer, info, target)
+
+
+def as_run_on_cpu(model, int8: bool = False):
+    """The embedded model (float32) as the editor runs it on the CPU: its linear layers in int8 when
+    asked (``--quantize int8``), a large vocabulary's model in its CPU form (``lm_cpu``), else as it is."""
+    from sfumato.model.lm_base import with_int8_linears
+    from sfumato.model.lm_cpu import for_cpu
+    from sfumato.model.lm_head import is_large
+
+    if int8:
+        return with_int8_linears(model)
+    return for_cpu(model) if is_large(model) else model
 
 
 def _builder(model_class, source: str, local_only: bool, trust_remote_code: bool):

@@ -242,11 +242,9 @@ def main(argv=None) -> None:
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
-    from sfumato.model.lm_base import load_adapted, load_base, with_int8_linears
+    from sfumato.model.lm_base import load_adapted, load_base
     from sfumato.model.lm_engine import LmDenoiserBackend
-    from sfumato.model.lm_cpu import for_cpu
-    from sfumato.model.lm_head import is_large
-    from sfumato.model.loading import load_embedded
+    from sfumato.model.loading import as_run_on_cpu, load_embedded
 
     documents = held_out_documents()
     kinds = {"line": [(t, None) for t in line_tasks(documents, args.lines, args.seed)],
@@ -261,8 +259,7 @@ def main(argv=None) -> None:
     if {"engine", "engine-context", "one-per-pass"} & set(systems):
         if args.adapter:
             model, tokenizer = load_adapted(args.adapter)
-            model = with_int8_linears(model) if args.int8 else for_cpu(model) if is_large(model) else model  # as the editor runs it
-            engine = LmDenoiserBackend(model, tokenizer, _info(args.int8))
+            engine = LmDenoiserBackend(as_run_on_cpu(model, args.int8), tokenizer, _info(args.int8))
         else:
             engine = load_embedded(quantize="int8" if args.int8 else None)
     for kind, items in kinds.items():
