@@ -216,10 +216,14 @@ def with_int8_linears(model):
         return quantize_dynamic(model, spec, dtype=torch.qint8, inplace=True)
 
 
-def load_adapted(adapter: Path | None = None):
+def load_adapted(adapter: Path | None = None, cpu: bool = True):
     """(base with the adapter merged into its weights, tokenizer): the embedded model, ready to run.
     ``adapter`` None takes the shipped one, merged once and then read from the cache (a checkpoint
-    under evaluation is merged in memory every time); without any, the base runs alone."""
+    under evaluation is merged in memory every time); without any, the base runs alone. A large
+    vocabulary's merged copy is cached in its CPU form only, so for a GPU (``cpu`` False) such a
+    model is merged in memory at every start."""
+    from sfumato.model import lm_cpu, lm_head
+
     shipped = adapter is None
     adapter = adapter or shipped_adapter()
     if adapter is None:
@@ -227,16 +231,17 @@ def load_adapted(adapter: Path | None = None):
         return model.eval(), tokenizer
     base = base_of(adapter)
     folder = merged_folder(dequantised_folder(gguf_path(base)), adapter) if shipped else None
-    cached = _read_cached(folder) if folder else None
+    cached = _read_cached(folder) if folder and (cpu or not lm_cpu.saved(folder)) else None
     if cached is not None:
         return cached[0].eval(), cached[1]
     from peft import PeftModel
-    from sfumato.model import lm_head
 
     model, tokenizer = load_base(base)
     model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
     if folder:
         if lm_head.is_large(model):  # saved, and so read, in its CPU form: no start holds a float32 embedding
+            if not cpu:
+                return model.eval(), tokenizer
             model = lm_head.with_rows(model)
         _save_atomically(model, tokenizer, folder, stale=f"{MERGED_PREFIX}*")  # copies merged with older adapters
     return model.eval(), tokenizer

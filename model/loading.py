@@ -160,9 +160,14 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     from sfumato.model.memory import release_freed_heap
 
     transformers_logging.disable_progress_bar()
+    target = device if device.startswith("cuda") else "cpu"  # auto: 135M parameters run well on a CPU
+    if target == "cuda" and not torch.cuda.is_available():
+        raise EngineError("--device cuda: no CUDA GPU is available")
+    if target == "cuda" and quantize == "int8":
+        raise EngineError("--quantize int8: the embedded model's int8 runs on the CPU; on CUDA it runs in bfloat16")
     try:
         with LOAD_LOCK, watch_loading(progress, cancel):
-            model, tokenizer = load_adapted()
+            model, tokenizer = load_adapted(cpu=target == "cpu")
         release_freed_heap()
     except Cancelled:
         raise
@@ -170,12 +175,7 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
         raise EngineError(f"embedded model: {error}") from None
     except Exception as error:
         raise EngineError(f"embedded model: cannot load it ({failure_line(error)})") from None
-    target = device if device.startswith("cuda") else "cpu"  # auto: 135M parameters run well on a CPU
     if target == "cuda":
-        if not torch.cuda.is_available():
-            raise EngineError("--device cuda: no CUDA GPU is available")
-        if quantize == "int8":
-            raise EngineError("--quantize int8: the embedded model's int8 runs on the CPU; on CUDA it runs in bfloat16")
         model = model.to(target, torch.bfloat16)
     int8 = target == "cpu" and quantize == "int8"
     large = target == "cpu" and is_large(model)

@@ -201,3 +201,37 @@ def test_the_cpu_form_is_cached_and_read_back_a_layer_at_a_time_and_a_damaged_co
     save_file({**weights, name: weights[name][:-1].contiguous()}, tmp_path / lm_cpu.FILE)
     with pytest.raises(ValueError, match=f"{name} does not fit the model"):
         lm_cpu.read(tmp_path)
+
+
+def test_a_gpu_start_merges_a_large_vocabulary_in_memory_rather_than_read_the_cpu_form(tiny_gemma, gemma_tokenizer,
+                                                                                        tmp_path, monkeypatch):
+    import copy
+
+    import peft
+
+    from sfumato.model import lm_base, lm_cpu, lm_head
+
+    monkeypatch.setattr(lm_head, "LARGE_VOCABULARY", 10)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    adapter = tmp_path / "adapter"
+    lora = peft.LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    peft.get_peft_model(copy.deepcopy(tiny_gemma), lora).save_pretrained(adapter)
+    source = tmp_path / "base.gguf"
+    source.write_bytes(b"a release of the base")
+    monkeypatch.setattr(lm_base, "gguf_path", lambda base=None: source)
+    monkeypatch.setattr(lm_base, "load_base", lambda base=None: (copy.deepcopy(tiny_gemma), gemma_tokenizer))
+    monkeypatch.setattr(lm_base, "shipped_adapter", lambda: adapter)
+
+    lm_base.load_adapted()  # a CPU start caches the CPU form
+    folder = lm_base.merged_folder(lm_base.dequantised_folder(source), adapter)
+    assert lm_cpu.saved(folder)
+    on_cpu, _ = lm_base.load_adapted()
+    assert isinstance(on_cpu.get_input_embeddings(), lm_head.RowsEmbedding)
+    for_gpu, _ = lm_base.load_adapted(cpu=False)
+    assert isinstance(for_gpu.get_input_embeddings(), torch.nn.Embedding)
+    assert all(isinstance(for_gpu.get_submodule(name), torch.nn.Linear) for name in lm_cpu._body_linears(for_gpu))
+    merged = peft.PeftModel.from_pretrained(copy.deepcopy(tiny_gemma), adapter).merge_and_unload()
+    ids = torch.tensor([[2, 7, 12, 15, 9, 30, 21]])
+    with torch.no_grad():
+        assert torch.equal(for_gpu(input_ids=ids).logits, merged(input_ids=ids).logits)  # the adapter in it, full precision
+    assert lm_cpu.saved(folder)  # the CPU form stays for the next CPU start
