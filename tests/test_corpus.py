@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from sfumato.model.training import lm_corpus
 from sfumato.model.training.html_text import page_text
 
@@ -46,6 +48,21 @@ def test_files_come_by_unit_and_html_pages_are_read_as_text(tmp_path, monkeypatc
     assert lm_corpus.read_text(tmp_path / "docs" / "queries.html") == page_text(PAGE)
     assert lm_corpus.read_text(tmp_path / "docs" / "search.html").strip() == ""  # a page without content: no text
     assert lm_corpus.files_by_unit("heldout") == {}
+
+
+def test_training_and_the_held_out_figures_refuse_to_run_without_the_documentation(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from sfumato.model.training import adapt, corpus, evaluate_lm
+
+    (tmp_path / "sphinx").mkdir()
+    monkeypatch.setattr(corpus, "DOC_SOURCES", [("python-docs", "python3-doc", tmp_path / "absent", "**/*.txt"),
+                                                ("sphinx-docs", "sphinx-doc", tmp_path / "sphinx", "**/*.txt")])
+    assert corpus.missing_documentation() == "apt-get install python3-doc"
+    with pytest.raises(SystemExit, match="apt-get install python3-doc"):
+        adapt.main(["--out", str(tmp_path / "run")])
+    with pytest.raises(SystemExit, match="apt-get install python3-doc"):
+        evaluate_lm.main(["--lines", "1"])
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_whole_unit_is_held_out_or_trained_on():

@@ -53,6 +53,7 @@ from sfumato.model.lm_base import BASES, SMOLLM2
 from sfumato.model.lm_engine import context_ids
 from sfumato.model.lm_layout import SpecialIds, canvas_mask, prompt_ids
 from sfumato.model.token_text import token_bytes_table
+from sfumato.model.training.corpus import missing_documentation
 from sfumato.model.training.edit_tasks import corrupt
 from sfumato.model.training.lm_corpus import DocumentSampler
 
@@ -388,6 +389,8 @@ def main(argv=None) -> None:
     if args.export:
         export(*args.export)
         return
+    if missing := missing_documentation():
+        raise SystemExit(f"the training documentation is not installed: {missing} (without it the model learns no prose)")
     torch.set_num_threads(args.threads)
     from peft import PeftModel, get_peft_model
 

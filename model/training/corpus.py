@@ -23,13 +23,13 @@ RESTRICTED_LICENCE = re.compile(r"\b(A?L?GPL|MPL|Mozilla Public|Proprietary|NVID
 
 
 # Documentation packages (Debian) whose text is permissively licensed, by their debian/copyright:
-# (source name, folder, glob). python3-doc: PSF-2.0; sphinx-doc: BSD-2-Clause; python-requests-doc:
-# Apache-2.0; python-django-doc: BSD-3-Clause (Django 3.2's documentation, HTML only).
+# (source name, Debian package, folder, glob). python3-doc: PSF-2.0; sphinx-doc: BSD-2-Clause;
+# python-requests-doc: Apache-2.0; python-django-doc: BSD-3-Clause (Django 3.2's documentation, HTML only).
 DOC_SOURCES = [
-    ("python-docs", Path("/usr/share/doc/python3-doc/html/_sources"), "**/*.txt"),
-    ("sphinx-docs", Path("/usr/share/doc/sphinx-doc/html/_sources"), "**/*.txt"),
-    ("requests-docs", Path("/usr/share/doc/python-requests-doc/html/_sources"), "**/*.txt"),
-    ("django-docs", Path("/usr/share/doc/python-django-doc/html"), "**/*.html"),
+    ("python-docs", "python3-doc", Path("/usr/share/doc/python3-doc/html/_sources"), "**/*.txt"),
+    ("sphinx-docs", "sphinx-doc", Path("/usr/share/doc/sphinx-doc/html/_sources"), "**/*.txt"),
+    ("requests-docs", "python-requests-doc", Path("/usr/share/doc/python-requests-doc/html/_sources"), "**/*.txt"),
+    ("django-docs", "python-django-doc", Path("/usr/share/doc/python-django-doc/html"), "**/*.html"),
 ]
 
 
@@ -46,8 +46,15 @@ def source_roots() -> list[tuple[str, Path, str]]:
     roots = [("stdlib", stdlib, "**/*.py")]
     purelib = Path(sysconfig.get_paths()["purelib"])
     roots.append(("site-packages", purelib, "**/*.py"))
-    roots += [(name, root, pattern) for name, root, pattern in DOC_SOURCES if root.is_dir()]
+    roots += [(name, root, pattern) for name, _, root, pattern in DOC_SOURCES if root.is_dir()]
     return roots
+
+
+def missing_documentation() -> str | None:
+    """What to install when some documentation source is missing (None when all are there):
+    without them training has no prose and the held-out prose tasks are fewer or none."""
+    missing = [package for _, package, root, _ in DOC_SOURCES if not root.is_dir()]
+    return f"apt-get install {' '.join(missing)}" if missing else None
 
 
 @functools.cache

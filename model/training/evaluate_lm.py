@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 
 from sfumato.model.api import InfillRequest
-from sfumato.model.training.corpus import Document
+from sfumato.model.training.corpus import Document, missing_documentation
 from sfumato.model.training.edit_tasks import REPAIR_STRENGTH, EditTask, corrupt, exact, line_tasks, prose_tasks, sentence_end_tasks, similarity
 from sfumato.model.project_context import Chunk, file_chunks, nearest_chunks
 from sfumato.model.training.lm_corpus import files_by_unit, read_text
@@ -241,6 +241,8 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
+    if missing := missing_documentation():  # the tasks are drawn from every held-out unit, documentation too
+        raise SystemExit(f"the held-out documentation is not installed: {missing} (without it the tasks are not this report's)")
     torch.set_num_threads(args.threads)
     from sfumato.model.lm_base import load_adapted, load_base
     from sfumato.model.lm_engine import LmDenoiserBackend
