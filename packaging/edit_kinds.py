@@ -115,16 +115,16 @@ def main(argv=None) -> None:
     import torch
 
     torch.set_num_threads(1)
-    from sfumato.model.loading import load_embedded
+    from sfumato.model.loading import as_run_on_cpu, load_embedded
 
     if args.adapter:
         from sfumato.model.api import ModelInfo
-        from sfumato.model.lm_base import load_adapted, with_int8_linears
+        from sfumato.model.lm_base import load_adapted
         from sfumato.model.lm_engine import LmDenoiserBackend
 
         model, tokenizer = load_adapted(args.adapter)
-        model = with_int8_linears(model) if args.int8 else model
-        backend = LmDenoiserBackend(model, tokenizer, ModelInfo("checkpoint", "lm-denoiser", "cpu", 0, False))
+        backend = LmDenoiserBackend(as_run_on_cpu(model, args.int8), tokenizer,
+                                    ModelInfo("checkpoint", "lm-denoiser", "cpu", 0, False))
     else:
         backend = load_embedded(quantize="int8" if args.int8 else None)
     rows = []
