@@ -328,3 +328,20 @@ def test_a_causal_examples_loss_is_a_plain_left_to_right_reading_of_prompt_and_m
         expected = (F.cross_entropy(logits[p - 1 : p - 1 + c], torch.tensor(example.target))
                     + 0.5 * F.cross_entropy(logits[ar_from - 1 : p - 1], torch.tensor(example.ids[ar_from:p])))
         assert adapt.example_loss(model, example, "cpu", vocab.special, 0.0).item() == pytest.approx(expected.item(), abs=1e-4)
+
+
+def test_the_prefix_an_example_shows_is_bounded_by_max_prefix(vocab):
+    tokens = vocab.encode(TEXT * 30)
+    mark = vocab.special.prefix_mark
+
+    def longest_prefix(max_prefix):
+        lengths = []
+        for seed in range(60):
+            example = adapt.make_example(tokens, random.Random(seed), vocab, max_prefix=max_prefix)
+            if example is not None:
+                ids, prompt_len = example[0], example[1]
+                lengths.append(prompt_len - ids.index(mark) - 1)
+        return max(lengths)
+
+    assert longest_prefix(20) <= 20
+    assert adapt.MAX_PREFIX < longest_prefix(448) <= 448

@@ -95,6 +95,8 @@ def parse_args(argv=None):
                    help="weight of the KL divergence from the base's next-token distribution (0: off)")
     p.add_argument("--causal", type=float, default=0.0,
                    help="share of infill examples that mask nothing and take the loss at every position, read left to right")
+    p.add_argument("--prefix", type=int, default=MAX_PREFIX,
+                   help="the most tokens before the middle an example shows (the engine reads lm_engine.PREFIX_TOKENS)")
     p.add_argument("--unwrap", type=float, default=0.0,
                    help="share of documentation files whose wrapped paragraphs are joined into one line each")
     p.add_argument("--self-targets", type=Path, default=None,
@@ -185,11 +187,13 @@ class Example(NamedTuple):
 
 
 def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary, at_start: bool = False,
-                 snippets: Callable[[str, str], Sequence[str]] | None = None, causal: float = 0.0):
+                 snippets: Callable[[str, str], Sequence[str]] | None = None, causal: float = 0.0,
+                 max_prefix: int = MAX_PREFIX):
     """An ``Example``, or None for a window too short.
     ``at_start``: the tokens begin a file, so a middle may begin there too; ``snippets`` gives the
     project context for a prefix and suffix (text), which ``CONTEXT_SHARE`` of examples get;
-    ``causal``: the share of infill examples read left to right whole (``--causal``)."""
+    ``causal``: the share of infill examples read left to right whole (``--causal``);
+    ``max_prefix``: the most tokens of the text before the middle (``--prefix``)."""
     if len(tokens) < 24:
         return None
     special = vocab.special
@@ -199,7 +203,7 @@ def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary, at_st
     else:
         start, length = pick_middle(tokens, rng, canvas, vocab)
     middle = tokens[start : start + length]
-    prefix = tokens[max(0, start - rng.randint(8, MAX_PREFIX)) : start]
+    prefix = tokens[max(0, start - rng.randint(8, max_prefix)) : start]
     suffix_len = 0 if rng.random() < 0.2 else rng.randint(1, MAX_SUFFIX)
     suffix = tokens[start + length : start + length + suffix_len]
     if snippets is not None and rng.random() < CONTEXT_SHARE:
@@ -428,6 +432,7 @@ def main(argv=None) -> None:
     state["distill"] = args.distill  # the recipe a checkpoint was last trained with
     state["unwrap"] = args.unwrap
     state["causal"] = args.causal
+    state["prefix"] = args.prefix
     state["self_targets"] = str(args.self_targets) if args.self_targets else None
     rng = random.Random(f"{args.seed}:{state['step']}")
     sampler = DocumentSampler("train", tokenizer, rng, prose_share=PROSE_SHARE, unwrap_share=args.unwrap)
@@ -445,7 +450,8 @@ def main(argv=None) -> None:
             else:
                 window = sampler.next_window()
                 example = make_example(window.tokens, rng, vocab, window.at_start,
-                                       lambda prefix, suffix: sampler.snippets(window, prefix, suffix), args.causal)
+                                       lambda prefix, suffix: sampler.snippets(window, prefix, suffix), args.causal,
+                                       args.prefix)
             if example is None:
                 continue
             loss = example_loss(model, example, device, vocab.special, args.distill) / args.accumulate
