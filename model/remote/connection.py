@@ -188,11 +188,11 @@ class Connection:
         try:
             event = json.loads(data)
         except (ValueError, RecursionError) as error:
-            raise EngineError(f"{self.label} sent a malformed stream (an event {_unreadable(error)}: {_clip(data, 60)!r})") from None
+            raise EngineError(f"{self.label} sent a malformed stream (an event {_unreadable(error)}: {clip_line(self.scrub(data), 60)!r})") from None
         if not isinstance(event, dict):
             raise EngineError(f"{self.label} sent a malformed stream (an event that is not a JSON object)")
         if "error" in event and "choices" not in event:
-            raise EngineError(self.scrub(f"{self.label} failed while answering: {_error_detail(event)}"))
+            raise EngineError(f"{self.label} failed while answering: {_error_detail(event, self.scrub)}")
         return event
 
     # ---- answers and errors ------------------------------------------------------------------
@@ -202,7 +202,7 @@ class Connection:
         it could take gigabytes: 3.5 KB of doubly gzipped zeros did)."""
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
-            raise EngineError(f"{self.label} compressed its answer ({_clip(encoding, 40)}) although asked not to; it was not read")
+            raise EngineError(f"{self.label} compressed its answer ({clip_line(encoding, 40)}) although asked not to; it was not read")
         yield from response.iter_raw()
 
     def _read(self, response: httpx.Response, limit: int) -> bytes:
@@ -219,14 +219,15 @@ class Connection:
         try:
             return json.loads(data)
         except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, a huge number, deep nesting
-            raise EngineError(f"{self.label} answered with something {_unreadable(error)}: {_clip(data.decode('utf-8', 'replace'), 60)!r}") from None
+            said = clip_line(self.scrub(data.decode("utf-8", "replace")), 60)
+            raise EngineError(f"{self.label} answered with something {_unreadable(error)}: {said!r}") from None
 
     def _check(self, response: httpx.Response) -> None:
         if response.status_code < 300:
             return
         data = self._read_quietly(response)
-        message = describe_status(self.label, response.status_code, response.headers, data, response)
-        raise HttpStatusError(self.scrub(message), response.status_code, self.scrub(_error_detail(_json_or_text(data))))
+        message = describe_status(self.label, response.status_code, response.headers, data, response, self.scrub)
+        raise HttpStatusError(message, response.status_code, _error_detail(_json_or_text(data), self.scrub))
 
     def _read_quietly(self, response: httpx.Response) -> bytes:
         data = bytearray()
@@ -350,7 +351,7 @@ class _SocketHolder:
 
 
 def describe_transport_error(connection: Connection, error: httpx.HTTPError) -> str:
-    label, text = connection.label, str(error)
+    label, text = connection.label, connection.scrub(str(error))  # scrubbed before any clip
     cause = repr(error.__context__ or error.__cause__ or "")
     both = f"{text} {cause}"
     if isinstance(error, httpx.ConnectTimeout):
@@ -358,11 +359,11 @@ def describe_transport_error(connection: Connection, error: httpx.HTTPError) -> 
     if isinstance(error, httpx.ReadTimeout):
         return f"{label} sent nothing for {connection.read_timeout:g} s; gave up waiting"
     if isinstance(error, httpx.TimeoutException):
-        return f"{label} timed out ({_clip(text, 80)})"
+        return f"{label} timed out ({clip_line(text, 80)})"
     if "CERTIFICATE_VERIFY_FAILED" in both or "certificate verify failed" in both:
-        return f"the TLS certificate of {label} could not be verified ({_clip(_after(text, ']'), 80)}); refusing to send the document"
+        return f"the TLS certificate of {label} could not be verified ({clip_line(_after(text, ']'), 80)}); refusing to send the document"
     if "SSL" in both or "TLS" in both:
-        return f"TLS with {label} failed ({_clip(text, 80)})"
+        return f"TLS with {label} failed ({clip_line(text, 80)})"
     if "Name or service not known" in both or "nodename nor servname" in both or "getaddrinfo" in both or "Errno -2" in both or "Errno -3" in both:
         return f"cannot find the server {connection.host} (the name does not resolve)"
     if "Connection refused" in both or "Errno 111" in both:
@@ -371,15 +372,16 @@ def describe_transport_error(connection: Connection, error: httpx.HTTPError) -> 
         return f"{label}: the URL must start with http:// or https://"
     if isinstance(error, httpx.LocalProtocolError):  # its text quotes the header value: never shown
         return f"cannot send a request to {label}: a header value is not valid (the API key?)"
-    return f"cannot talk to {label} ({_clip(text, 80) or type(error).__name__})"
+    return f"cannot talk to {label} ({clip_line(text, 80) or type(error).__name__})"
 
 
-def describe_status(label: str, status: int, headers, data: bytes, response=None) -> str:
-    """One line for an HTTP error answer; names the setting to fix where there is one."""
+def describe_status(label: str, status: int, headers, data: bytes, response=None, scrub: Callable[[str], str] = str) -> str:
+    """One line for an HTTP error answer; names the setting to fix where there is one. ``scrub``
+    blanks secrets in the server's words before they are clipped (a clipped key is not found)."""
     if response is not None and _looks_like_html(data, response) and status not in (401, 403, 429):
         detail = "an HTML page"
     else:
-        detail = _error_detail(_json_or_text(data))
+        detail = _error_detail(_json_or_text(data), scrub)
     said = f": {detail}" if detail else ""
     if status in (401, 403):
         return f"{label} refused the API key (HTTP {status}{said}); set it in Settings > Server or SFUMATO_API_KEY"
@@ -413,16 +415,17 @@ def _unreadable(error: Exception) -> str:
     return "with a number too large to read as JSON"
 
 
-def _error_detail(answer: object) -> str:
-    """The message of OpenAI-style (``{"error": {"message"}}``), FastAPI (``detail``) or plain errors."""
+def _error_detail(answer: object, scrub: Callable[[str], str] = str) -> str:
+    """The message of OpenAI-style (``{"error": {"message"}}``), FastAPI (``detail``) or plain errors,
+    ``scrub``bed, then clipped."""
     if isinstance(answer, dict):
         for key in ("error", "detail", "message"):
             if key in answer:
-                return _error_detail(answer[key])
+                return _error_detail(answer[key], scrub)
         return ""
     if isinstance(answer, list) and answer:
-        return _error_detail(answer[0])
-    return _clip(str(answer), 160)
+        return _error_detail(answer[0], scrub)
+    return clip_line(scrub(str(answer)), 160)
 
 
 def _looks_like_html(data: bytes, response: httpx.Response) -> bool:
@@ -430,7 +433,8 @@ def _looks_like_html(data: bytes, response: httpx.Response) -> bool:
     return "html" in kind or data.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html"))
 
 
-def _clip(text: str, limit: int) -> str:
+def clip_line(text: str, limit: int) -> str:
+    """``text`` as one line (runs of whitespace, line breaks among them, one space) of at most ``limit`` characters."""
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sfumato.model.api import EngineError
-from sfumato.model.remote.connection import Connection
+from sfumato.model.remote.connection import Connection, clip_line
 
 # (prefix, suffix, middle) markers, prefix-suffix-middle order; the first that is one token wins
 FIM_FAMILIES = (
@@ -53,7 +53,7 @@ def discover(connection: Connection, model: str | None = None, draft_stream: boo
     else:
         entry = next((entry for entry in served if entry["id"] == model), None)
         if entry is None and served:
-            names = ", ".join(entry["id"] for entry in served[:5])
+            names = connection.scrub(", ".join(clip_line(entry["id"], 40) for entry in served[:5]))
             raise EngineError(f"{connection.label} does not serve {model!r} (it serves: {names})")
         entry = entry or {"id": model}
     owned_by = str(entry.get("owned_by", ""))
