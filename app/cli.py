@@ -150,9 +150,15 @@ def _load(args):
 def parse_request_line(line: str, steps: int | None, seed: int | None) -> tuple[object, InfillRequest]:
     """(id, request) from one JSON line; ValueError with a readable reason when it is not one."""
     try:
-        data = json.loads(line)
+        data = json.loads(line, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:
         raise ValueError(f"not valid JSON ({error.msg} at column {error.colno})") from None
+    except _NotJson as error:
+        raise ValueError(f"not valid JSON ({error})") from None
+    except RecursionError:
+        raise ValueError("not valid JSON (nested too deep)") from None
+    except ValueError:  # Python reads integers of at most 4300 digits
+        raise ValueError("not valid JSON (a number too large)") from None
     if not isinstance(data, dict):
         raise ValueError("a request must be a JSON object")
     request_id = data.get("id")
@@ -179,6 +185,16 @@ def parse_request_line(line: str, steps: int | None, seed: int | None) -> tuple[
     except ValueError as error:
         raise _WithId(request_id, str(error)) from None
     return request_id, request
+
+
+class _NotJson(ValueError):
+    """What Python's JSON reader takes and JSON has not."""
+
+
+def _refuse_constant(name: str):
+    """NaN and Infinity: Python reads them, but an ``id`` holding one would be given back in an
+    answer line that no strict JSON reader reads."""
+    raise _NotJson("NaN and Infinity are not JSON")
 
 
 class _WithId(ValueError):

@@ -1,11 +1,16 @@
 """Bad input found by the reliability audit (docs/bad-inputs.md, #94 on): a server that quotes the
-API key in what it sends. Each gets one clear line; nothing crashes, and no secret is shown."""
+API key in what it sends, JSON Lines that Python's reader chokes on. Each gets one clear line;
+nothing crashes, and no secret is shown."""
 
 from __future__ import annotations
 
+import io
+import json
+import sys
+
 import pytest
 
-from sfumato.model.api import EngineError, InfillRequest
+from sfumato.model.api import Candidate, Draft, EngineError, InfillRequest, TokenState
 from sfumato.model.remote.backend import RemoteOptions, connect
 from remote_servers import chat_chunk, stream_reply
 
@@ -46,3 +51,47 @@ def test_a_model_list_with_odd_names_is_one_clipped_line(replay_server):
     replay_server.replies[("GET", "/v1/models")] = lambda h: h.send_json(200, {"data": names})
     message = _refusal(lambda: connect(replay_server.url, RemoteOptions(model="wanted")))
     assert "does not serve 'wanted'" in message and "\n" not in message and len(message) < 400
+
+
+# ---- JSON Lines Python's reader chokes on ----------------------------------------------------
+
+
+class EchoBackend:
+    """Answers every request with its prefix, at once."""
+
+    def stream(self, requests, cancel=None):
+        yield tuple(Draft(1, (Candidate(r.prefix, (TokenState(r.prefix, 1.0, True),)),), True, forward_passes=1,
+                          generated_tokens=1) for r in requests)
+
+
+def run_infill(monkeypatch, capsys, lines: list[str]) -> tuple[int, list[str], str]:
+    from sfumato.app import cli
+
+    monkeypatch.setattr(cli, "_load", lambda args: EchoBackend())
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("".join(line + "\n" for line in lines).encode())))
+    code = cli.main(["infill", "--jsonl"])
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err
+
+
+def _strict(name: str):
+    pytest.fail(f"{name} in an answer line: no strict JSON reader reads it")
+
+
+def test_deep_nesting_huge_numbers_and_nan_are_error_lines_and_the_rest_run(monkeypatch, capsys):
+    lines = [
+        '{"id": 1, "prefix": ' + "[" * 100_000 + "}",  # Python's reader raises RecursionError
+        '{"id": 2, "max_new_tokens": ' + "9" * 5000 + "}",  # ValueError: over 4300 digits
+        '{"id": NaN, "prefix": "a"}',  # Python reads NaN; a strict JSON reader of the output would not
+        '{"id": 4, "strength": Infinity, "init_text": "b"}',
+        '{"id": "fine", "prefix": "ok"}',
+    ]
+    code, out, err = run_infill(monkeypatch, capsys, lines)
+    assert code == 0 and err == ""
+    records = [json.loads(line, parse_constant=_strict) for line in out]
+    assert [record.get("id") for record in records] == [None, None, None, None, "fine"]
+    assert records[-1]["text"] == "ok"
+    errors = [record["error"] for record in records[:4]]
+    assert errors[0] == "not valid JSON (nested too deep)"
+    assert errors[1] == "not valid JSON (a number too large)"
+    assert errors[2] == errors[3] == "not valid JSON (NaN and Infinity are not JSON)"
