@@ -35,13 +35,26 @@ def resolve_spec(spec: str) -> tuple[Path | None, str | None]:
 
 
 def check_config(folder: Path) -> None:
-    """Fail early, with a clear line, on a folder whose config.json is missing or not JSON."""
+    """Fail early, with a clear line, on a folder whose config.json is missing, not JSON or of the wrong shape."""
     if not (folder / "config.json").is_file():
         raise EngineError(f"{folder}: no config.json, so this is not a model folder")
     try:
-        json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise EngineError(f"{folder}: config.json is not valid JSON ({error})") from None
+        raw = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise EngineError(f"{folder}: config.json is not valid JSON ({failure_line(error)})") from None
+    check_config_shape(str(folder), raw)
+
+
+def check_config_shape(source: str, raw: object) -> None:
+    """EngineError for a config that is not a JSON object, or whose fields that pick the backend
+    (``architectures``, ``model_type``) have the wrong type: they are read before transformers checks any."""
+    if not isinstance(raw, dict):
+        raise EngineError(f"{source}: config.json must hold a JSON object")
+    architectures = raw.get("architectures")
+    if architectures is not None and not (isinstance(architectures, list) and all(isinstance(name, str) for name in architectures)):
+        raise EngineError(f"{source}: config.json: 'architectures' must be a list of names")
+    if raw.get("model_type") is not None and not isinstance(raw["model_type"], str):
+        raise EngineError(f"{source}: config.json: 'model_type' must be a name")
 
 
 def check_files(folder: Path, allow_pickle: bool = False) -> None:
@@ -110,6 +123,7 @@ def load_backend(
         raw, _ = PreTrainedConfig.get_config_dict(source, local_files_only=local_only)
     except Exception as error:  # transformers raises many types for a bad config
         raise EngineError(f"{source}: cannot read the model config ({failure_line(error)})") from None
+    check_config_shape(source, raw)
     family = masked_diffusion_family(raw)
     if raw.get("model_type") != "diffusion_gemma" and family is None:
         raise EngineError(f"{source}: unsupported architecture {architecture_name(raw)}")
@@ -120,6 +134,7 @@ def load_backend(
         check_files(folder, allow_pickle)
     gemma = family is None
     model_class = DiffusionGemmaForBlockDiffusion if gemma else AutoModel if remote else AutoModelForMaskedLM
+    profile = _read_profile(folder) if gemma else None  # a bad one is refused before the weights are read
     build = _builder(model_class, source, local_only, trust_remote_code)
     with LOAD_LOCK:
         plan = plan_load(source, raw, device, quantize, build, needs_bfloat16=gemma)  # Gemma overflows float16
@@ -130,7 +145,6 @@ def load_backend(
         vocab_size = model.config.text_config.vocab_size
         if len(tokenizer) > vocab_size:
             raise EngineError(f"{source}: the tokenizer has {len(tokenizer)} tokens but the model only {vocab_size}")
-        profile = _read_profile(folder)
         info = _model_info(source, folder, "diffusion-gemma", plan, model, profile.prompt_layout == "chat")
         return DiffusionGemmaBackend(model, tokenizer, profile, info)
     return MaskedDiffusionBackend(model, tokenizer, _model_info(source, folder, "masked-diffusion", plan, model, False))
@@ -255,6 +269,9 @@ def _model_info(source: str, folder: Path | None, backend: str, plan: LoadPlan, 
     )
 
 
+PROFILE_CHOICES = {"prompt_layout": ("fim", "chat"), "fim_order": ("psm", "spm"), "canvas_noise": ("uniform", "mask")}
+
+
 def _read_profile(folder: Path | None):
     from sfumato.model.diffusion_gemma import Profile
 
@@ -263,12 +280,20 @@ def _read_profile(folder: Path | None):
         return Profile()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("it must hold a JSON object")
         known = {key: data[key] for key in ("prompt_layout", "fim_order", "canvas_noise", "context_tokens", "joint_gaps")
                  if key in data}
-        if known.get("fim_order", "psm") not in ("psm", "spm"):
-            raise ValueError(f"fim_order must be psm or spm, not {known['fim_order']!r}")
+        for key, choices in PROFILE_CHOICES.items():
+            if key in known and known[key] not in choices:
+                raise ValueError(f"{key} must be {' or '.join(choices)}, not {known[key]!r}")
+        context = known.get("context_tokens", 1)
+        if not isinstance(context, int) or isinstance(context, bool) or context < 1:
+            raise ValueError("context_tokens must be a whole number of at least 1")
+        if not isinstance(known.get("joint_gaps", False), bool):
+            raise ValueError("joint_gaps must be true or false")
         return Profile(**known)
-    except (OSError, ValueError, TypeError) as error:
+    except (OSError, ValueError, TypeError, RecursionError) as error:
         raise EngineError(f"{path}: unreadable ({error})") from None
 
 

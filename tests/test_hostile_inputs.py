@@ -1,18 +1,19 @@
 """Bad input found by the reliability audit (docs/bad-inputs.md, #94 on): a server that quotes the
-API key in what it sends, JSON Lines that Python's reader chokes on. Each gets one clear line;
-nothing crashes, and no secret is shown."""
+API key in what it sends, JSON Lines that Python's reader chokes on, model folders whose JSON files
+hold the wrong types. Each gets one clear line; nothing crashes, and no secret is shown."""
 
 from __future__ import annotations
 
 import io
 import json
+import shutil
 import sys
 
 import pytest
 
 from sfumato.model.api import Candidate, Draft, EngineError, InfillRequest, TokenState
 from sfumato.model.remote.backend import RemoteOptions, connect
-from remote_servers import chat_chunk, stream_reply
+from remote_servers import CHAT, chat_chunk, stream_reply
 
 KEY = "sk-secret-abcdefghijklmnopqrstuvwxyz"
 
@@ -95,3 +96,45 @@ def test_deep_nesting_huge_numbers_and_nan_are_error_lines_and_the_rest_run(monk
     assert errors[0] == "not valid JSON (nested too deep)"
     assert errors[1] == "not valid JSON (a number too large)"
     assert errors[2] == errors[3] == "not valid JSON (NaN and Infinity are not JSON)"
+
+
+# ---- model folders whose JSON files hold the wrong types -------------------------------------
+
+
+def _load_error(folder) -> str:
+    from sfumato.model.loading import load_backend
+
+    with pytest.raises(EngineError) as caught:
+        load_backend(str(folder), device="cpu")
+    message = str(caught.value)
+    assert str(folder) in message and "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize(("config", "expected"), [
+    ([], "config.json must hold a JSON object"),
+    ("a string", "config.json must hold a JSON object"),
+    ({"architectures": [5]}, "config.json: 'architectures' must be a list of names"),
+    ({"architectures": "BertForMaskedLM"}, "config.json: 'architectures' must be a list of names"),
+    ({"architectures": 5}, "config.json: 'architectures' must be a list of names"),
+    ({"architectures": [{"a": 1}]}, "config.json: 'architectures' must be a list of names"),
+    ({"model_type": ["bert"]}, "config.json: 'model_type' must be a name"),
+])
+def test_a_config_of_the_wrong_shape_is_one_line(tmp_path, config, expected):
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert expected in _load_error(tmp_path)
+
+
+@pytest.mark.parametrize(("profile", "expected"), [
+    ([1, 2], "must hold a JSON object"),
+    ({"context_tokens": "lots"}, "context_tokens must be a whole number of at least 1"),
+    ({"context_tokens": 0}, "context_tokens must be a whole number of at least 1"),
+    ({"prompt_layout": "weird"}, "prompt_layout must be fim or chat"),
+    ({"canvas_noise": 3}, "canvas_noise must be uniform or mask"),
+    ({"joint_gaps": "yes"}, "joint_gaps must be true or false"),
+])
+def test_a_profile_of_the_wrong_shape_is_refused_when_loading_not_at_the_first_request(tmp_path, tiny_model_dir, profile, expected):
+    folder = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, folder)
+    (folder / "sfumato.json").write_text(json.dumps(profile))
+    assert expected in _load_error(folder)
