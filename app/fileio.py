@@ -208,12 +208,25 @@ def _replace(path: str, data: bytes, mode: int, old: os.stat_result | None) -> N
         if os.path.exists(temp_path):
             os.unlink(temp_path)
         raise
-    if hasattr(os, "O_DIRECTORY"):
+    _sync_folder(folder)
+
+
+def _sync_folder(folder: str) -> None:
+    """Make the rename durable where the file system can. The file is replaced already: a folder
+    that cannot be synced (some network and FUSE file systems refuse) is no failure of the save,
+    which would leave the document marked unsaved and its next save asking about a change on disk."""
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    try:
         directory = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+    except OSError:
+        return
+    try:
+        os.fsync(directory)
+    except OSError:
+        pass
+    finally:
+        os.close(directory)
 
 
 def _carry_over(old: os.stat_result, path: str, temp_path: str) -> bool:
@@ -243,12 +256,27 @@ def _xattr_names(path: str) -> list[str]:
 
 
 def _write_in_place(path: str, data: bytes) -> None:
-    """Overwrite ``path``'s bytes: its inode keeps owner, group, attributes and hard links."""
+    """Overwrite ``path``'s bytes: its inode keeps owner, group, attributes and hard links. The
+    space is reserved first, so a full disk fails the save before a byte of the file is overwritten
+    (the file would be left half new, half old)."""
     with open(path, "r+b") as handle:
+        _reserve(handle.fileno(), len(data))
         handle.write(data)
         handle.truncate()
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def _reserve(fd: int, size: int) -> None:
+    """Allocate ``size`` bytes for the file ``fd``; OSError when the disk or quota is full. A file
+    system that cannot reserve space is written without."""
+    if size == 0 or not hasattr(os, "posix_fallocate"):
+        return
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as error:
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise
 
 
 def _remove_stale_temps(folder: str) -> None:

@@ -1,6 +1,7 @@
 """Bad input found by the reliability audit (docs/bad-inputs.md, #94 on): a server that quotes the
 API key in what it sends, JSON Lines that Python's reader chokes on, model folders whose JSON files
-hold the wrong types. Each gets one clear line; nothing crashes, and no secret is shown."""
+hold the wrong types, file systems that refuse part of a save. Each gets one clear line; nothing
+crashes, no secret is shown, no file is left half written."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from sfumato.model.api import Candidate, Draft, EngineError, InfillRequest, TokenState
 from sfumato.model.remote.backend import RemoteOptions, connect
-from remote_servers import CHAT, chat_chunk, stream_reply
+from remote_servers import chat_chunk, stream_reply
 
 KEY = "sk-secret-abcdefghijklmnopqrstuvwxyz"
 
@@ -138,3 +139,46 @@ def test_a_profile_of_the_wrong_shape_is_refused_when_loading_not_at_the_first_r
     shutil.copytree(tiny_model_dir, folder)
     (folder / "sfumato.json").write_text(json.dumps(profile))
     assert expected in _load_error(folder)
+
+
+# ---- saving where the file system refuses part of it -----------------------------------------
+
+
+def test_a_folder_that_cannot_be_synced_after_the_rename_does_not_fail_the_save(tmp_path, monkeypatch):
+    import os
+    import stat
+
+    from sfumato.app import fileio
+
+    path = tmp_path / "notes.txt"
+    path.write_text("old\n")
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(22, "Invalid argument")  # as some network and FUSE file systems answer
+        real_fsync(fd)
+
+    monkeypatch.setattr(fileio.os, "fsync", fsync)
+    fileio.write_text(str(path), "new\n", fileio.TextFormat())  # the file is replaced: the save succeeded
+    assert path.read_text() == "new\n" and os.listdir(tmp_path) == ["notes.txt"]
+
+
+def test_a_full_disk_fails_a_save_in_place_before_the_file_is_touched(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from sfumato.app import fileio
+
+    path, link = tmp_path / "a.txt", tmp_path / "b.txt"
+    path.write_text("the saved text\n")
+    os.link(path, link)  # a second name: the save writes in place, where a half-written file stays half-written
+
+    def full(fd: int, offset: int, size: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fileio.os, "posix_fallocate", full)
+    with pytest.raises(OSError) as caught:
+        fileio.write_text(str(path), "a longer text that needs more blocks\n" * 100, fileio.TextFormat())
+    assert caught.value.errno == errno.ENOSPC
+    assert path.read_text() == link.read_text() == "the saved text\n"
