@@ -19,6 +19,7 @@ was; the old folder is removed only after the restored documents have been copie
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
 import os
@@ -85,9 +86,26 @@ def decode_copy(data: bytes) -> RecoveredDocument:
     header = json.loads(head)
     if not isinstance(header, dict) or header.get("version") != FORMAT_VERSION:
         raise ValueError("unknown recovery format")
+    _check_header(header)
     fmt = fileio.TextFormat(header["encoding"], bool(header["bom"]), header["newline"])
     stamp = tuple(header["disk_stamp"]) if header.get("disk_stamp") else None
     return RecoveredDocument(body.decode("utf-8", "surrogatepass"), header["path"], fmt, header["name"], stamp)
+
+
+def _check_header(header: dict) -> None:
+    """ValueError for a damaged header: a field of the wrong type, a line ending or an encoding
+    that does not exist (a tab restored with it could never be saved)."""
+    stamp = header.get("disk_stamp")
+    if not (
+        isinstance(header.get("path"), (str, type(None))) and isinstance(header.get("name"), str)
+        and isinstance(header.get("encoding"), str) and header.get("newline") in ("\n", "\r\n", "\r")
+        and (not stamp or (isinstance(stamp, list) and len(stamp) == 2 and all(type(value) is int for value in stamp)))
+    ):
+        raise ValueError("a damaged header")
+    try:
+        codecs.lookup(header["encoding"])
+    except LookupError:
+        raise ValueError("an unknown encoding") from None
 
 
 class SessionFolder:

@@ -1,7 +1,7 @@
 """Bad input found by the reliability audit (docs/bad-inputs.md, #94 on): a server that quotes the
 API key in what it sends, JSON Lines that Python's reader chokes on, model folders whose JSON files
-hold the wrong types, file systems that refuse part of a save. Each gets one clear line; nothing
-crashes, no secret is shown, no file is left half written."""
+hold the wrong types, file systems that refuse part of a save, damaged recovery copies. Each gets
+one clear line; nothing crashes, no secret is shown, no file is left half written."""
 
 from __future__ import annotations
 
@@ -182,3 +182,28 @@ def test_a_full_disk_fails_a_save_in_place_before_the_file_is_touched(tmp_path, 
         fileio.write_text(str(path), "a longer text that needs more blocks\n" * 100, fileio.TextFormat())
     assert caught.value.errno == errno.ENOSPC
     assert path.read_text() == link.read_text() == "the saved text\n"
+
+
+# ---- recovery copies with a damaged header ---------------------------------------------------
+
+
+@pytest.mark.parametrize("damage", [
+    {"disk_stamp": 5}, {"disk_stamp": ["a", "b"]}, {"encoding": "no-such-codec"}, {"encoding": 7},
+    {"newline": "x"}, {"name": None}, {"path": 3},
+])
+def test_a_copy_whose_header_is_damaged_is_left_alone_and_the_others_are_offered(tmp_path, damage):
+    from sfumato.app import recovery
+
+    def copy(text: str, **changes) -> bytes:
+        header = {"version": recovery.FORMAT_VERSION, "path": None, "name": "Untitled 1", "encoding": "utf-8",
+                  "bom": False, "newline": "\n", "disk_stamp": None, **changes}
+        return json.dumps(header).encode() + b"\n" + text.encode()
+
+    folder = tmp_path / "recovery" / "1-dead"
+    folder.mkdir(parents=True)
+    (folder / "1.recovery").write_bytes(copy("damaged", **damage))
+    (folder / "2.recovery").write_bytes(copy("the user's text"))
+    (orphan,) = recovery.find_orphans(tmp_path / "recovery")  # before: TypeError, or a tab that could not save
+    assert [document.text for document in orphan.documents] == ["the user's text"]
+    orphan.keep()
+    assert (folder / "1.recovery").exists()
