@@ -240,19 +240,26 @@ def _builder(model_class, source: str, local_only: bool, trust_remote_code: bool
 
 def _load_weights(model_class, gemma: bool, source: str, plan: LoadPlan, local_only: bool, allow_pickle: bool,
                   trust_remote_code: bool):
-    """(model placed as ``plan`` says, tokenizer). Any failure but a cancel is one EngineError line."""
+    """(model placed as ``plan`` says, tokenizer). Any failure but a cancel is one EngineError line;
+    so is a checkpoint whose weights lack parameters its config asks for (a partial download, a
+    config from another model): transformers would fill them at random and the model write noise."""
     from transformers import AutoTokenizer
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only, trust_remote_code=trust_remote_code)
-        model = model_class.from_pretrained(
+        model, report = model_class.from_pretrained(
             source, use_safetensors=not allow_pickle, local_files_only=local_only, trust_remote_code=trust_remote_code,
-            **plan.from_pretrained_options(diffusion_gemma=gemma),
+            output_loading_info=True, **plan.from_pretrained_options(diffusion_gemma=gemma),
         )
     except Cancelled:
         raise
     except Exception as error:
         raise EngineError(f"{source}: cannot load the model ({failure_line(error)})") from None
+    parameters = {name for name, _ in model.named_parameters()}
+    missing = sorted(set(report.get("missing_keys") or ()) & parameters)
+    if missing:
+        raise EngineError(f"{source}: its weights lack {len(missing)} of the parameters its config asks for "
+                          f"({missing[0]}, …): a partial download or a config.json from another model")
     return model, tokenizer
 
 

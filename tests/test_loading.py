@@ -1,5 +1,6 @@
 """Model specs and bad model folders give one clear line naming the folder and the problem."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -47,6 +48,20 @@ def test_truncated_weights(tmp_path, tiny_model_dir):
     weights.write_bytes(weights.read_bytes()[:1000])
     assert "cannot load the model" in load_error(str(tmp_path / "m"))
 
+
+
+def test_weights_that_lack_layers_the_config_asks_for_are_refused(tmp_path, tiny_model_dir):
+    """A config from a deeper model: transformers would start the extra layers at random."""
+    shutil.copytree(tiny_model_dir, tmp_path / "m")
+    config_path = tmp_path / "m" / "config.json"
+    config = json.loads(config_path.read_text())
+    text = config["text_config"]
+    text["num_hidden_layers"] += 1
+    if "layer_types" in text:
+        text["layer_types"].append(text["layer_types"][-1])
+    config_path.write_text(json.dumps(config))
+    message = load_error(str(tmp_path / "m"))
+    assert "weights lack" in message and f"layers.{text['num_hidden_layers'] - 1}." in message
 
 def test_pickle_weights_are_refused(tmp_path, tiny_model_dir):
     shutil.copytree(tiny_model_dir, tmp_path / "m")
