@@ -55,6 +55,18 @@ def test_a_model_list_with_odd_names_is_one_clipped_line(replay_server):
     assert "does not serve 'wanted'" in message and "\n" not in message and len(message) < 400
 
 
+
+def test_a_served_models_id_is_shown_as_one_short_safe_line_and_sent_back_whole(replay_server):
+    served = "org/model\x1b]0;owned\x07\u202e" + "v" * 500
+    replay_server.replies[("GET", "/v1/models")] = lambda h: h.send_json(200, {"data": [{"id": served}]})
+    replay_server.replies[("POST", "/v1/chat/completions")] = stream_reply([chat_chunk("x"), chat_chunk(None, "stop")])
+    backend = connect(replay_server.url)
+    shown = backend.info.name
+    assert shown.startswith("org/model") and len(shown) <= 60 and "\x1b" not in shown and "\u202e" not in shown
+    list(backend.stream([InfillRequest(prefix="a", max_new_tokens=8)]))
+    (body,) = replay_server.posts("/v1/chat/completions")
+    assert body["model"] == served  # the server is asked for the model by its own id
+
 # ---- JSON Lines Python's reader chokes on ----------------------------------------------------
 
 

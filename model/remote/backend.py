@@ -23,15 +23,17 @@ from dataclasses import dataclass, field
 from sfumato.model.api import Candidate, CancelFlag, Draft, EngineError, InfillRequest, ModelInfo, TemplateRequest
 from sfumato.model.gap_fill import fill_gaps_separately
 from sfumato.model.region_prompt import SERVER_PROMPT_TOKENS
-from sfumato.model.remote.connection import DONE, MAX_RESPONSE_BYTES, Connection, HttpStatusError, Timeouts
+from sfumato.model.remote.connection import DONE, MAX_RESPONSE_BYTES, Connection, HttpStatusError, Timeouts, clip_line
 from sfumato.model.remote.credentials import api_key_for, clean_api_key
 from sfumato.model.remote.pieces import SettledText, draft_candidate, settled_candidate, split_pieces
 from sfumato.model.remote.prompts import diffusion_extras, request_body
 from sfumato.model.remote.server import ServerProfile, discover, seed_canvas
+from sfumato.model.untrusted_text import terminal_safe
 
 EMPTY = Candidate("", ())
 MAX_CHARS_PER_TOKEN = 16  # an answer longer than this many characters a token asked for is refused
 BARE_FAILURES = ("", "internal server error")  # a 5xx that gives no reason: perhaps chat itself (no template)
+SHOWN_NAME_CHARS = 60  # of a served model's id, where the window and the commands show it
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ class RemoteBackend:
         self.profile = profile
         self.options = options
         self.info = ModelInfo(
-            name=profile.model,
+            name=clip_line(terminal_safe(connection.scrub(profile.model)), SHOWN_NAME_CHARS),  # the server's words, shown
             backend="remote",
             device=connection.label,
             parameters=0,  # unknown: the server does not say
