@@ -62,7 +62,7 @@ def test_a_served_models_id_is_shown_as_one_short_safe_line_and_sent_back_whole(
     replay_server.replies[("POST", "/v1/chat/completions")] = stream_reply([chat_chunk("x"), chat_chunk(None, "stop")])
     backend = connect(replay_server.url)
     shown = backend.info.name
-    assert shown.startswith("org/model") and len(shown) <= 60 and "\x1b" not in shown and "\u202e" not in shown
+    assert shown.startswith("org/model") and len(shown) <= 80 and "\x1b" not in shown and "\u202e" not in shown
     list(backend.stream([InfillRequest(prefix="a", max_new_tokens=8)]))
     (body,) = replay_server.posts("/v1/chat/completions")
     assert body["model"] == served  # the server is asked for the model by its own id

@@ -33,7 +33,7 @@ from sfumato.model.untrusted_text import terminal_safe
 EMPTY = Candidate("", ())
 MAX_CHARS_PER_TOKEN = 16  # an answer longer than this many characters a token asked for is refused
 BARE_FAILURES = ("", "internal server error")  # a 5xx that gives no reason: perhaps chat itself (no template)
-SHOWN_NAME_CHARS = 60  # of a served model's id, where the window and the commands show it
+SHOWN_NAME_CHARS = 80  # of a served model's id, where the window and the commands show it
 
 
 @dataclass(frozen=True)
