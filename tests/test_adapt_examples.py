@@ -345,3 +345,23 @@ def test_the_prefix_an_example_shows_is_bounded_by_max_prefix(vocab):
 
     assert longest_prefix(20) <= 20
     assert adapt.MAX_PREFIX < longest_prefix(448) <= 448
+
+
+def test_an_exported_adapter_records_a_longer_prefix_for_the_engine(tmp_path):
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+
+    from sfumato.model.lm_base import TRAINED_PREFIX, trained_prefix
+
+    for prefix in (None, TRAINED_PREFIX, 448):
+        checkpoint, folder = tmp_path / f"c{prefix}", tmp_path / f"a{prefix}"
+        checkpoint.mkdir()
+        save_file({"a.lora_A.weight": torch.ones(2, 3)}, checkpoint / "adapter_model.safetensors")
+        (checkpoint / "adapter_config.json").write_text("{}")
+        state = {"step": 3, "examples": 24, "tokens": 900} | ({"prefix": prefix} if prefix else {})
+        (checkpoint / "state.json").write_text(json.dumps(state))
+        adapt.export(checkpoint, folder)
+        assert trained_prefix(folder) == (prefix or TRAINED_PREFIX)
+        assert ("prefix" in json.loads((folder / "training.json").read_text())) == (prefix == 448)

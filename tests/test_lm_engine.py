@@ -8,6 +8,7 @@ infills stop at the line's end, the cache is reused, a cancel stops between pass
 from __future__ import annotations
 
 import copy
+import json
 import math
 from dataclasses import replace
 
@@ -44,6 +45,25 @@ def test_the_layout_keeps_the_base_reading_of_the_prompt(tiny_lm, smol_tokenizer
     assert torch.allclose(plain, laid_out[:, : len(ids)], atol=1e-5)  # the prompt reads as the base reads it
     assert not torch.allclose(causal[:, len(ids) :], laid_out[:, len(ids) :], atol=1e-5)  # the canvas looks both ways
 
+
+
+def test_the_engine_reads_as_much_prefix_as_its_adapter_was_trained_with(tiny_lm, smol_tokenizer, tmp_path):
+    from sfumato.model.lm_base import trained_prefix
+    from sfumato.model.lm_engine import PREFIX_TOKENS, LmDenoiserBackend
+
+    (tmp_path / "older").mkdir()
+    (tmp_path / "older" / "training.json").write_text(json.dumps({"step": 1}))
+    (tmp_path / "longer").mkdir()
+    (tmp_path / "longer" / "training.json").write_text(json.dumps({"step": 1, "prefix": 448}))
+    assert (trained_prefix(None), trained_prefix(tmp_path / "older"), trained_prefix(tmp_path / "longer")) == \
+        (PREFIX_TOKENS, PREFIX_TOKENS, 448)
+    request = InfillRequest(prefix="x = 1\n" * 300, suffix="")
+    mark = SpecialIds.of(smol_tokenizer).prefix_mark
+    for prefix_tokens in (PREFIX_TOKENS, 448):
+        backend = LmDenoiserBackend(tiny_lm, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False),
+                                    prefix_tokens=prefix_tokens)
+        prompt, heal = backend._prompt(request)
+        assert len(prompt) - prompt.index(mark) - 1 == prefix_tokens - 1 and heal  # its last token is healed
 
 def test_project_snippets_go_before_the_prefix(backend, smol_tokenizer):
     snippet = "# shapes.py\ndef area(width, height):\n    return width * height\n"

@@ -49,7 +49,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from sfumato.model.lm_base import BASES, SMOLLM2
+from sfumato.model.lm_base import BASES, SMOLLM2, TRAINED_PREFIX
 from sfumato.model.lm_engine import context_ids
 from sfumato.model.lm_layout import SpecialIds, canvas_mask, prompt_ids
 from sfumato.model.token_text import token_bytes_table
@@ -60,7 +60,7 @@ from sfumato.model.training.lm_corpus import DocumentSampler
 LORA_RANK = 16
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 CANVAS_SIZES = (16, 32)
-MAX_PREFIX, MAX_SUFFIX = 224, 96
+MAX_PREFIX, MAX_SUFFIX = TRAINED_PREFIX, 96  # --prefix sets the prefix's
 AR_TOKENS = 32  # prompt positions that also get the next-token loss
 FIX_SHARE = 0.3
 SLIP_SHARE = 0.6  # of fix examples: a slip of the hand re-tokenised (else a token swapped for another)
@@ -96,7 +96,7 @@ def parse_args(argv=None):
     p.add_argument("--causal", type=float, default=0.0,
                    help="share of infill examples that mask nothing and take the loss at every position, read left to right")
     p.add_argument("--prefix", type=int, default=MAX_PREFIX,
-                   help="the most tokens before the middle an example shows (the engine reads lm_engine.PREFIX_TOKENS)")
+                   help="the most tokens before the middle an example shows (exported with the adapter: the engine reads as many)")
     p.add_argument("--unwrap", type=float, default=0.0,
                    help="share of documentation files whose wrapped paragraphs are joined into one line each")
     p.add_argument("--self-targets", type=Path, default=None,
@@ -150,6 +150,8 @@ def export(checkpoint: Path, folder: Path) -> None:
     shutil.copy(checkpoint / "adapter_config.json", folder / "adapter_config.json")
     state = json.loads((checkpoint / "state.json").read_text())
     kept = {k: state[k] for k in ("step", "examples", "tokens")} | {"base": state.get("base", SMOLLM2.name)}
+    if state.get("prefix", TRAINED_PREFIX) != TRAINED_PREFIX:  # the engine reads as many (lm_base.trained_prefix)
+        kept["prefix"] = state["prefix"]
     (folder / "training.json").write_text(json.dumps(kept, indent=1))
 
 

@@ -5,7 +5,7 @@ shaped as the editor sends it (``edit_tasks.line_tasks``: Ctrl+K's one-line infi
 
 * first pass: the request submitted to an ``InferenceWorker`` -> its first draft (one pass)
   delivered. ``cold``: the prompt cache cleared, at least ``COLD_CONTEXT_TOKENS`` of context (the
-  engine reads the last ``PREFIX_TOKENS`` and first ``SUFFIX_TOKENS`` of it); ``warm``: the same
+  engine reads the last ``prefix_tokens`` and first ``SUFFIX_TOKENS`` of it); ``warm``: the same
   request again, its prompt cached as the speculative prefill leaves it.
 * a whole single line, and a ``REWRITE_LINES``-line rewrite at ``REWRITE_STRENGTH``: request -> final draft.
 * quality against speed: the same line tasks as shipped (guesses checked) and accepting one token per

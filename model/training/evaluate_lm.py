@@ -244,7 +244,7 @@ def main(argv=None) -> None:
     if missing := missing_documentation():  # the tasks are drawn from every held-out unit, documentation too
         raise SystemExit(f"the held-out documentation is not installed: {missing} (without it the tasks are not this report's)")
     torch.set_num_threads(args.threads)
-    from sfumato.model.lm_base import load_adapted, load_base
+    from sfumato.model.lm_base import load_adapted, load_base, trained_prefix
     from sfumato.model.lm_engine import LmDenoiserBackend
     from sfumato.model.loading import as_run_on_cpu, load_embedded
 
@@ -261,7 +261,8 @@ def main(argv=None) -> None:
     if {"engine", "engine-context", "one-per-pass"} & set(systems):
         if args.adapter:
             model, tokenizer = load_adapted(args.adapter)
-            engine = LmDenoiserBackend(as_run_on_cpu(model, args.int8), tokenizer, _info(args.int8))
+            engine = LmDenoiserBackend(as_run_on_cpu(model, args.int8), tokenizer, _info(args.int8),
+                                       prefix_tokens=trained_prefix(args.adapter))
         else:
             engine = load_embedded(quantize="int8" if args.int8 else None)
     for kind, items in kinds.items():
