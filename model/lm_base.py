@@ -77,7 +77,6 @@ def training_record(adapter: Path) -> tuple[Path | None, dict]:
     return None, {}
 
 
-
 def trained_prefix(adapter: Path | None) -> int:
     """The most tokens before the region ``adapter`` was trained to read (``adapt --prefix``, kept
     in its training record): what the engine reads. TRAINED_PREFIX for one that does not say, or none."""
