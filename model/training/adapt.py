@@ -60,7 +60,7 @@ from sfumato.model.training.lm_corpus import DocumentSampler
 LORA_RANK = 16
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 CANVAS_SIZES = (16, 32)
-MAX_PREFIX, MAX_SUFFIX = TRAINED_PREFIX, 96  # --prefix sets the prefix's
+MAX_PREFIX, MAX_SUFFIX = TRAINED_PREFIX, 96  # the most tokens an example shows before / after its middle (--prefix: a run's own)
 AR_TOKENS = 32  # prompt positions that also get the next-token loss
 FIX_SHARE = 0.3
 SLIP_SHARE = 0.6  # of fix examples: a slip of the hand re-tokenised (else a token swapped for another)
