@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sfumato.model.api import SERVER_URL, Backend, Cancelled, CancelFlag, EngineError, ModelInfo, failure_line
@@ -20,6 +20,7 @@ from sfumato.model.placement import LoadPlan, plan_load
 from sfumato.model.quantization import silence_import_noise
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+MAX_LAYERS = 1000  # the deepest published models have a few hundred
 
 
 def resolve_spec(spec: str) -> tuple[Path | None, str | None]:
@@ -55,6 +56,24 @@ def check_config_shape(source: str, raw: object) -> None:
         raise EngineError(f"{source}: config.json: 'architectures' must be a list of names")
     if raw.get("model_type") is not None and not isinstance(raw["model_type"], str):
         raise EngineError(f"{source}: config.json: 'model_type' must be a name")
+    for name, value in _layer_counts(raw):
+        if value > MAX_LAYERS:
+            raise EngineError(f"{source}: config.json: {name} is {value}, more layers than any model has "
+                              f"(at most {MAX_LAYERS}): a corrupt config")
+
+
+def _layer_counts(raw: dict) -> Iterator[tuple[str, int]]:
+    """(dotted name, value) of every whole number in the config and its sub-configs that counts layers
+    (``num_hidden_layers``, ``n_layer``, ``decoder_layers``...): building a model loops over them, so a
+    huge one hangs the load before any weight is read, even on the meta device."""
+    pending = [("", raw)]
+    while pending:
+        path, config = pending.pop()
+        for key, value in config.items():
+            if isinstance(value, dict):
+                pending.append((f"{path}{key}.", value))
+            elif (key.endswith("layers") or key == "n_layer") and isinstance(value, int) and not isinstance(value, bool):
+                yield f"{path}{key}", value
 
 
 def check_files(folder: Path, allow_pickle: bool = False) -> None:

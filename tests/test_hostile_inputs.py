@@ -138,6 +138,16 @@ def test_a_config_of_the_wrong_shape_is_one_line(tmp_path, config, expected):
     assert expected in _load_error(tmp_path)
 
 
+@pytest.mark.parametrize("where", ["text_config", "vision_config"])
+def test_a_config_that_asks_for_a_trillion_layers_is_refused_before_anything_is_built(tmp_path, tiny_model_dir, where):
+    folder = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.setdefault(where, {})["num_hidden_layers"] = 10**12  # building it, even without storage, never ends
+    (folder / "config.json").write_text(json.dumps(config))
+    assert f"config.json: {where}.num_hidden_layers is 1000000000000" in _load_error(folder)
+
+
 @pytest.mark.parametrize(("profile", "expected"), [
     ([1, 2], "must hold a JSON object"),
     ({"context_tokens": "lots"}, "context_tokens must be a whole number of at least 1"),
