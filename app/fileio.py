@@ -7,8 +7,8 @@ are binary (NUL bytes outside UTF-16) or not valid in any encoding tried are ref
 without freezing (over ``MAX_FILE_BYTES``, or a line over ``MAX_LINE_CHARS``) and devices or pipes.
 Saving is atomic: a temporary file in the same folder is written, flushed to disk and renamed over
 the target (through a symbolic link), keeping its permissions, owner, group and extended
-attributes; where those cannot be kept, or the file has hard links, it is written in place. A
-read-only file is not replaced.
+attributes; where those cannot be kept, the file has hard links, its folder takes no new file
+or the file is mounted on its own, it is written in place. A read-only file is not replaced.
 
 Pure Python, no Qt, so it can be tested on its own.
 """
@@ -166,8 +166,10 @@ def write_atomic(path: str, data: bytes, mode: int | None = None) -> None:
 
     The new file gets the old one's owner, group and extended attributes (ACLs, SELinux labels,
     tags) and the permission bits ``mode``, else the old file's (a new file: the default ones).
-    Where one of those cannot be kept (a user saving another user's group-writable file) or the
-    file has other hard links, the file's own bytes are overwritten instead, as other editors do:
+    Where one of those cannot be kept (a user saving another user's group-writable file), the
+    file has other hard links, its folder refuses a new file (a writable file in a folder the user
+    may not write) or it cannot be renamed over (EBUSY: a file mounted on its own), the file's own
+    bytes are overwritten instead, as other editors do:
     not atomic, but the file stays what it was (the recovery copy holds an edited text meanwhile).
     A symbolic link is followed (the file it points to is written, the link stays). A read-only
     file is refused with PermissionError even where the folder would allow replacing it. Temp
@@ -192,7 +194,13 @@ def write_atomic(path: str, data: bytes, mode: int | None = None) -> None:
 
 def _replace(path: str, data: bytes, mode: int, old: os.stat_result | None) -> None:
     folder = os.path.dirname(path)
-    handle, temp_path = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=TEMP_SUFFIX, dir=folder)
+    try:
+        handle, temp_path = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=TEMP_SUFFIX, dir=folder)
+    except PermissionError:
+        if old is None:
+            raise
+        _write_in_place(path, data)  # a file the user may write in a folder they may not
+        return
     try:
         with os.fdopen(handle, "wb") as temp:
             temp.write(data)
@@ -203,7 +211,14 @@ def _replace(path: str, data: bytes, mode: int, old: os.stat_result | None) -> N
             _write_in_place(path, data)
             return
         os.chmod(temp_path, mode)
-        os.replace(temp_path, path)
+        try:
+            os.replace(temp_path, path)
+        except OSError as error:
+            if error.errno != errno.EBUSY:
+                raise
+            os.unlink(temp_path)
+            _write_in_place(path, data)  # a file mounted on its own (a container's config) is not renamed over
+            return
     except BaseException:
         if os.path.exists(temp_path):
             os.unlink(temp_path)

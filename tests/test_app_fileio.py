@@ -130,6 +130,37 @@ def test_attributes_that_cannot_be_copied_make_the_save_write_in_place(tmp_path,
     assert os.getxattr(path, "user.sfumato-test") == b"kept" and os.listdir(tmp_path) == ["tagged.txt"]
 
 
+def test_a_writable_file_in_a_folder_that_takes_no_new_file_is_written_in_place(tmp_path, monkeypatch):
+    """A file the user may write in a folder they may not (a config under /etc given to them): no
+    temp file can be made beside it. (Root may always make one, so the refusal is simulated.)"""
+    path = tmp_path / "hosts.txt"
+    path.write_text("old and longer\n")
+    inode = os.stat(path).st_ino
+
+    def refused(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(fileio.tempfile, "mkstemp", refused)
+    fileio.write_text(str(path), "new\n", fileio.TextFormat())
+    assert path.read_text() == "new\n" and os.stat(path).st_ino == inode and os.listdir(tmp_path) == ["hosts.txt"]
+    with pytest.raises(PermissionError):  # a new file there cannot be made at all
+        fileio.write_text(str(tmp_path / "new.txt"), "x\n", fileio.TextFormat())
+
+
+def test_a_file_mounted_on_its_own_is_written_in_place(tmp_path, monkeypatch):
+    """A file bind-mounted on its own (a container's config) cannot be renamed over: EBUSY."""
+    path = tmp_path / "mounted.conf"
+    path.write_text("old and longer\n")
+    inode = os.stat(path).st_ino
+
+    def busy(*args, **kwargs):
+        raise OSError(errno.EBUSY, "Device or resource busy")
+
+    monkeypatch.setattr(os, "replace", busy)
+    fileio.write_text(str(path), "new\n", fileio.TextFormat())
+    assert path.read_text() == "new\n" and os.stat(path).st_ino == inode and os.listdir(tmp_path) == ["mounted.conf"]
+
+
 root_only = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can give a file to another user")
 
 
