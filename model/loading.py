@@ -48,7 +48,8 @@ def check_config(folder: Path) -> None:
 
 def check_config_shape(source: str, raw: object) -> None:
     """EngineError for a config that is not a JSON object, or whose fields that pick the backend
-    (``architectures``, ``model_type``) have the wrong type: they are read before transformers checks any."""
+    (``architectures``, ``model_type``) have the wrong type: they are read before transformers checks any;
+    or that asks for more layers than any model has (its build would hang the load)."""
     if not isinstance(raw, dict):
         raise EngineError(f"{source}: config.json must hold a JSON object")
     architectures = raw.get("architectures")
