@@ -206,24 +206,29 @@ def _replace(path: str, data: bytes, mode: int, old: os.stat_result | None) -> N
             temp.write(data)
             temp.flush()
             os.fsync(temp.fileno())
-        if old is not None and not _carry_over(old, path, temp_path):
+        replaced = (old is None or _carry_over(old, path, temp_path)) and _rename_over(temp_path, path, mode)
+        if not replaced:
             os.unlink(temp_path)
             _write_in_place(path, data)
-            return
-        os.chmod(temp_path, mode)
-        try:
-            os.replace(temp_path, path)
-        except OSError as error:
-            if error.errno != errno.EBUSY:
-                raise
-            os.unlink(temp_path)
-            _write_in_place(path, data)  # a file mounted on its own (a container's config) is not renamed over
             return
     except BaseException:
         if os.path.exists(temp_path):
             os.unlink(temp_path)
         raise
     _sync_folder(folder)
+
+
+def _rename_over(temp_path: str, path: str, mode: int) -> bool:
+    """Rename the temp file over ``path``; False where the file cannot be renamed over (EBUSY: a file
+    mounted on its own, a container's config), so it is written in place."""
+    os.chmod(temp_path, mode)
+    try:
+        os.replace(temp_path, path)
+    except OSError as error:
+        if error.errno != errno.EBUSY:
+            raise
+        return False
+    return True
 
 
 def _sync_folder(folder: str) -> None:
