@@ -8,12 +8,12 @@ import pytest
 
 pytest.importorskip("torch")
 
-from sfumato.model.training import adapt, lm_corpus  # noqa: E402
+from sfumato.model.training import adapt, examples, lm_corpus  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def vocab(smol_tokenizer):
-    return adapt.Vocabulary.of(smol_tokenizer)
+    return examples.Vocabulary.of(smol_tokenizer)
 
 
 TEXT = ("def area(width, height):\n    \"\"\"Return the area of the rectangle.\"\"\"\n    return width * height\n\n\n"
@@ -26,7 +26,7 @@ def test_a_slip_is_aligned_with_the_correct_tokens_and_an_end_deletes_the_extra_
     rng = random.Random(3)
     seen = 0
     for _ in range(40):
-        slip = adapt._slip(middle, tokens, rng, vocab)
+        slip = examples._slip(middle, tokens, rng, vocab)
         if slip is None:
             continue
         shown, target, wrong = slip
@@ -43,14 +43,14 @@ def test_a_word_gap_is_whole_words_inside_one_line(vocab):
     tokens = vocab.encode(TEXT)
     rng = random.Random(5)
     for _ in range(200):
-        start, length = adapt.pick_middle(tokens, rng, 16, vocab)
+        start, length = examples.pick_middle(tokens, rng, 16, vocab)
         assert length >= 1 and start + length <= len(tokens)
     gaps = 0
     for seed in range(300):
         rng = random.Random(seed)
         kind = random.Random(seed).random()  # the draw that picks the middle's kind
-        start, length = adapt.pick_middle(tokens, rng, 16, vocab)
-        if adapt.LINE_SHARE <= kind < adapt.LINE_SHARE + adapt.WORDS_SHARE:
+        start, length = examples.pick_middle(tokens, rng, 16, vocab)
+        if examples.LINE_SHARE <= kind < examples.LINE_SHARE + examples.WORDS_SHARE:
             gaps += 1
             assert tokens[start] in vocab.word_starts
             assert not any(t in vocab.newlines for t in tokens[start : start + length])
@@ -61,8 +61,8 @@ def test_every_example_fills_a_canvas_of_a_trained_size(vocab):
     tokens = vocab.encode(TEXT)
     rng = random.Random(7)
     for _ in range(100):
-        ids, prompt_len, target, weight, _ = adapt.make_example(tokens, rng, vocab)
-        assert len(target) == len(weight) == len(ids) - prompt_len in adapt.CANVAS_SIZES
+        ids, prompt_len, target, weight, _ = examples.make_example(tokens, rng, vocab)
+        assert len(target) == len(weight) == len(ids) - prompt_len in examples.CANVAS_SIZES
         assert any(weight)
 
 
@@ -82,7 +82,7 @@ def test_the_teacher_reads_the_prefix_and_the_true_middle_at_the_masked_position
     rng = random.Random(11)
     checked = 0
     for _ in range(60):
-        example = adapt.make_example(tokens, rng, vocab)
+        example = examples.make_example(tokens, rng, vocab)
         if example is None:
             continue
         ids, prompt_len, target = example.ids, example.prompt_len, example.target
@@ -114,7 +114,7 @@ def test_distillation_pulls_the_adapter_towards_the_base_it_started_from(vocab, 
     rng = random.Random(2)
     example = None
     while example is None or adapt.teacher_reading(example, vocab.special) is None:
-        example = adapt.make_example(tokens, rng, vocab)
+        example = examples.make_example(tokens, rng, vocab)
     teacher_ids = adapt.teacher_reading(example, vocab.special)[0]
     with torch.no_grad(), model.disable_adapter():
         before = model(input_ids=torch.tensor([teacher_ids])).logits
@@ -144,7 +144,7 @@ def test_a_window_that_begins_a_file_sometimes_has_its_first_line_as_the_middle_
     rng = random.Random(13)
     empty = lines = 0
     for _ in range(400):
-        ids, prompt_len, target, _, _ = adapt.make_example(tokens, rng, vocab, at_start=True)
+        ids, prompt_len, target, _, _ = examples.make_example(tokens, rng, vocab, at_start=True)
         prefix = ids[ids.index(vocab.special.prefix_mark) + 1 : prompt_len]
         if not prefix:
             empty += 1
@@ -154,7 +154,7 @@ def test_a_window_that_begins_a_file_sometimes_has_its_first_line_as_the_middle_
     assert 40 < empty < 160 and lines > 10  # about FILE_START_SHARE of them
     rng = random.Random(13)
     for _ in range(200):  # elsewhere a middle has a prefix
-        ids, prompt_len, *_ = adapt.make_example(tokens, rng, vocab)
+        ids, prompt_len, *_ = examples.make_example(tokens, rng, vocab)
         assert ids.index(vocab.special.prefix_mark) + 1 < prompt_len
 
 
@@ -182,7 +182,7 @@ def test_half_the_examples_read_the_project_context_before_the_prefix(vocab):
     rng = random.Random(17)
     with_context = 0
     for _ in range(200):
-        ids, prompt_len, *_ = adapt.make_example(tokens, rng, vocab, snippets=snippets)
+        ids, prompt_len, *_ = examples.make_example(tokens, rng, vocab, snippets=snippets)
         prefix = ids[ids.index(vocab.special.prefix_mark) + 1 : prompt_len]
         context = vocab.encode(snippet)
         if prefix[: len(context)] == context:
@@ -215,8 +215,8 @@ def test_a_self_target_is_the_engines_result_masked_from_a_point_on_or_at_random
     rng = random.Random(2)
     tails = 0
     for _ in range(60):
-        ids, prompt_len, target, weight, both_ways = adapt.self_example(record, rng, vocab)
-        assert len(target) == len(weight) == len(ids) - prompt_len == adapt.CANVAS_SIZES[0] and not both_ways
+        ids, prompt_len, target, weight, both_ways = examples.self_example(record, rng, vocab)
+        assert len(target) == len(weight) == len(ids) - prompt_len == examples.CANVAS_SIZES[0] and not both_ways
         assert target[: len(written)] == written and set(target[len(written) :]) == {vocab.special.end}
         shown = ids[prompt_len:]
         assert all((shown[i] == vocab.special.mask) == bool(weight[i]) for i in range(len(shown)))
@@ -296,7 +296,7 @@ def test_a_causal_example_shows_its_whole_middle_and_learns_every_position(vocab
     tokens = vocab.encode(TEXT)
     causal = plain = 0
     for seed in range(40):
-        example = adapt.make_example(tokens, random.Random(seed), vocab, causal=1.0)
+        example = examples.make_example(tokens, random.Random(seed), vocab, causal=1.0)
         if example is None:
             continue
         shown = example.ids[example.prompt_len :]
@@ -307,7 +307,7 @@ def test_a_causal_example_shows_its_whole_middle_and_learns_every_position(vocab
         causal += 1
     assert causal > 15 and plain > 3
     for seed in range(10):
-        assert adapt.make_example(tokens, random.Random(seed), vocab) == adapt.make_example(tokens, random.Random(seed), vocab, causal=0.0)
+        assert examples.make_example(tokens, random.Random(seed), vocab) == examples.make_example(tokens, random.Random(seed), vocab, causal=0.0)
 
 
 def test_a_causal_examples_loss_is_a_plain_left_to_right_reading_of_prompt_and_middle(vocab, tiny_lm):
@@ -319,7 +319,7 @@ def test_a_causal_examples_loss_is_a_plain_left_to_right_reading_of_prompt_and_m
 
     model = get_peft_model(copy.deepcopy(tiny_lm), LoraConfig(r=4, target_modules=["q_proj", "v_proj"]))
     tokens = vocab.encode(TEXT)
-    example = next(e for seed in range(40) if (e := adapt.make_example(tokens, random.Random(seed), vocab, causal=1.0))
+    example = next(e for seed in range(40) if (e := examples.make_example(tokens, random.Random(seed), vocab, causal=1.0))
                    and not e.both_ways and e.ids[e.prompt_len :] == e.target)
     p, c = example.prompt_len, len(example.target)
     with torch.no_grad():
@@ -337,14 +337,14 @@ def test_the_prefix_an_example_shows_is_bounded_by_max_prefix(vocab):
     def longest_prefix(max_prefix):
         lengths = []
         for seed in range(60):
-            example = adapt.make_example(tokens, random.Random(seed), vocab, max_prefix=max_prefix)
+            example = examples.make_example(tokens, random.Random(seed), vocab, max_prefix=max_prefix)
             if example is not None:
                 ids, prompt_len = example[0], example[1]
                 lengths.append(prompt_len - ids.index(mark) - 1)
         return max(lengths)
 
     assert longest_prefix(20) <= 20
-    assert adapt.MAX_PREFIX < longest_prefix(448) <= 448
+    assert examples.MAX_PREFIX < longest_prefix(448) <= 448
 
 
 def test_an_exported_adapter_records_a_longer_prefix_for_the_engine(tmp_path):
@@ -365,3 +365,33 @@ def test_an_exported_adapter_records_a_longer_prefix_for_the_engine(tmp_path):
         adapt.export(checkpoint, folder)
         assert trained_prefix(folder) == (prefix or TRAINED_PREFIX)
         assert ("prefix" in json.loads((folder / "training.json").read_text())) == (prefix == 448)
+
+
+LED_TEXT = ("import os\n\n\ndef size(folder):\n    print(folder)\n    count = 0\n    for name in os.listdir(folder):\n"
+            "        count += 1\n    print(folder)\n    return count\n\n\n"
+            "def greet(person):\n    message = 'Hello, ' + person\n    print(message)\n")
+
+
+def test_a_suffix_led_middle_is_a_line_that_only_the_suffix_tells(vocab):
+    tokens = vocab.encode(LED_TEXT)
+    chosen = set()
+    for seed in range(60):
+        start, length = examples._suffix_led_line(tokens, random.Random(seed), 16, vocab, max_prefix=200)
+        assert tokens[start - 1] in vocab.newlines and tokens[start + length] in vocab.newlines
+        chosen.add(vocab.decode(tokens[start : start + length]).strip())
+    # a line whose names the text before it already shows is not chosen, nor one that names nothing used after it;
+    # `message` is one name whether a space or a parenthesis comes before it
+    assert "message = 'Hello, ' + person" in chosen and "count = 0" in chosen
+    assert not chosen & {"count += 1", "return count", "print(message)"}
+    assert examples._suffix_led_line(vocab.encode("x = 1\ny = 2\nz = 3\n"), random.Random(0), 16, vocab, 20) is None
+
+
+def test_a_suffix_led_example_shows_the_whole_suffix_it_was_chosen_for(vocab):
+    tokens = vocab.encode(LED_TEXT)
+    special = vocab.special
+    for seed in range(30):
+        example = examples.make_example(tokens, random.Random(seed), vocab, max_prefix=200, suffix_led=1.0)
+        middle = [t for t in example.target if t != special.end]
+        at = next(i for i in range(len(tokens)) if tokens[i : i + len(middle)] == middle) + len(middle)
+        shown = example.ids[example.ids.index(special.suffix_mark) + 1 : example.ids.index(special.prefix_mark)]
+        assert shown == tokens[at : at + examples.MAX_SUFFIX]

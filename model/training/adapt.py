@@ -4,23 +4,8 @@
     python -m sfumato.model.training.adapt --out runs/adapt --threads 2 --minutes 60
     python -m sfumato.model.training.adapt --export runs/adapt/last resources/models/sfumato-lm   # ship a checkpoint (fp16)
 
-Each example is one infill as the engine lays it out (``sfumato.model.lm_layout``): a suffix and a prefix
-cut from a training document, and a canvas of C tokens holding the middle (closed by
-``<|endoftext|>`` padding). Half the prompts hold the project's snippets before the prefix, chosen
-as the editor chooses them (other files of the document's unit); a window that begins a file
-sometimes has the file's start as its middle and no prefix at all. Two kinds of noise, as the
-engine uses them:
-
-* infill / rewrite: every canvas token is masked with probability t ~ U(0, 1) (a rewrite at
-  strength s is the case t = s), or (``LEFT_TO_RIGHT_SHARE``) every token from a random point on,
-  the state a line is in while the engine writes it left to right; the loss is cross-entropy on
-  the masked positions. With ``--causal S``, that share of them masks nothing and takes the loss at
-  every position, each read left to right (fill-in-the-middle, teacher-forced): the engine's text
-  is written by exactly that reading (``sfumato.model.lm_settle``), which the masked examples
-  train at one position of a written start and a masked rest; the denoiser's guesses only save passes.
-* fix: one or two canvas tokens are swapped for a wrong one (a token of the same document, as a
-  wrong identifier would be) and a few more masked; the loss covers every canvas position, so
-  the model learns to give a corrupted text back correct and to keep what is right.
+Each example is one infill as the engine lays it out (``sfumato.model.training.examples``): a
+suffix, a prefix and a canvas holding the middle, masked as the engine's passes find it, or a fix.
 
 Plus half a next-token loss on the end of the prompt, which keeps the causal reading the base had,
 and optionally (``--distill W``) W times the KL divergence from the base's own next-token
@@ -35,44 +20,27 @@ own, a run starts from the shipped adapter when there is one.
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import random
 import shutil
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 
 from sfumato.model.lm_base import BASES, SMOLLM2, TRAINED_PREFIX
-from sfumato.model.lm_engine import context_ids
-from sfumato.model.lm_layout import SpecialIds, canvas_mask, prompt_ids
-from sfumato.model.token_text import token_bytes_table
+from sfumato.model.lm_layout import SpecialIds, canvas_mask
 from sfumato.model.training.corpus import missing_documentation
-from sfumato.model.training.edit_tasks import corrupt
+from sfumato.model.training.examples import MAX_PREFIX, Vocabulary, make_example, self_example
 from sfumato.model.training.lm_corpus import DocumentSampler
 
 LORA_RANK = 16
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-CANVAS_SIZES = (16, 32)
-MAX_PREFIX, MAX_SUFFIX = TRAINED_PREFIX, 96  # the most tokens an example shows before / after its middle (--prefix: a run's own)
 AR_TOKENS = 32  # prompt positions that also get the next-token loss
-FIX_SHARE = 0.3
-SLIP_SHARE = 0.6  # of fix examples: a slip of the hand re-tokenised (else a token swapped for another)
-LINE_SHARE = 0.5  # middles that are exactly one line's tokens (the editor's commonest request)
-WORDS_SHARE = 0.25  # middles of 1 to WORDS_MAX words inside a line
-WORDS_MAX = 4
 PROSE_SHARE = 0.3  # of examples: documentation (by units alone it would be ~6%)
-LEFT_TO_RIGHT_SHARE = 0.4  # of infill examples: a written start and a masked rest, not scattered masks
-CONTEXT_SHARE = 0.5  # of examples: the project's snippets before the prefix, as the editor sends them
-FILE_START_SHARE = 0.2  # of windows that begin a file: the middle begins it too, with no prefix at all
 SELF_SHARE = 0.5  # of examples, with --self-targets: the engine's own result to be written in fewer passes
-SELF_LEFT_TO_RIGHT = 0.7  # of those: a written start and a masked rest (the state the engine decodes in)
 
 
 def parse_args(argv=None):
@@ -97,6 +65,8 @@ def parse_args(argv=None):
                    help="share of infill examples that mask nothing and take the loss at every position, read left to right")
     p.add_argument("--prefix", type=int, default=MAX_PREFIX,
                    help="the most tokens before the middle an example shows (exported with the adapter: the engine reads as many)")
+    p.add_argument("--suffix-led", type=float, default=0.0,
+                   help="share of examples whose middle is a line holding a name that only the suffix shows")
     p.add_argument("--unwrap", type=float, default=0.0,
                    help="share of documentation files whose wrapped paragraphs are joined into one line each")
     p.add_argument("--self-targets", type=Path, default=None,
@@ -153,173 +123,6 @@ def export(checkpoint: Path, folder: Path) -> None:
     if state.get("prefix", TRAINED_PREFIX) != TRAINED_PREFIX:  # the engine reads as many (lm_base.trained_prefix)
         kept["prefix"] = state["prefix"]
     (folder / "training.json").write_text(json.dumps(kept, indent=1))
-
-
-@dataclass(frozen=True)
-class Vocabulary:
-    """What example making needs to know of the tokenizer."""
-    special: SpecialIds
-    newlines: frozenset[int]  # tokens that hold a line break
-    word_starts: frozenset[int]  # tokens that begin a word after a space ("Ġword")
-    encode: Callable[[str], list[int]]
-    decode: Callable[[list[int]], str]
-    context: Callable[[Sequence[str]], list[int]]  # snippets as the engine lays them out
-
-    @classmethod
-    def of(cls, tokenizer) -> Vocabulary:
-        table = token_bytes_table(tokenizer)
-        return cls(SpecialIds.of(tokenizer),
-                   frozenset(i for i, piece in enumerate(table) if b"\n" in piece),
-                   frozenset(i for i, piece in enumerate(table) if piece[:1] == b" " and piece[1:2].isalnum()),
-                   lambda text: tokenizer(text, add_special_tokens=False).input_ids,
-                   lambda ids: tokenizer.decode(ids),
-                   lambda snippets: context_ids(tokenizer, snippets))
-
-
-class Example(NamedTuple):
-    """One training example: the prompt and the canvas as shown, what the canvas should hold, the
-    loss weight of each canvas position. ``both_ways``: every canvas position reads the whole canvas
-    (a fix, as the engine reads a rewrite's text); otherwise a position shown a token reads the
-    canvas left to right and a masked one both ways, as the engine's passes read an infill."""
-    ids: list[int]
-    prompt_len: int
-    target: list[int]
-    weight: list[float]
-    both_ways: bool = False
-
-
-def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary, at_start: bool = False,
-                 snippets: Callable[[str, str], Sequence[str]] | None = None, causal: float = 0.0,
-                 max_prefix: int = MAX_PREFIX):
-    """An ``Example``, or None for a window too short.
-    ``at_start``: the tokens begin a file, so a middle may begin there too; ``snippets`` gives the
-    project context for a prefix and suffix (text), which ``CONTEXT_SHARE`` of examples get;
-    ``causal``: the share of infill examples read left to right whole (``--causal``);
-    ``max_prefix``: the most tokens of the text before the middle (``--prefix``)."""
-    if len(tokens) < 24:
-        return None
-    special = vocab.special
-    canvas = rng.choice(CANVAS_SIZES)
-    if at_start and rng.random() < FILE_START_SHARE:
-        start, length = 0, _first_line_length(tokens, rng, canvas, vocab)
-    else:
-        start, length = pick_middle(tokens, rng, canvas, vocab)
-    middle = tokens[start : start + length]
-    prefix = tokens[max(0, start - rng.randint(8, max_prefix)) : start]
-    suffix_len = 0 if rng.random() < 0.2 else rng.randint(1, MAX_SUFFIX)
-    suffix = tokens[start + length : start + length + suffix_len]
-    if snippets is not None and rng.random() < CONTEXT_SHARE:
-        prefix = vocab.context(snippets(vocab.decode(prefix), vocab.decode(suffix))) + prefix
-    fix = rng.random() < FIX_SHARE
-    slip = _slip(middle, tokens, rng, vocab) if fix and rng.random() < SLIP_SHARE else None
-    if slip is not None:
-        shown, target, wrong = slip
-        shown, target = (shown + [special.end] * canvas)[:canvas], (target + [special.end] * canvas)[:canvas]
-        for i in range(len(shown)):
-            # the engine renoises what it finds least likely: sometimes the slip itself, sometimes not
-            if (i in wrong and rng.random() < 0.5) or rng.random() < 0.15:
-                shown[i] = special.mask
-        prompt = prompt_ids(special, prefix, suffix)
-        return Example(prompt + shown, len(prompt), target, [1.0] * canvas, both_ways=True)
-    target = (middle + [special.end] * canvas)[:canvas]
-    shown, weight = list(target), [0.0] * canvas
-    if fix:
-        for i in rng.sample(range(min(len(middle), canvas)), k=min(len(middle), rng.randint(1, 2))):
-            wrong = rng.choice(tokens)
-            shown[i] = wrong if wrong != target[i] else special.mask
-        for i in range(canvas):
-            if rng.random() < 0.15:
-                shown[i] = special.mask
-        weight = [1.0] * canvas
-    elif causal and rng.random() < causal:  # every position shown, each predicted from the text before it
-        weight = [1.0] * canvas
-    elif rng.random() < LEFT_TO_RIGHT_SHARE:
-        # the state a line's decoding is in: the start written, everything after it still masked
-        for i in range(rng.randrange(min(len(middle), canvas)), canvas):
-            shown[i], weight[i] = special.mask, 1.0
-    else:
-        t = rng.random()
-        for i in range(canvas):
-            if rng.random() < t:
-                shown[i], weight[i] = special.mask, 1.0
-        if not any(weight):
-            i = rng.randrange(canvas)
-            shown[i], weight[i] = special.mask, 1.0
-    prompt = prompt_ids(special, prefix, suffix)
-    return Example(prompt + shown, len(prompt), target, weight, both_ways=fix)
-
-
-def self_example(record: dict, rng: random.Random, vocab: Vocabulary):
-    """An example whose middle is what the engine wrote there (a ``self_targets`` record), masked
-    from a random point on or at random: the model learns to be sure, in parallel, of the tokens it
-    would write one pass after another. Laid out as ``make_example`` lays out a line or a span."""
-    special = vocab.special
-    canvas = CANVAS_SIZES[0] if record["one_line"] else CANVAS_SIZES[-1]
-    written = record["target"][:canvas]
-    target = written + [special.end] * (canvas - len(written))
-    shown, weight = list(target), [0.0] * canvas
-    if rng.random() < SELF_LEFT_TO_RIGHT:
-        masked = range(rng.randrange(len(written)), canvas)
-    else:
-        t = rng.random()
-        masked = [i for i in range(canvas) if rng.random() < t] or [rng.randrange(canvas)]
-    for i in masked:
-        shown[i], weight[i] = special.mask, 1.0
-    prefix = (vocab.context(record["snippets"]) if record["snippets"] else []) + record["prefix"]
-    prompt = prompt_ids(special, prefix, record["suffix"])
-    return Example(prompt + shown, len(prompt), target, weight)
-
-
-def _slip(middle: list[int], tokens: list[int], rng: random.Random, vocab: Vocabulary):
-    """The middle as typed with one slip (a dropped, doubled or swapped letter, a wrong name:
-    ``edit_tasks.corrupt``) and re-tokenised, aligned with the correct tokens: (shown, target,
-    positions that differ). Where the correct text needs fewer tokens, ``<|endoftext|>`` deletes
-    the extra positions, as it does in the engine's rewrite. None when no slip fits in place."""
-    text = vocab.decode(middle)
-    typed = corrupt(text, vocab.decode(tokens), rng)
-    if typed is None or typed == text:
-        return None
-    shown = vocab.encode(typed)
-    target, wrong = [], set()
-    for op, a0, a1, b0, b1 in difflib.SequenceMatcher(None, shown, middle, autojunk=False).get_opcodes():
-        if op != "equal":
-            if b1 - b0 > a1 - a0:
-                return None  # the right text needs more positions than the slip left
-            wrong.update(range(a0, a1))
-        target += middle[b0:b1] + [vocab.special.end] * ((a1 - a0) - (b1 - b0))
-    return shown, target, wrong
-
-
-def _first_line_length(tokens, rng, canvas, vocab: Vocabulary) -> int:
-    """The file's first line (what the cursor on a new file's first line writes), or a span."""
-    first_break = next((i for i, t in enumerate(tokens) if t in vocab.newlines), len(tokens))
-    if rng.random() < LINE_SHARE and 0 < first_break <= canvas:
-        return first_break
-    return min(rng.randint(1, canvas + 8), len(tokens))
-
-
-def pick_middle(tokens, rng, canvas, vocab: Vocabulary):
-    """A line's tokens (between two newline tokens), a few words inside a line (a gap in a
-    sentence) or a random span; at least 1 token."""
-    kind = rng.random()
-    if kind < LINE_SHARE:
-        breaks = [i for i, t in enumerate(tokens) if t in vocab.newlines and 8 <= i < len(tokens) - 2]
-        if len(breaks) >= 2:
-            k = rng.randrange(len(breaks) - 1)
-            start, end = breaks[k] + 1, breaks[k + 1]
-            if 0 < end - start:
-                return start, end - start
-    elif kind < LINE_SHARE + WORDS_SHARE:
-        starts = [i for i in range(8, len(tokens) - 1) if tokens[i] in vocab.word_starts]
-        if len(starts) >= 2:
-            k = rng.randrange(len(starts) - 1)
-            words = rng.randint(1, WORDS_MAX)
-            end = starts[min(k + words, len(starts) - 1)]
-            cut = next((i for i in range(starts[k], end) if tokens[i] in vocab.newlines), end)
-            if cut > starts[k]:
-                return starts[k], cut - starts[k]
-    start = rng.randrange(8, len(tokens) - 1)
-    return start, min(rng.randint(1, canvas + 8), len(tokens) - start)
 
 
 def example_loss(model, example, device, special: SpecialIds, distill: float = 0.0) -> torch.Tensor:
@@ -435,6 +238,7 @@ def main(argv=None) -> None:
     state["unwrap"] = args.unwrap
     state["causal"] = args.causal
     state["prefix"] = args.prefix
+    state["suffix_led"] = args.suffix_led
     state["self_targets"] = str(args.self_targets) if args.self_targets else None
     rng = random.Random(f"{args.seed}:{state['step']}")
     sampler = DocumentSampler("train", tokenizer, rng, prose_share=PROSE_SHARE, unwrap_share=args.unwrap)
@@ -453,7 +257,7 @@ def main(argv=None) -> None:
                 window = sampler.next_window()
                 example = make_example(window.tokens, rng, vocab, window.at_start,
                                        lambda prefix, suffix: sampler.snippets(window, prefix, suffix), args.causal,
-                                       args.prefix)
+                                       args.prefix, args.suffix_led)
             if example is None:
                 continue
             loss = example_loss(model, example, device, vocab.special, args.distill) / args.accumulate

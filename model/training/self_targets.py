@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from sfumato.model.api import InfillRequest
-from sfumato.model.training.adapt import CONTEXT_SHARE, MAX_PREFIX, MAX_SUFFIX, Vocabulary, pick_middle
+from sfumato.model.training.examples import CONTEXT_SHARE, MAX_PREFIX, MAX_SUFFIX, Vocabulary, pick_middle
 from sfumato.model.training.lm_corpus import DocumentSampler
 
 BATCH = 8  # requests denoised as one batch: a pass over 8 rows costs far less than 8 passes
