@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import difflib
 import random
-from itertools import pairwise
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import NamedTuple
 
 from sfumato.model.lm_base import TRAINED_PREFIX
