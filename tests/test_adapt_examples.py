@@ -8,12 +8,16 @@ import pytest
 
 pytest.importorskip("torch")
 
-from sfumato.model.training import adapt, examples, lm_corpus  # noqa: E402
+from sfumato.model.training import adapt, batches, examples, lm_corpus  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def vocab(smol_tokenizer):
     return examples.Vocabulary.of(smol_tokenizer)
+
+
+def loss_of(model, examples_, vocab, distill):
+    return batches.batch_loss(model, batches.collate(examples_, vocab.special, distill=bool(distill)), distill)
 
 
 TEXT = ("def area(width, height):\n    \"\"\"Return the area of the rectangle.\"\"\"\n    return width * height\n\n\n"
@@ -86,7 +90,7 @@ def test_the_teacher_reads_the_prefix_and_the_true_middle_at_the_masked_position
         if example is None:
             continue
         ids, prompt_len, target = example.ids, example.prompt_len, example.target
-        reading = adapt.teacher_reading(example, vocab.special)
+        reading = batches.teacher_reading(example, vocab.special)
         if reading is None:
             continue
         teacher_ids, first, positions = reading
@@ -113,25 +117,25 @@ def test_distillation_pulls_the_adapter_towards_the_base_it_started_from(vocab, 
     tokens = vocab.encode(TEXT)
     rng = random.Random(2)
     example = None
-    while example is None or adapt.teacher_reading(example, vocab.special) is None:
+    while example is None or batches.teacher_reading(example, vocab.special) is None:
         example = examples.make_example(tokens, rng, vocab)
-    teacher_ids = adapt.teacher_reading(example, vocab.special)[0]
+    teacher_ids = batches.teacher_reading(example, vocab.special)[0]
     with torch.no_grad(), model.disable_adapter():
         before = model(input_ids=torch.tensor([teacher_ids])).logits
-    plain = adapt.example_loss(model, example, "cpu", vocab.special, 0.0)
-    with_kl = adapt.example_loss(model, example, "cpu", vocab.special, 1.0)
+    plain = loss_of(model, [example], vocab, 0.0)
+    with_kl = loss_of(model, [example], vocab, 1.0)
     kl = (with_kl - plain).item()
     assert kl > 0  # the random adapter reads the canvas unlike the base reads the text
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.Adam(params, lr=1e-2)
     for _ in range(10):
         optimizer.zero_grad()  # the difference of the two losses is the KL term alone, value and gradient
-        (adapt.example_loss(model, example, "cpu", vocab.special, 1.0)
-         - adapt.example_loss(model, example, "cpu", vocab.special, 0.0)).backward()
+        (loss_of(model, [example], vocab, 1.0)
+         - loss_of(model, [example], vocab, 0.0)).backward()
         optimizer.step()
     with torch.no_grad():
-        after_kl = (adapt.example_loss(model, example, "cpu", vocab.special, 1.0)
-                    - adapt.example_loss(model, example, "cpu", vocab.special, 0.0)).item()
+        after_kl = (loss_of(model, [example], vocab, 1.0)
+                    - loss_of(model, [example], vocab, 0.0)).item()
         with model.disable_adapter():
             assert torch.equal(model(input_ids=torch.tensor([teacher_ids])).logits, before)
     assert after_kl < kl
@@ -324,10 +328,10 @@ def test_a_causal_examples_loss_is_a_plain_left_to_right_reading_of_prompt_and_m
     p, c = example.prompt_len, len(example.target)
     with torch.no_grad():
         logits = tiny_lm(input_ids=torch.tensor([example.ids])).logits[0]  # causal all the way
-        ar_from = max(2, p - adapt.AR_TOKENS)
+        ar_from = max(2, p - batches.AR_TOKENS)
         expected = (F.cross_entropy(logits[p - 1 : p - 1 + c], torch.tensor(example.target))
                     + 0.5 * F.cross_entropy(logits[ar_from - 1 : p - 1], torch.tensor(example.ids[ar_from:p])))
-        assert adapt.example_loss(model, example, "cpu", vocab.special, 0.0).item() == pytest.approx(expected.item(), abs=1e-4)
+        assert loss_of(model, [example], vocab, 0.0).item() == pytest.approx(expected.item(), abs=1e-4)
 
 
 def test_the_prefix_an_example_shows_is_bounded_by_max_prefix(vocab):
@@ -395,3 +399,45 @@ def test_a_suffix_led_example_shows_the_whole_suffix_it_was_chosen_for(vocab):
         at = next(i for i in range(len(tokens)) if tokens[i : i + len(middle)] == middle) + len(middle)
         shown = example.ids[example.ids.index(special.suffix_mark) + 1 : example.ids.index(special.prefix_mark)]
         assert shown == tokens[at : at + examples.MAX_SUFFIX]
+
+
+def test_a_batch_loss_is_the_mean_of_its_examples_losses_taken_one_at_a_time(vocab, tiny_lm):
+    """Padding to one length and one mask per example change nothing: each example reads only its
+    own tokens, as it would alone (fixes, infills and causal examples of different lengths mixed)."""
+    import copy
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    torch.manual_seed(1)
+    model = get_peft_model(copy.deepcopy(tiny_lm), LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
+                                                              init_lora_weights=False))
+    tokens = vocab.encode(TEXT * 3)
+    rng = random.Random(5)
+    chosen = []
+    while len(chosen) < 6:
+        example = examples.make_example(tokens, rng, vocab, causal=0.3)
+        if example is not None:
+            chosen.append(example)
+    assert len({len(e.ids) for e in chosen}) > 1 and any(e.both_ways for e in chosen) and not all(e.both_ways for e in chosen)
+    with torch.no_grad():
+        for distill in (0.0, 0.5):
+            together = loss_of(model, chosen, vocab, distill).item()
+            alone = sum(loss_of(model, [e], vocab, distill).item() for e in chosen) / len(chosen)
+            assert together == pytest.approx(alone, rel=1e-4)
+
+
+def test_the_example_stream_gives_batches_of_similar_length_and_counts_their_tokens(vocab, smol_tokenizer):
+    from types import SimpleNamespace
+
+    args = SimpleNamespace(batch=4, unwrap=0.0, self_targets=None, causal=0.5, prefix=examples.MAX_PREFIX,
+                           suffix_led=0.3, distill=0.5)
+    stream = iter(adapt.ExampleStream(smol_tokenizer, vocab, args, seed="t"))
+    spreads, widths = [], []
+    for _ in range(2 * adapt.POOL):
+        batch = next(stream)
+        lengths = (batch["mask"][:, 0].diagonal(dim1=1, dim2=2) & batch["mask"][:, 0, :, 0]).sum(1)
+        assert batch["ids"].shape[0] == 4 and int(batch["tokens"]) == int(lengths.sum())
+        spreads.append(int(lengths.max() - lengths.min()))
+        widths.append(batch["ids"].shape[1])
+    assert sorted(spreads)[len(spreads) // 2] < max(widths) // 4  # sorted pools: a typical batch pads little

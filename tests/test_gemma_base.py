@@ -100,7 +100,7 @@ def test_an_adapter_names_its_base_and_older_ones_are_smollm2s(tmp_path):
 
 
 def test_gemma_examples_find_lines_and_words_and_the_teacher_reads_from_bos(gemma_tokenizer):
-    from sfumato.model.training.adapt import teacher_reading
+    from sfumato.model.training.batches import teacher_reading
     from sfumato.model.training.examples import Vocabulary, make_example
 
     vocab = Vocabulary.of(gemma_tokenizer)

@@ -6,11 +6,14 @@
 
 Each example is one infill as the engine lays it out (``sfumato.model.training.examples``): a
 suffix, a prefix and a canvas holding the middle, masked as the engine's passes find it, or a fix.
+Its loss (``sfumato.model.training.batches``) adds half a next-token loss on the end of the prompt,
+which keeps the causal reading the base had, and optionally (``--distill W``) W times the KL
+divergence from the base's own next-token distribution at the masked canvas positions: soft targets
+that carry what the base knows beyond the one right token. On a GPU, ``--batch`` examples go
+through at once and ``--workers`` processes make them, e.g.
 
-Plus half a next-token loss on the end of the prompt, which keeps the causal reading the base had,
-and optionally (``--distill W``) W times the KL divergence from the base's own next-token
-distribution, the adapter switched off, reading the prefix and the true middle left to right, at
-the masked canvas positions: soft targets that carry what the base knows beyond the one right token.
+    python -m sfumato.model.training.adapt --out runs/gpu --batch 128 --accumulate 1 --workers 14
+
 Only LoRA weights train (``peft``; ``--rank`` widens a start adapter of a lower rank, the same model
 with more to train); the checkpoint is a peft adapter folder, written atomically
 with the optimiser state, so a killed run resumes where it stopped. Without a checkpoint of its
@@ -28,19 +31,23 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-
 from sfumato.model.lm_base import BASES, SMOLLM2, TRAINED_PREFIX
-from sfumato.model.lm_layout import SpecialIds, canvas_mask
+from sfumato.model.training.batches import batch_loss, collate
 from sfumato.model.training.corpus import missing_documentation
-from sfumato.model.training.examples import MAX_PREFIX, Vocabulary, make_example, self_example
+from sfumato.model.training.examples import (
+    MAX_PREFIX,
+    Vocabulary,
+    make_example,
+    self_example,
+)
 from sfumato.model.training.lm_corpus import DocumentSampler
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 LORA_RANK = 16
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-AR_TOKENS = 32  # prompt positions that also get the next-token loss
 PROSE_SHARE = 0.3  # of examples: documentation (by units alone it would be ~6%)
 SELF_SHARE = 0.5  # of examples, with --self-targets: the engine's own result to be written in fewer passes
+POOL = 8  # batches' worth of examples drawn at a time and sorted by length
 
 
 def parse_args(argv=None):
@@ -54,7 +61,11 @@ def parse_args(argv=None):
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--anneal", action="store_true",
                    help="the learning rate falls linearly to a tenth over this run's minutes (a run that ends the training)")
-    p.add_argument("--accumulate", type=int, default=8)
+    p.add_argument("--accumulate", type=int, default=8, help="batches per optimizer step")
+    p.add_argument("--batch", type=int, default=1, help="examples per forward pass (on a GPU: 64 or more)")
+    p.add_argument("--workers", type=int, default=0, help="processes that make examples (0: this one)")
+    p.add_argument("--snapshot-minutes", type=float, default=0.0,
+                   help="also export the adapter every so many minutes, to out/snapshot-STEP (0: never)")
     p.add_argument("--save-every", type=int, default=25, help="optimizer steps between checkpoints")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rank", type=int, default=LORA_RANK,
@@ -125,47 +136,6 @@ def export(checkpoint: Path, folder: Path) -> None:
     (folder / "training.json").write_text(json.dumps(kept, indent=1))
 
 
-def example_loss(model, example, device, special: SpecialIds, distill: float = 0.0) -> torch.Tensor:
-    ids, prompt_len, target, weight, both_ways = example
-    x = torch.tensor([ids], device=device)
-    canvas = len(target)
-    shown = None if both_ways else [token != special.mask for token in ids[prompt_len:]]
-    mask = canvas_mask(prompt_len, canvas, device, shown)
-    hidden = model.base_model.model.model(input_ids=x, attention_mask=mask).last_hidden_state
-    head = model.base_model.model.lm_head
-    # logits at i-1 predict token i: the canvas is predicted from positions P-1 .. P+C-2
-    logits = head(hidden[0, prompt_len - 1 : prompt_len - 1 + canvas])
-    w = torch.tensor(weight, device=device)
-    loss = (F.cross_entropy(logits, torch.tensor(target, device=device), reduction="none") * w).sum() / w.sum()
-    ar_from = max(2 + (special.start is not None), prompt_len - AR_TOKENS)  # skip the suffix marker's position
-    if prompt_len - ar_from >= 2:
-        ar_logits = head(hidden[0, ar_from - 1 : prompt_len - 1])
-        loss = loss + 0.5 * F.cross_entropy(ar_logits, x[0, ar_from:prompt_len])
-    reading = teacher_reading(example, special) if distill else None
-    if reading is not None:
-        teacher_ids, first, positions = reading
-        with torch.no_grad(), model.disable_adapter():
-            read = model.base_model.model.model(input_ids=torch.tensor([teacher_ids], device=device)).last_hidden_state[0]
-            teacher = head(read[[first - 1 + j for j in positions]])
-        taught = teacher.log_softmax(-1)
-        student = logits[positions].log_softmax(-1)
-        loss = loss + distill * F.kl_div(student, taught, log_target=True, reduction="batchmean")
-    return loss
-
-
-def teacher_reading(example, special: SpecialIds) -> tuple[list[int], int, list[int]] | None:
-    """What the base reads to teach an example: (prefix + the middle's tokens up to its first end,
-    where the middle starts in them, the masked canvas positions it predicts); None when none is
-    masked there. A slip's target is the true middle up to its first end, so it aligns too."""
-    ids, prompt_len, target = example.ids, example.prompt_len, example.target
-    prefix = ids[ids.index(special.prefix_mark) + 1 : prompt_len]
-    middle = target[: target.index(special.end)] if special.end in target else target
-    positions = [j for j in range(len(middle)) if ids[prompt_len + j] == special.mask]
-    if not prefix or not positions:
-        return None
-    return special.opening + prefix + middle, len(special.opening) + len(prefix), positions
-
-
 def read_targets(path: Path | None) -> list[dict]:
     """The engine's own results (``self_targets``), skipping a line a running generator has half written."""
     records = []
@@ -178,6 +148,41 @@ def read_targets(path: Path | None) -> list[dict]:
             except json.JSONDecodeError:
                 continue
     return records
+
+
+class ExampleStream(IterableDataset):
+    """Endless collated batches of ``args.batch`` examples; each data-loading worker draws its own.
+    Examples are drawn ``POOL`` batches at a time and sorted by length, so a batch pads little."""
+
+    def __init__(self, tokenizer, vocab: Vocabulary, args, seed: str):
+        self.sampler = DocumentSampler("train", tokenizer, random.Random(), prose_share=PROSE_SHARE,
+                                       unwrap_share=args.unwrap)  # its file lists, found once and shared
+        self.vocab, self.args, self.seed = vocab, args, seed
+
+    def __iter__(self):
+        worker = get_worker_info()
+        rng = random.Random(f"{self.seed}:{worker.id if worker else 0}")
+        self.sampler.rng = rng
+        args, sampler, size = self.args, self.sampler, self.args.batch
+        own = read_targets(args.self_targets)
+        while True:
+            pool = []
+            while len(pool) < size * (POOL if size > 1 else 1):
+                if own and rng.random() < SELF_SHARE:
+                    example = self_example(rng.choice(own), rng, self.vocab)
+                else:
+                    window = sampler.next_window()
+                    example = make_example(window.tokens, rng, self.vocab, window.at_start,
+                                           lambda prefix, suffix: sampler.snippets(window, prefix, suffix),
+                                           args.causal, args.prefix, args.suffix_led)
+                if example is not None:
+                    pool.append(example)
+            pool.sort(key=lambda example: len(example.ids))
+            groups = [pool[i : i + size] for i in range(0, len(pool), size)]
+            rng.shuffle(groups)
+            for group in groups:
+                yield collate(group, self.vocab.special, distill=bool(args.distill))
+            own = read_targets(args.self_targets)  # a generator may still be adding to them
 
 
 def save_checkpoint(model, optimizer, state: dict, out: Path) -> None:
@@ -202,7 +207,6 @@ def main(argv=None) -> None:
         raise SystemExit(f"the training documentation is not installed: {missing} (without it the model learns no prose)")
     torch.set_num_threads(args.threads)
     from peft import PeftModel, get_peft_model
-
     from sfumato.model.lm_base import base_of, load_base, shipped_adapter
 
     last = args.out / "last"
@@ -240,31 +244,25 @@ def main(argv=None) -> None:
     state["prefix"] = args.prefix
     state["suffix_led"] = args.suffix_led
     state["self_targets"] = str(args.self_targets) if args.self_targets else None
-    rng = random.Random(f"{args.seed}:{state['step']}")
-    sampler = DocumentSampler("train", tokenizer, rng, prose_share=PROSE_SHARE, unwrap_share=args.unwrap)
-    own = read_targets(args.self_targets)
+    stream = ExampleStream(tokenizer, vocab, args, seed=f"{args.seed}:{state['step']}")
+    batches = iter(DataLoader(stream, batch_size=None, num_workers=args.workers, pin_memory=device == "cuda",
+                              prefetch_factor=4 if args.workers else None))
     started = time.monotonic()
     deadline = started + 60 * args.minutes
+    next_snapshot = 60 * args.snapshot_minutes if args.snapshot_minutes else None
     running = None
     while time.monotonic() < deadline:
-        t0 = time.process_time()
+        t0, wall0 = time.process_time(), time.monotonic()
         optimizer.zero_grad(set_to_none=True)
-        total, n = 0.0, 0
-        while n < args.accumulate:
-            if own and rng.random() < SELF_SHARE:
-                example = self_example(rng.choice(own), rng, vocab)
-            else:
-                window = sampler.next_window()
-                example = make_example(window.tokens, rng, vocab, window.at_start,
-                                       lambda prefix, suffix: sampler.snippets(window, prefix, suffix), args.causal,
-                                       args.prefix, args.suffix_led)
-            if example is None:
-                continue
-            loss = example_loss(model, example, device, vocab.special, args.distill) / args.accumulate
+        total = 0.0
+        for _ in range(args.accumulate):
+            batch = {name: tensor.to(device, non_blocking=True) for name, tensor in next(batches).items()}
+            with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=device == "cuda"):
+                loss = batch_loss(model, batch, args.distill) / args.accumulate
             loss.backward()
             total += loss.item()
-            n += 1
-            state["tokens"] += len(example[0])
+            state["examples"] += len(batch["ids"])
+            state["tokens"] += int(batch["tokens"])
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         scale = min(1.0, (state["step"] + 1) / 20)  # warm-up
         if args.anneal:
@@ -273,16 +271,19 @@ def main(argv=None) -> None:
             group["lr"] = args.lr * scale
         optimizer.step()
         state["step"] += 1
-        state["examples"] += n
         running = total if running is None else 0.95 * running + 0.05 * total
         if state["step"] % 5 == 0:
             line = {"step": state["step"], "tokens": state["tokens"], "loss": round(running, 4),
-                    "cpu_s_per_step": round(time.process_time() - t0, 1)}
+                    "cpu_s_per_step": round(time.process_time() - t0, 1),
+                    "s_per_step": round(time.monotonic() - wall0, 3)}
             state["log"].append(line)
             print(json.dumps(line), flush=True)
         if state["step"] % args.save_every == 0:
             save_checkpoint(model, optimizer, state, args.out)
-            own = read_targets(args.self_targets)  # a generator may still be adding to them
+        if next_snapshot is not None and next_snapshot <= time.monotonic() - started < 60 * args.minutes:
+            save_checkpoint(model, optimizer, state, args.out)
+            export(last, args.out / f"snapshot-{state['step']}")
+            next_snapshot += 60 * args.snapshot_minutes
     save_checkpoint(model, optimizer, state, args.out)
     print(f"saved {last} after {state['step']} steps, {state['tokens']} tokens")
 
