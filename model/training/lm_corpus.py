@@ -9,6 +9,7 @@ the model never saw, not other files of a package it learnt.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import random
@@ -61,6 +62,7 @@ def files_by_unit(split: str) -> dict[str, list[Path]]:
     return {unit: sorted(paths) for unit, paths in units.items()}
 
 
+@functools.lru_cache(maxsize=4096)  # a window's context reads other files of its unit, the same ones again and again
 def read_text(path: Path) -> str | None:
     try:
         if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
