@@ -31,17 +31,13 @@ import time
 from pathlib import Path
 
 import torch
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
 from sfumato.model.lm_base import BASES, SMOLLM2, TRAINED_PREFIX
 from sfumato.model.training.batches import batch_loss, collate
 from sfumato.model.training.corpus import missing_documentation
-from sfumato.model.training.examples import (
-    MAX_PREFIX,
-    Vocabulary,
-    make_example,
-    self_example,
-)
+from sfumato.model.training.examples import MAX_PREFIX, Vocabulary, make_example, self_example
 from sfumato.model.training.lm_corpus import DocumentSampler
-from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 LORA_RANK = 16
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -207,6 +203,7 @@ def main(argv=None) -> None:
         raise SystemExit(f"the training documentation is not installed: {missing} (without it the model learns no prose)")
     torch.set_num_threads(args.threads)
     from peft import PeftModel, get_peft_model
+
     from sfumato.model.lm_base import base_of, load_base, shipped_adapter
 
     last = args.out / "last"

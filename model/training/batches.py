@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
 from sfumato.model.lm_layout import SpecialIds, canvas_mask
 
 AR_TOKENS = 32  # prompt positions that also get the next-token loss
