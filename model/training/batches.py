@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch.nn.utils.rnn import pad_sequence
 
 from sfumato.model.lm_layout import SpecialIds, canvas_mask
 
@@ -33,10 +34,7 @@ def teacher_reading(example, special: SpecialIds) -> tuple[list[int], int, list[
 
 
 def _padded(rows: list[list[int]], pad: int) -> torch.Tensor:
-    out = torch.full((len(rows), max(map(len, rows))), pad, dtype=torch.long)
-    for b, row in enumerate(rows):
-        out[b, : len(row)] = torch.tensor(row)
-    return out
+    return pad_sequence([torch.tensor(row) for row in rows], batch_first=True, padding_value=pad)
 
 
 def collate(examples, special: SpecialIds, distill: bool = False) -> dict[str, torch.Tensor]:
