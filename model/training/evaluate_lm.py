@@ -4,6 +4,7 @@ the adapted LM beside the base model's own left-to-right greedy.
     python -m sfumato.model.training.evaluate_lm --lines 100 --prose 100 --repair 60 --bodies 30 --out runs/lm-eval.json
     python -m sfumato.model.training.evaluate_lm --adapter runs/adapt/last ...     # a checkpoint instead of the shipped adapter
     python -m sfumato.model.training.evaluate_lm --systems engine,base-greedy
+    python -m sfumato.model.training.paired A.json B.json   # two --out reports of the same tasks, item by item
 
 Tasks (``sfumato.model.training.edit_tasks`` shapes, documents from ``sfumato.model.training.lm_corpus``'s held-out units):
 ``line``: one line of code with ~3,000 characters before and ~1,500 after, infilled as Ctrl+K at the
@@ -214,16 +215,21 @@ def calibration(results, tasks) -> dict:
 
 
 def score(kind: str, tasks, texts) -> dict:
-    refs = [t.middle for t in tasks]
-    report = {"n": len(tasks), "exact": round(statistics.mean(exact(x, r) for x, r in zip(texts, refs)), 4),
-              "similarity": round(statistics.mean(similarity(x.strip(), r.strip()) for x, r in zip(texts, refs)), 4)}
+    """The kind's figures, and under ``items`` each task's result and scores (what ``paired`` compares)."""
+    items = [{"reference": t.middle, "result": x, "exact": exact(x, t.middle), "similarity": similarity(x.strip(), t.middle.strip())}
+             for t, x in zip(tasks, texts)]
     if kind == "body":
-        report["parse_rate"] = round(statistics.mean(parses(t, x) for t, x in zip(tasks, texts)), 4)
+        for item, t, x in zip(items, tasks, texts):
+            item["parses"] = parses(t, x)
     if kind == "block":  # the lines' own indentation first, as they sit in the file
-        indents = [t.prefix.rsplit("\n", 1)[-1] for t in tasks]
-        report["parse_rate"] = round(statistics.mean(rewrite_parses(i + t.middle, i + x)
-                                                     for i, t, x in zip(indents, tasks, texts)), 4)
-    return report
+        for item, t, x in zip(items, tasks, texts):
+            indent = t.prefix.rsplit("\n", 1)[-1]
+            item["parses"] = rewrite_parses(indent + t.middle, indent + x)
+    report = {"n": len(tasks)} | {name: round(statistics.mean(item[name] for item in items), 4)
+                                  for name in ("exact", "similarity")}
+    if kind in ("body", "block"):
+        report["parse_rate"] = round(statistics.mean(item["parses"] for item in items), 4)
+    return report | {"items": items}
 
 
 def main(argv=None) -> None:
@@ -296,7 +302,8 @@ def main(argv=None) -> None:
                 with torch.inference_mode():
                     texts = [base_greedy(*base, t, kind) for t in tasks]
                 report[kind][system] = score(kind, tasks, texts)
-            print(json.dumps({kind: {system: report[kind].get(system)}}), flush=True)
+            shown = {k: v for k, v in report[kind].get(system, {}).items() if k != "items"}  # items: in --out only
+            print(json.dumps({kind: {system: shown or None}}), flush=True)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1))
