@@ -428,9 +428,10 @@ class LmDenoiserBackend:
                     row.cut, row.cut_chars = ended
                     continue
                 first = 2 if pieces and not pieces[0] else 1  # not the healed start alone
-                cuts = [Cut(k, row.gap_suffix) for k in cut_candidates(pieces, first)
+                cuts = [Cut(k, row.gap_suffix, words=len(b"".join(pieces[:k]).split())) for k in cut_candidates(pieces, first)
                         if k <= line_end or k == len(pieces)]  # within the gap's line, or the whole text
-                cuts += [Cut(j, self._encode((pieces[j][:c] + suffix).decode("utf-8", "replace")), len(pieces[j]) - c)
+                cuts += [Cut(j, self._encode((pieces[j][:c] + suffix).decode("utf-8", "replace")), len(pieces[j]) - c,
+                             len(b"".join(pieces[:j] + [pieces[j][:c]]).split()))
                          for j, c in inner_cuts(pieces, first)
                          if j < line_end and pieces[j] == self.table[ids[j]]]  # not inside the healed start
                 if len(cuts) > 1:

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from sfumato.model.api import InfillRequest, ModelInfo  # noqa: E402
-from sfumato.model.gap_cut import Cut, CutQueries, cut_candidates, inner_cuts, own_end, text_pieces  # noqa: E402
+from sfumato.model.gap_cut import WORD_BONUS, Cut, CutQueries, cut_candidates, inner_cuts, own_end, text_pieces  # noqa: E402
 
 
 def test_cuts_fall_at_word_starts_and_at_the_end():
@@ -55,6 +55,20 @@ def test_the_tree_of_queries_scores_each_cut_as_a_plain_reading_would(tiny_lm, r
     assert q.best(logits[p - 1], logits[p:], lambda read: read) == cuts[max(range(len(cuts)), key=scores.__getitem__)]
 
 
+def test_each_word_a_cut_keeps_adds_the_bonus_to_its_likelihood(monkeypatch):
+    """Two cuts 1.5 nats apart: the shorter wins on likelihood alone, the one two words longer with
+    a bonus of 1 nat a word."""
+    import sfumato.model.gap_cut as gap_cut
+
+    cuts = [Cut(1, [7], words=1), Cut(3, [7], words=3)]
+    queries = CutQueries.build([4, 5, 6], cuts)
+    monkeypatch.setattr(CutQueries, "scores", lambda self, *read: [-2.0, -3.5])
+    monkeypatch.setattr(gap_cut, "WORD_BONUS", 0.0)
+    assert queries.best(None, None, None) is cuts[0]
+    monkeypatch.setattr(gap_cut, "WORD_BONUS", 1.0)
+    assert queries.best(None, None, None) is cuts[1]
+
+
 def test_a_gap_inside_a_line_is_cut_at_a_word_start_of_what_the_model_wrote(tiny_lm, smol_tokenizer, monkeypatch):
     from sfumato.model.lm_engine import LmDenoiserBackend
 
@@ -73,7 +87,7 @@ def test_a_gap_inside_a_line_is_cut_at_a_word_start_of_what_the_model_wrote(tiny
 
 def test_over_several_canvases_the_cut_is_the_one_a_plain_reading_prefers(tiny_lm, smol_tokenizer, monkeypatch):
     """Canvases already committed to the cache are read again with the text: the cut chosen is the
-    argmax of log p(text[:k] + suffix start) read plainly after the prompt."""
+    argmax of log p(text[:k] + suffix start) read plainly after the prompt, plus the bonus for each word kept."""
     import sfumato.model.lm_engine as engine
     import sfumato.model.lm_settle as settle
     from sfumato.model.gap_cut import cut_candidates
@@ -106,6 +120,7 @@ def test_over_several_canvases_the_cut_is_the_one_a_plain_reading_prefers(tiny_l
     candidates = cut_candidates(pieces, 2 if not pieces[0] else 1)
     assert not inner_cuts(pieces, 2 if not pieces[0] else 1)  # words only: every cut is at a token's start
     with torch.no_grad():
-        scores = {k: reference_score(model, prompt, ids, suffix, k) for k in candidates}
+        scores = {k: reference_score(model, prompt, ids, suffix, k) + WORD_BONUS * len(b"".join(pieces[:k]).split())
+                  for k in candidates}
     assert chosen == max(scores, key=scores.get)
 
