@@ -41,6 +41,11 @@ def cut_candidates(pieces: list[bytes], first: int = 1) -> list[int]:
     return [k for k in range(first, len(pieces) + 1) if k == len(pieces) or not pieces[k][:1].isalnum()]
 
 
+def word_count(pieces: list[bytes]) -> int:
+    """Words in the text ``pieces`` spell (what ``WORD_BONUS`` counts)."""
+    return len(b"".join(pieces).split())
+
+
 def inner_cuts(pieces: list[bytes], first: int = 1) -> list[tuple[int, int]]:
     """Cuts inside a token, (j, c): the text is pieces[:j] + pieces[j][:c], where the part of piece j
     that goes starts with punctuation and is ASCII (so it is that many characters)."""

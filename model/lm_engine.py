@@ -22,7 +22,7 @@ from dataclasses import replace
 import torch
 
 from sfumato.model.api import CancelFlag, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
-from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, Cut, CutQueries, cut_candidates, inner_cuts, own_end, text_pieces
+from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, Cut, CutQueries, cut_candidates, inner_cuts, own_end, text_pieces, word_count
 from sfumato.model.gap_scope import indentation
 from sfumato.model.light_rewrite import proposals, read_sequences, settle, typed_prior
 from sfumato.model.line_rewrite import chosen_lines, line_means, read_log_probs, rewrite_plan, selection_lines
@@ -428,10 +428,10 @@ class LmDenoiserBackend:
                     row.cut, row.cut_chars = ended
                     continue
                 first = 2 if pieces and not pieces[0] else 1  # not the healed start alone
-                cuts = [Cut(k, row.gap_suffix, words=len(b"".join(pieces[:k]).split())) for k in cut_candidates(pieces, first)
+                cuts = [Cut(k, row.gap_suffix, words=word_count(pieces[:k])) for k in cut_candidates(pieces, first)
                         if k <= line_end or k == len(pieces)]  # within the gap's line, or the whole text
                 cuts += [Cut(j, self._encode((pieces[j][:c] + suffix).decode("utf-8", "replace")), len(pieces[j]) - c,
-                             len(b"".join(pieces[:j] + [pieces[j][:c]]).split()))
+                             word_count(pieces[:j] + [pieces[j][:c]]))
                          for j, c in inner_cuts(pieces, first)
                          if j < line_end and pieces[j] == self.table[ids[j]]]  # not inside the healed start
                 if len(cuts) > 1:

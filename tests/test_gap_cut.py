@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from sfumato.model.api import InfillRequest, ModelInfo  # noqa: E402
-from sfumato.model.gap_cut import WORD_BONUS, Cut, CutQueries, cut_candidates, inner_cuts, own_end, text_pieces  # noqa: E402
+from sfumato.model.gap_cut import WORD_BONUS, Cut, CutQueries, cut_candidates, inner_cuts, own_end, text_pieces, word_count  # noqa: E402
 
 
 def test_cuts_fall_at_word_starts_and_at_the_end():
@@ -120,7 +120,7 @@ def test_over_several_canvases_the_cut_is_the_one_a_plain_reading_prefers(tiny_l
     candidates = cut_candidates(pieces, 2 if not pieces[0] else 1)
     assert not inner_cuts(pieces, 2 if not pieces[0] else 1)  # words only: every cut is at a token's start
     with torch.no_grad():
-        scores = {k: reference_score(model, prompt, ids, suffix, k) + WORD_BONUS * len(b"".join(pieces[:k]).split())
+        scores = {k: reference_score(model, prompt, ids, suffix, k) + WORD_BONUS * word_count(pieces[:k])
                   for k in candidates}
     assert chosen == max(scores, key=scores.get)
 
