@@ -81,6 +81,12 @@ def test_the_sampler_draws_documentation_at_its_share(monkeypatch, tmp_path, smo
     assert 0.4 < share < 0.6  # by units alone it would be 1 in 51
 
 
+def test_a_runs_prose_share_reaches_its_sampler(vocab, smol_tokenizer):
+    shares = [[share for share, _ in adapt.ExampleStream(smol_tokenizer, vocab, adapt.parse_args(argv), "t").sampler.groups]
+              for argv in ([], ["--prose", "0.5"])]
+    assert shares == [[adapt.PROSE_SHARE, 1 - adapt.PROSE_SHARE], [0.5, 0.5]]
+
+
 def test_the_teacher_reads_the_prefix_and_the_true_middle_at_the_masked_positions(vocab):
     tokens = vocab.encode(TEXT)
     rng = random.Random(11)
@@ -428,10 +434,7 @@ def test_a_batch_loss_is_the_mean_of_its_examples_losses_taken_one_at_a_time(voc
 
 
 def test_the_example_stream_gives_batches_of_similar_length_and_counts_their_tokens(vocab, smol_tokenizer):
-    from types import SimpleNamespace
-
-    args = SimpleNamespace(batch=4, unwrap=0.0, self_targets=None, causal=0.5, prefix=examples.MAX_PREFIX,
-                           suffix_led=0.3, distill=0.5)
+    args = adapt.parse_args(["--batch", "4", "--causal", "0.5", "--suffix-led", "0.3", "--distill", "0.5"])
     stream = iter(adapt.ExampleStream(smol_tokenizer, vocab, args, seed="t"))
     spreads, widths = [], []
     for _ in range(2 * adapt.POOL):

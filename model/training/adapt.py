@@ -74,6 +74,7 @@ def parse_args(argv=None):
                    help="the most tokens before the middle an example shows (exported with the adapter: the engine reads as many)")
     p.add_argument("--suffix-led", type=float, default=0.0,
                    help="share of examples whose middle is a line holding a name that only the suffix shows")
+    p.add_argument("--prose", type=float, default=PROSE_SHARE, help="share of examples drawn from documentation")
     p.add_argument("--unwrap", type=float, default=0.0,
                    help="share of documentation files whose wrapped paragraphs are joined into one line each")
     p.add_argument("--self-targets", type=Path, default=None,
@@ -151,7 +152,7 @@ class ExampleStream(IterableDataset):
     Examples are drawn ``POOL`` batches at a time and sorted by length, so a batch pads little."""
 
     def __init__(self, tokenizer, vocab: Vocabulary, args, seed: str):
-        self.sampler = DocumentSampler("train", tokenizer, random.Random(), prose_share=PROSE_SHARE,
+        self.sampler = DocumentSampler("train", tokenizer, random.Random(), prose_share=args.prose,
                                        unwrap_share=args.unwrap)  # its file lists, found once and shared
         self.vocab, self.args, self.seed = vocab, args, seed
 
