@@ -213,8 +213,12 @@ def run_infill(args) -> int:
     with source:
         lines = _input_lines(source)
     backend = _load(args) if lines else None
+    answered = 0
     for record in _infill_records(backend, lines, args):
+        answered += "error" not in record
         _write_out(terminal_safe(json.dumps(record, ensure_ascii=False)) + "\n")
+    if lines and not answered:  # some errors are the run's answer; only errors mean it did not run
+        return _fail(1, f"none of the {len(lines)} requests was answered (each output line says why)")
     return 0
 
 

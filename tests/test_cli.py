@@ -47,6 +47,12 @@ def test_a_jsonl_gap_inside_a_line_is_one_line_unless_the_request_says_otherwise
     assert one_line(prefix="", suffix="", one_line=True)
 
 
+def test_jsonl_where_no_request_was_answered_exits_1_after_its_error_lines(monkeypatch, capsys, tiny_model_dir):
+    code, records, err = infill(monkeypatch, capsys, tiny_model_dir, ["{not json", json.dumps({"id": 2, "max_new_tokens": 10**9})])
+    assert code == 1 and [r["id"] for r in records] == [None, 2] and all("error" in r for r in records)
+    assert err == "sfumato: none of the 2 requests was answered (each output line says why)\n"
+
+
 def test_jsonl_empty_input_gives_no_output_and_loads_no_model(monkeypatch, capsys):
     code, records, _ = infill(monkeypatch, capsys, "does-not-exist", [])
     assert code == 0 and records == []

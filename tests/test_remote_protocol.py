@@ -382,7 +382,7 @@ def test_infill_jsonl_gives_an_error_line_per_request_when_the_server_fails(repl
     lines = [json.dumps({"id": 1, "prefix": "a"}), json.dumps({"id": 2, "prefix": "b"})]
     run = subprocess.run([sys.executable, "-m", "sfumato.app.cli", "infill", "--jsonl", "--model", replay_server.url, "--batch-size", "1"],
                          input="\n".join(lines), capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
-    assert run.returncode == 0 and run.stderr == ""
+    assert run.returncode == 1 and run.stderr == "sfumato: none of the 2 requests was answered (each output line says why)\n"
     records = [json.loads(line) for line in run.stdout.splitlines()]
     assert [set(record) for record in records] == [{"id", "error"}] * 2
     assert [record["id"] for record in records] == [1, 2] and "HTTP 503: overloaded" in records[0]["error"]
