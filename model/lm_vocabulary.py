@@ -48,6 +48,21 @@ class CanvasVocabulary:
         data = text.encode("utf-8")
         return torch.tensor([bool(piece.strip()) and data.startswith(piece.strip()) for piece in self.table], device=self.device)
 
+    def repeating(self, text: str, healed: bytes) -> torch.Tensor | bool:
+        """[V] bool: tokens that spell ``healed`` and then whole words that begin ``text`` (a gap's
+        first token spells the prefix's last one again: `` port`` after ``listens on `` repeats the
+        suffix's ``port 8080``; `` a`` before ``any`` does not)."""
+        if not text:
+            return False
+        data = text.encode("utf-8")
+
+        def repeats(piece: bytes) -> bool:
+            rest = piece[len(healed) :].strip()
+            whole = not (rest[-1:].isalnum() and data[len(rest) : len(rest) + 1].isalnum())
+            return piece.startswith(healed) and bool(rest) and data.startswith(rest) and whole
+
+        return torch.tensor([repeats(piece) for piece in self.table], device=self.device)
+
     def heal_allowed(self, left: bytes) -> torch.Tensor:
         """[V] bool: tokens that begin with ``left``, or spell a start of it that leaves one space
         (where the tokenizer joins an indentation's last space to the word after it: ``\n       `` +

@@ -227,6 +227,21 @@ def test_the_cursor_on_a_blank_line_gets_a_line(tiny_lm, smol_tokenizer):
     assert not backend._row(end_of_line, 0).must_write  # after a whole line, nothing may be the answer
 
 
+def test_a_gap_inside_a_line_does_not_begin_as_the_text_after_it(tiny_lm, smol_tokenizer):
+    """``listens on [gap] port 8080``: the gap's first token spells the healed space, and `` port``
+    (a model's likeliest) would have begun it as the suffix does: ``listens on port port 8080``."""
+    port, the = (smol_tokenizer(word, add_special_tokens=False).input_ids[0] for word in (" port", " the"))
+    backend = biased(tiny_lm, smol_tokenizer, [port], 12.0)
+    request = InfillRequest(prefix="The server listens on ", suffix=" port 8080 by default.\n", max_new_tokens=6, one_line=True, seed=0)
+    row = backend._row(request, 0)
+    assert row.heal == b" " and row.avoid_healed[port] and not row.avoid_healed[the]
+    assert not backend.vocabulary.repeating("portable", b" ")[port]  # a word repeated, not a word's start
+    text = run(backend, request)[1].text.strip()
+    assert text and not text.startswith("port")
+    docstring = backend._row(InfillRequest(prefix='def f():\n    """', suffix='"""\n', one_line=True), 0)
+    assert not docstring.avoid_healed[smol_tokenizer('"""', add_special_tokens=False).input_ids[0]]  # the heal itself may be
+
+
 def test_a_blank_indented_line_is_healed_on_the_tokenizer_grid(tiny_lm, smol_tokenizer):
     """The cursor after a line break and 8 spaces: the prompt leaves out that one token and the
     canvas spells it again. Spelt as a line break and then spaces one at a time (a model fond of
