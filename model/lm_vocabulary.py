@@ -29,6 +29,11 @@ class CanvasVocabulary:
         self.text_ends[special.end] = True
         self.line_ends = self.breaks | self.text_ends  # ... and one line: any token with a line break too
         self._heal_masks: dict[tuple[str, bytes], torch.Tensor] = {}
+        self._by_stripped: dict[bytes, list[int]] = {}  # a token's text, white space aside -> the tokens that spell it
+        for token_id, piece in enumerate(table):
+            if piece.strip():
+                self._by_stripped.setdefault(piece.strip(), []).append(token_id)
+        self._longest = max(map(len, self._by_stripped), default=0)
         # SmolLM2's byte-level BPE gives an indentation's last space to the word after it
         # (``\n       `` + `` if``); Gemma's SentencePiece keeps it whole (``\n`` + ``    `` + ``if``)
         pieces = [table[i] for i in tokenizer("\n    if x:", add_special_tokens=False).input_ids]
@@ -46,7 +51,7 @@ class CanvasVocabulary:
         if not text:
             return False
         data = text.encode("utf-8")
-        return torch.tensor([bool(piece.strip()) and data.startswith(piece.strip()) for piece in self.table], device=self.device)
+        return self._mask(self._spelling(data[:n] for n in range(1, min(len(data), self._longest) + 1)))
 
     def repeating(self, text: str, healed: bytes) -> torch.Tensor | bool:
         """[V] bool: tokens that spell ``healed`` and then whole words that begin ``text`` (a gap's
@@ -56,12 +61,22 @@ class CanvasVocabulary:
             return False
         data = text.encode("utf-8")
 
-        def repeats(piece: bytes) -> bool:
-            rest = piece[len(healed) :].strip()
-            whole = not (rest[-1:].isalnum() and data[len(rest) : len(rest) + 1].isalnum())
-            return piece.startswith(healed) and bool(rest) and data.startswith(rest) and whole
+        def whole(rest: bytes) -> bool:
+            return bool(rest) and data.startswith(rest) and not (rest[-1:].isalnum() and data[len(rest) : len(rest) + 1].isalnum())
 
-        return torch.tensor([repeats(piece) for piece in self.table], device=self.device)
+        if healed.strip():  # the rest of such a token is not its text white space aside: each token read
+            return self._mask(i for i, piece in enumerate(self.table) if piece.startswith(healed) and whole(piece[len(healed) :].strip()))
+        words = (data[:n] for n in range(1, min(len(data), self._longest) + 1) if whole(data[:n]))
+        return self._mask(i for i in self._spelling(words) if self.table[i].startswith(healed))
+
+    def _spelling(self, texts) -> list[int]:
+        """The tokens whose text, white space aside, is one of ``texts``."""
+        return [i for text in texts for i in self._by_stripped.get(text, ())]
+
+    def _mask(self, ids) -> torch.Tensor:
+        mask = torch.zeros(len(self.table), dtype=torch.bool, device=self.device)
+        mask[list(ids)] = True
+        return mask
 
     def heal_allowed(self, left: bytes) -> torch.Tensor:
         """[V] bool: tokens that begin with ``left``, or spell a start of it that leaves one space

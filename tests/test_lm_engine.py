@@ -242,6 +242,23 @@ def test_a_gap_inside_a_line_does_not_begin_as_the_text_after_it(tiny_lm, smol_t
     assert not docstring.avoid_healed[smol_tokenizer('"""', add_special_tokens=False).input_ids[0]]  # the heal itself may be
 
 
+def test_the_vocabularys_word_index_finds_what_reading_every_token_finds(backend):
+    vocabulary = backend.vocabulary
+
+    def read_all(data: bytes, healed: bytes | None) -> list[int]:
+        found = []
+        for i, piece in enumerate(vocabulary.table):
+            rest = piece.strip() if healed is None else piece[len(healed) :].strip()
+            whole = healed is None or not (rest[-1:].isalnum() and data[len(rest) : len(rest) + 1].isalnum())
+            found += [i] * (piece.startswith(healed or b"") and bool(rest) and data.startswith(rest) and whole)
+        return found
+
+    for text in ["port 8080 by default.", "any vulnerability", "(x) + 1", "return total", "é, then more"]:
+        assert vocabulary.starting(text).nonzero()[:, 0].tolist() == read_all(text.encode(), None)
+        for healed in (b" ", b"", b"\n    ", b'"""', b"."):
+            assert vocabulary.repeating(text, healed).nonzero()[:, 0].tolist() == read_all(text.encode(), healed), (text, healed)
+
+
 def test_a_blank_indented_line_is_healed_on_the_tokenizer_grid(tiny_lm, smol_tokenizer):
     """The cursor after a line break and 8 spaces: the prompt leaves out that one token and the
     canvas spells it again. Spelt as a line break and then spaces one at a time (a model fond of
