@@ -185,9 +185,10 @@ class LmDenoiserBackend:
         blank_line = not within_its_line(request.prefix, request.suffix)
         inside_line = not request.is_rewrite and bool(request.suffix.split("\n", 1)[0].strip())
         must_write = request.one_line and not request.is_rewrite and (blank_line or inside_line)
-        next_line = self._next_line(request) if must_write else ""
+        avoid = self.vocabulary.starting(self._next_line(request)) if must_write else False
+        avoid_healed = self.vocabulary.repeating(self._next_line(request), heal) if must_write and inside_line else avoid
         row = Row(prompt, heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks, must_write=must_write,
-                   avoid=self.vocabulary.starting(next_line), avoid_healed=self.vocabulary.repeating(next_line, heal) if inside_line else False,
+                   avoid=avoid, avoid_healed=avoid_healed,
                    temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
                    generator=torch.Generator().manual_seed(seed), accept=bar,
                    stop=stop if len(stop.strip()) >= MIN_STOP_CHARS else "", stop_space=request.suffix[:1].isspace(),

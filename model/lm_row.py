@@ -39,7 +39,9 @@ class Row:
     fix_rounds: int = 0  # a light rewrite: rounds of proposed edits read so far
     fixing: bool = False  # ... and its last round made an edit: another round reads the text as edited
     avoid: torch.Tensor | bool = False  # [V] with must_write: tokens that would begin it as the text after it begins
-    avoid_healed: torch.Tensor | bool = False  # [V] a gap inside a line: its first token may not spell the heal and then the suffix's first words
+    # [V] the same for the token that spells the heal; in a gap inside a line it may spell the heal as the
+    # suffix begins (`"""` opens what it closes), not the heal and then the suffix's first words (`` port``)
+    avoid_healed: torch.Tensor | bool = False
     done: bool = False
     passes: int = 0
     generated: int = 0  # tokens the model wrote (a rewrite's pinned ones do not count)

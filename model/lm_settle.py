@@ -110,8 +110,8 @@ class Settler:
             if position == heal_at:  # the healed text may be spelt by parts of a character, as the prompt held it
                 logits[k, ~self.vocabulary.heal_allowed(left)] = -math.inf
                 blocked[k] = self.vocabulary.unwritable | self.vocabulary.heal_spaces(left)
-                if must_write:  # inside a line the healed token may be the suffix's start (`"""` opens what it closes), not what follows it
-                    blocked[k] |= self.vocabulary.heal_breaks(left) | (row.avoid_healed if row.gap_suffix else row.avoid)
+                if must_write:
+                    blocked[k] |= self.vocabulary.heal_breaks(left) | row.avoid_healed
             elif must_write and row.masked[position]:
                 # a blank line or a gap inside a line gets text: nothing ends it before its text, and it does
                 # not begin as the text after it does (that copy would be cut as running into it: nothing left)

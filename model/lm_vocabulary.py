@@ -9,6 +9,9 @@ masks say which tokens may spell the token at the cursor that the prompt left ou
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Iterator
+
 import torch
 
 from sfumato.model.lm_layout import SpecialIds
@@ -34,6 +37,8 @@ class CanvasVocabulary:
             if piece.strip():
                 self._by_stripped.setdefault(piece.strip(), []).append(token_id)
         self._longest = max(map(len, self._by_stripped), default=0)
+        self._order = sorted(range(len(table)), key=table.__getitem__)  # token ids by their text, for prefix ranges
+        self._sorted_texts = [table[i] for i in self._order]
         # SmolLM2's byte-level BPE gives an indentation's last space to the word after it
         # (``\n       `` + `` if``); Gemma's SentencePiece keeps it whole (``\n`` + ``    `` + ``if``)
         pieces = [table[i] for i in tokenizer("\n    if x:", add_special_tokens=False).input_ids]
@@ -64,10 +69,17 @@ class CanvasVocabulary:
         def whole(rest: bytes) -> bool:
             return bool(rest) and data.startswith(rest) and not (rest[-1:].isalnum() and data[len(rest) : len(rest) + 1].isalnum())
 
-        if healed.strip():  # the rest of such a token is not its text white space aside: each token read
-            return self._mask(i for i, piece in enumerate(self.table) if piece.startswith(healed) and whole(piece[len(healed) :].strip()))
+        if healed.strip():  # the rest of such a token is not its text white space aside: each one beginning with it read
+            return self._mask(i for i in self._beginning(healed) if whole(self.table[i][len(healed) :].strip()))
         words = (data[:n] for n in range(1, min(len(data), self._longest) + 1) if whole(data[:n]))
         return self._mask(i for i in self._spelling(words) if self.table[i].startswith(healed))
+
+    def _beginning(self, start: bytes) -> Iterator[int]:
+        """The tokens whose text begins with ``start``: a run of the tokens sorted by text."""
+        at = bisect.bisect_left(self._sorted_texts, start)
+        while at < len(self._order) and self._sorted_texts[at].startswith(start):
+            yield self._order[at]
+            at += 1
 
     def _spelling(self, texts) -> list[int]:
         """The tokens whose text, white space aside, is one of ``texts``."""
