@@ -4,7 +4,7 @@ into a model's submodules (``model.model.encoder``, ``model.model.decoder``).
 ``DiffusionGemmaForBlockDiffusion.generate()`` runs its whole loop and reports only argmax drafts,
 so the engine (``sfumato.model.diffusion_gemma``) drives the loop itself from the library's parts. Those
 parts are private, so this module is written against one version of the library's
-``generation_diffusion_gemma.py`` (transformers 5.24; ``pyproject.toml`` caps it below 6):
+``generation_diffusion_gemma.py`` (the same in transformers 5.24 and 5.25; ``pyproject.toml`` caps it):
 
 * ``_prepare_generation_config``, ``_prepare_cache_for_generation``, ``_prepare_logits_processor``,
   ``_prepare_sampler``, ``_prepare_encoder_inputs`` and ``_prepare_denoiser_inputs`` are called as

@@ -154,7 +154,7 @@ def load_base(base: Base = SMOLLM2):
     if cached is not None:
         return cached
     tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
-    model = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32, use_kernels=False)
     _save_atomically(model, tokenizer, folder, stale=f"{source.stem}-*")  # older copies of the base
     return without_window(model), tokenizer
 

@@ -267,9 +267,9 @@ def _load_weights(model_class, gemma: bool, source: str, plan: LoadPlan, local_o
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only, trust_remote_code=trust_remote_code)
-        model, report = model_class.from_pretrained(
+        model, report = model_class.from_pretrained(  # no hub kernels: they fetch code at load
             source, use_safetensors=not allow_pickle, local_files_only=local_only, trust_remote_code=trust_remote_code,
-            output_loading_info=True, **plan.from_pretrained_options(diffusion_gemma=gemma),
+            output_loading_info=True, use_kernels=False, **plan.from_pretrained_options(diffusion_gemma=gemma),
         )
     except Cancelled:
         raise

