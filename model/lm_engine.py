@@ -22,7 +22,7 @@ from dataclasses import replace
 import torch
 
 from sfumato.model.api import CancelFlag, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
-from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, Cut, CutQueries, cut_candidates, inner_cuts, own_end, text_pieces, word_count
+from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, gap_queries, is_inside_line, rank_branches, row_count
 from sfumato.model.gap_scope import indentation
 from sfumato.model.light_rewrite import proposals, read_sequences, settle, typed_prior
 from sfumato.model.line_rewrite import chosen_lines, line_means, read_log_probs, rewrite_plan, selection_lines
@@ -90,9 +90,8 @@ class LmDenoiserBackend:
         with torch.inference_mode():
             for index in range(rounds):
                 live = [i for i, plan in enumerate(plans) if index < len(plan)]
-                parts = [[self._part(requests[i], plans[i], index, written[i][k], leads[i] is not None)
-                          for k in range(requests[i].n_alternatives)] for i in live]
-                groups = [[self._row(part, part.first_alternative + k) for k, part in enumerate(group)] for group in parts]
+                parts = [self._parts(requests[i], plans[i], index, written[i], leads[i] is not None) for i in live]
+                groups = [[self._row(part, k) for k, part in enumerate(group)] for group in parts]
                 rows = [row for group in groups for row in group]
                 after = {i: self._after(plans[i], index) for i in live}  # the same for every pass of the round
                 passes = 0
@@ -126,6 +125,13 @@ class LmDenoiserBackend:
             log_probs = read_log_probs(self.model, *self._read_prompt(prompt), len(prompt), ids)
         means = line_means(lines, [len(self.table[t]) for t in ids], log_probs, len(heal))
         return rewrite_plan(lines, chosen_lines(lines, means, request.strength))
+
+    def _parts(self, request: InfillRequest, plan: list[tuple[str | None, str]], index: int,
+               written: list[list[TokenState]], heavy: bool) -> list[InfillRequest]:
+        """Each row's request for part ``index``: one an alternative, and for a gap inside a line
+        one a branch (a single part: what it writes alone decides)."""
+        parts = [self._part(request, plan, index, states, heavy) for states in written]
+        return parts + [parts[0]] * (row_count(request) - len(parts))
 
     @staticmethod
     def _part(request: InfillRequest, plan: list[tuple[str | None, str]], index: int, written: list[TokenState],
@@ -173,8 +179,11 @@ class LmDenoiserBackend:
         context = context_ids(self.tokenizer, request.context)
         return prompt_ids(self.special, context + prefix, suffix), heal
 
-    def _row(self, request: InfillRequest, alternative: int) -> Row:
+    def _row(self, request: InfillRequest, index: int) -> Row:
+        """Row ``index`` of a request: its alternative ``first_alternative + index`` (the first greedy,
+        the others sampled), or for a gap inside a line the branch of its first word's ``index``-th choice."""
         prompt, heal = self._prompt(request)
+        alternative = request.first_alternative + index
         seed = (request.seed if request.seed is not None else 0) * 1000 + alternative
         bar = 1.0 if request.sampler_bound is None else math.exp(-request.sampler_bound)
         stop = request.suffix.lstrip()[:STOP_CHARS]
@@ -183,13 +192,14 @@ class LmDenoiserBackend:
         if request.one_line or no_breaks:  # only the suffix's first line can be run into
             stop = stop.split("\n", 1)[0]
         blank_line = not within_its_line(request.prefix, request.suffix)
-        inside_line = not request.is_rewrite and bool(request.suffix.split("\n", 1)[0].strip())
+        inside_line = is_inside_line(request)
         must_write = request.one_line and not request.is_rewrite and (blank_line or inside_line)
         avoid = self.vocabulary.starting(self._next_line(request)) if must_write else False
         avoid_healed = self.vocabulary.repeating(self._next_line(request), heal) if must_write and inside_line else avoid
         row = Row(prompt, heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks, must_write=must_write,
                    avoid=avoid, avoid_healed=avoid_healed,
-                   temperature=0.0 if alternative == 0 else ALTERNATIVE_TEMPERATURE,
+                   temperature=0.0 if alternative == 0 or inside_line else ALTERNATIVE_TEMPERATURE,
+                   first_word_rank=index if inside_line else 0,
                    generator=torch.Generator().manual_seed(seed), accept=bar,
                    stop=stop if len(stop.strip()) >= MIN_STOP_CHARS else "", stop_space=request.suffix[:1].isspace(),
                    scope=0 if request.one_line or request.is_rewrite else indentation(request.prefix.rsplit("\n", 1)[-1]),
@@ -243,6 +253,8 @@ class LmDenoiserBackend:
             passes += 1
             if all(row.done for row in rows):
                 self._cut_gaps(rows, prompt_logits, cache)
+                for request, group in zip(requests, groups):
+                    rank_branches(group, request)
             elif any(self.settler.goes_on(row) for row in rows):
                 last_logits = self._commit(rows, cache, last_logits)
             yield passes
@@ -417,32 +429,14 @@ class LmDenoiserBackend:
 
     def _cut_gaps(self, rows: list[Row], prompt_logits: torch.Tensor, cache) -> None:
         """A gap inside a line ends at the word start the model finds the suffix likeliest after
-        (``sfumato.model.gap_cut``): one forward pass over the cached prompt for every such row,
-        the text read again whole (canvases already committed included)."""
-        queries: dict[int, CutQueries] = {}
-        for b, row in enumerate(rows):
-            if row.gap_suffix:
-                ids, pieces = text_pieces(row, self.table, (self.special.end, self.special.mask))
-                line_end = next((k for k, piece in enumerate(pieces) if b"\n" in piece), len(pieces))
-                suffix = b"".join(self.table[t] for t in row.gap_suffix)
-                ended = own_end(pieces[:line_end], suffix.split(b"\n", 1)[0])
-                if ended:  # the model closed the line as the suffix does: its own end
-                    row.cut, row.cut_chars = ended
-                    continue
-                first = 2 if pieces and not pieces[0] else 1  # not the healed start alone
-                cuts = [Cut(k, row.gap_suffix, words=word_count(pieces[:k])) for k in cut_candidates(pieces, first)
-                        if k <= line_end or k == len(pieces)]  # within the gap's line, or the whole text
-                cuts += [Cut(j, self._encode((pieces[j][:c] + suffix).decode("utf-8", "replace")), len(pieces[j]) - c,
-                             word_count(pieces[:j] + [pieces[j][:c]]))
-                         for j, c in inner_cuts(pieces, first)
-                         if j < line_end and pieces[j] == self.table[ids[j]]]  # not inside the healed start
-                if len(cuts) > 1:
-                    queries[b] = CutQueries.build(ids, cuts)
+        (``sfumato.model.gap_cut``): one forward pass over the cached prompt for every such row."""
+        ends = (self.special.end, self.special.mask)
+        queries = {b: q for b, row in enumerate(rows) if row.gap_suffix and (q := gap_queries(row, self.table, self._encode, ends))}
         if not queries:
             return
         hidden = self._read_queries(queries, len(rows), self._prompt_width, cache)
         for b, q in queries.items():
-            cut = q.best(prompt_logits[b], hidden[b, : len(q.ids)], self.model.lm_head)
+            cut, rows[b].score = q.best(prompt_logits[b], hidden[b, : len(q.ids)], self.model.lm_head)
             rows[b].cut, rows[b].cut_chars = cut.keep, cut.drop
 
     def _read_queries(self, queries: dict, rows: int, prompt: int, cache) -> torch.Tensor:

@@ -34,6 +34,7 @@ from sfumato.model.lm_vocabulary import CanvasVocabulary
 from sfumato.model.suffix_overlap import stop_at
 
 END_BAR = 0.3  # a greedy row ends only where its ends (the end token; for one line, line breaks) are this likely in all
+BRANCH_SEARCH = 64  # tokens a branch's first word is looked for among
 
 
 
@@ -147,8 +148,33 @@ class Settler:
             return None, None
         position = open_[0]
         (token,), (chance,) = self._choose(row, logits, [position])
+        if row.first_word_rank and self._first_word(row, position, token):
+            token, chance = self._branch(row, logits, position)
         self._set(row, position, token, chance)
         return position, token
+
+    def _first_word(self, row: Row, position: int, token: int) -> bool:
+        """Whether ``token`` at ``position`` begins the text's first word: after the healed text
+        (where that is white space) and any white space, never inside the prefix's last word."""
+        heal_at, left = heal_position(row, self.table)
+        if heal_at == position:
+            return not left.strip() and bool(self.table[token][len(left) :].strip())
+        return heal_at is None and self._text_start(row) == position and bool(self.table[token].strip())
+
+    def _branch(self, row: Row, logits: torch.Tensor, position: int) -> tuple[int, float]:
+        """A branch's first word: the likelier first words are ruled out one after another (tokens
+        of white space alone do not count) and the row's rules choose among the rest; drawn with the
+        model's own probability of it."""
+        banned, passed = logits.clone(), 0
+        for _ in range(BRANCH_SEARCH):
+            (token,), _ = self._choose(row, banned, [position])
+            if self._first_word(row, position, token):
+                if passed == row.first_word_rank:
+                    break
+                passed += 1
+            banned[position, token] = -math.inf
+        row.first_word_rank = 0
+        return token, float(logits[position].float().softmax(-1)[token])
 
     def _settle_sure(self, row: Row, logits: torch.Tensor) -> None:
         """The threshold rule: every masked position at least ``row.accept`` likely settles."""

@@ -10,7 +10,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from sfumato.model.api import InfillRequest, ModelInfo  # noqa: E402
-from sfumato.model.gap_cut import WORD_BONUS, Cut, CutQueries, cut_candidates, inner_cuts, own_end, text_pieces, word_count  # noqa: E402
+from sfumato.model.gap_cut import (  # noqa: E402
+    WORD_BONUS, Cut, CutQueries, cut_candidates, inner_cuts, own_end, rank_branches, text_pieces, word_count,
+)
+from sfumato.model.lm_row import Row  # noqa: E402
 
 
 def test_cuts_fall_at_word_starts_and_at_the_end():
@@ -52,7 +55,8 @@ def test_the_tree_of_queries_scores_each_cut_as_a_plain_reading_would(tiny_lm, r
         scores = [reference_score(tiny_lm, prompt, text[: cut.tokens] + cut.continuation, [], cut.tokens + len(cut.continuation))
                   for cut in cuts]
     assert q.scores(logits[p - 1], logits[p:], lambda read: read) == pytest.approx(scores, abs=1e-4)
-    assert q.best(logits[p - 1], logits[p:], lambda read: read) == cuts[max(range(len(cuts)), key=scores.__getitem__)]
+    best = max(range(len(cuts)), key=scores.__getitem__)
+    assert q.best(logits[p - 1], logits[p:], lambda read: read) == (cuts[best], pytest.approx(scores[best] + WORD_BONUS * cuts[best].words))
 
 
 def test_each_word_a_cut_keeps_adds_the_bonus_to_its_likelihood(monkeypatch):
@@ -64,9 +68,9 @@ def test_each_word_a_cut_keeps_adds_the_bonus_to_its_likelihood(monkeypatch):
     queries = CutQueries.build([4, 5, 6], cuts)
     monkeypatch.setattr(CutQueries, "scores", lambda self, *read: [-2.0, -3.5])
     monkeypatch.setattr(gap_cut, "WORD_BONUS", 0.0)
-    assert queries.best(None, None, None) is cuts[0]
+    assert queries.best(None, None, None) == (cuts[0], -2.0)
     monkeypatch.setattr(gap_cut, "WORD_BONUS", 1.0)
-    assert queries.best(None, None, None) is cuts[1]
+    assert queries.best(None, None, None) == (cuts[1], -0.5)
 
 
 def test_a_gap_inside_a_line_is_cut_at_a_word_start_of_what_the_model_wrote(tiny_lm, smol_tokenizer, monkeypatch):
@@ -124,3 +128,41 @@ def test_over_several_canvases_the_cut_is_the_one_a_plain_reading_prefers(tiny_l
                   for k in candidates}
     assert chosen == max(scores, key=scores.get)
 
+
+
+def test_a_gaps_branches_are_ranked_by_score_and_as_many_kept_as_alternatives_were_asked_for():
+    rows = [Row([], b"", 4, True, 0.0, torch.Generator(), score=score) for score in (-5.0, -2.0, float("inf"), -9.0)]
+    gap = InfillRequest(prefix="listens on ", suffix=" port 8080\n", one_line=True, n_alternatives=2)
+    group = list(rows)
+    rank_branches(group, gap)
+    assert group == [rows[2], rows[1]]  # a text that closes the line as the suffix does first, then the likeliest
+    group = list(rows)
+    rank_branches(group, replace(gap, n_alternatives=1, first_alternative=1))
+    assert group == [rows[1]]  # Try Again: the next best
+    group = list(rows)
+    rank_branches(group, InfillRequest(prefix="x = ", suffix="\n", n_alternatives=4))
+    assert group == rows  # not a gap: the alternatives as they were
+
+
+def test_a_gap_inside_a_line_branches_on_its_first_word_and_the_suffix_chooses(tiny_lm, smol_tokenizer, monkeypatch):
+    """Four rows begin with the first word's four likeliest choices; the one whose cut reads on into
+    the suffix best is the result, even when its first word was not the likeliest."""
+    from sfumato.model.lm_engine import LmDenoiserBackend
+
+    the, a = (smol_tokenizer(word, add_special_tokens=False).input_ids[0] for word in (" the", " a"))
+    model = copy.deepcopy(tiny_lm)
+    model.lm_head.register_forward_hook(lambda module, args, out: out.index_add(
+        -1, torch.tensor([the, a]), torch.tensor([12.0, 10.0]).expand(*out.shape[:-1], 2)))
+    backend = LmDenoiserBackend(model, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
+    request = InfillRequest(prefix="The server listens on ", suffix=" port 8080 by default.\n", max_new_tokens=6,
+                            one_line=True, seed=0)
+    assert [backend._row(request, k).first_word_rank for k in range(3)] == [0, 1, 2]
+    assert not backend._row(InfillRequest(prefix="x = ", suffix="\n", one_line=True), 1).first_word_rank  # a line: sampled
+    both = [d for d in backend.stream([replace(request, n_alternatives=2)])][-1][0].candidates
+    assert len(both) == 2 and {c.text.split()[0] for c in both} == {"the", "a"}
+    for favoured, word in ((the, "the"), (a, "a")):
+        monkeypatch.setattr(CutQueries, "scores", lambda self, *read, f=favoured: [100.0 * (self.ids[0] == f)] * len(self.cuts))
+        final = [d for d in backend.stream([request])][-1][0]
+        assert final.text.split()[0] == word and len(final.candidates) == 1
+        again = [d for d in backend.stream([replace(request, first_alternative=1)])][-1][0]
+        assert again.text.split()[0] != word  # Try Again: the next best branch, not the same text
