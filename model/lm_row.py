@@ -36,7 +36,7 @@ class Row:
     cut: int | None = None  # the text ends after this many tokens (a loop was stopped, a gap's end was scored)
     cut_chars: int = 0  # ... and the last of them loses this many characters (a gap's end scored inside it)
     gap_suffix: list[int] = field(default_factory=list)  # a gap inside a line: the suffix's start its cut is scored on
-    first_word_rank: int = 0  # a gap's branch: its first word is the k-th likeliest after the likeliest (0 once written)
+    first_word_rank: int = 0  # a gap's branch: its first word is the k-th likeliest after the likeliest
     score: float | None = None  # a gap's: its best cut's (sfumato.model.gap_cut)
     fix_rounds: int = 0  # a light rewrite: rounds of proposed edits read so far
     fixing: bool = False  # ... and its last round made an edit: another round reads the text as edited

@@ -173,7 +173,6 @@ class Settler:
                     break
                 passed += 1
             banned[position, token] = -math.inf
-        row.first_word_rank = 0
         return token, float(logits[position].float().softmax(-1)[token])
 
     def _settle_sure(self, row: Row, logits: torch.Tensor) -> None:
