@@ -2,8 +2,8 @@
 
 Every draft is one pass of the model over a canvas (``sfumato.model.lm_layout``): the prompt is read once
 (and its KV cache kept across requests, ``sfumato.model.prompt_cache``), then each pass reads the canvas
-(masked positions both ways, the rest left to right) and settles the leftmost open token, and the
-tokens after it while the denoiser's guesses from the pass before hold (``sfumato.model.lm_settle``:
+as far as its guesses go (masked positions both ways, the rest left to right) and settles the leftmost
+open token, and the tokens after it while the guesses hold (``sfumato.model.lm_settle``:
 self-speculative decoding, the text of one token a pass in fewer passes). A canvas that fills up without ``<|endoftext|>`` is committed to the prompt and the next one
 starts, until ``max_new_tokens``. A light rewrite proposes fixes and reads them
 (``sfumato.model.light_rewrite``); a heavy one writes its least likely lines again (``sfumato.model.line_rewrite``).
@@ -29,7 +29,7 @@ from sfumato.model.line_rewrite import chosen_lines, line_means, read_log_probs,
 from sfumato.model.lm_base import TRAINED_PREFIX
 from sfumato.model.lm_drafts import Spent, group_draft, row_states
 from sfumato.model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
-from sfumato.model.lm_row import Row, heal_only_tokens
+from sfumato.model.lm_row import Row, heal_only_tokens, read_end
 from sfumato.model.lm_settle import Settler
 from sfumato.model.lm_vocabulary import CanvasVocabulary
 from sfumato.model.memory import release_freed_heap
@@ -353,30 +353,36 @@ class LmDenoiserBackend:
 
     def _canvas_pass(self, rows: list[Row], next_logits: torch.Tensor, cache, both_ways: bool = False):
         """One pass over every open row's canvas after its cached start (``Row.cached``): ([R, C, V]
-        the logits that predict each canvas position, i-1 predicting i, zero where cached; what
+        the logits that predict each canvas position, i-1 predicting i, zero where not read; what
         ``_keep_settled`` needs). An open position reads its guess, if any; a settled or guessed
         one reads the canvas left to right, a masked one both ways (``sfumato.model.lm_settle``);
         ``both_ways``: every position reads the whole canvas (a rewrite's text read as the fix
-        examples trained it). ``next_logits`` [R, V] predict each row's first position not cached."""
-        tails = [[] if row.done else [row.guess.get(i, token) for i, token in enumerate(row.canvas)][row.cached :]
+        examples trained it). A row that speculates is read only up to its first masked position
+        without a guess (``read_end``). ``next_logits`` [R, V] predict each row's first position not cached."""
+        tails = [[] if row.done else [row.guess.get(i, token) for i, token in enumerate(row.canvas)][row.cached : read_end(row, both_ways)]
                  for row in rows]
         ids, widths = self._tails(tails)
         width = ids.shape[1]
         reads_left = [[not both_ways and (not row.masked[i] or i in row.guess) for i in range(row.cached, row.cached + w)]
                       for row, w in zip(rows, widths)]
-        out = self.model(input_ids=ids, attention_mask=self._tail_mask(widths, width, reads_left),
-                         position_ids=self._positions(0, width), cache=cache, use_cache=True)
+        out_logits = None
+        if width:  # (a canvas's first pass reads nothing: the prompt's logits predict its first token)
+            out_logits = self.model(input_ids=ids, attention_mask=self._tail_mask(widths, width, reads_left),
+                                    position_ids=self._positions(0, width), cache=cache, use_cache=True).logits
         logits = torch.zeros(len(rows), max(len(row.canvas) for row in rows), next_logits.shape[-1], device=self.device)
         for b, (row, w) in enumerate(zip(rows, widths)):
-            if w:
+            if not row.done and row.cached < len(row.canvas):
                 logits[b, row.cached] = next_logits[b]
-                logits[b, row.cached + 1 : row.cached + w] = out.logits[b, : w - 1].float()
-        return logits, (ids, widths, out.logits)
+            if w:  # the last position read predicts the one after it, if the canvas has one
+                n = min(w, len(row.canvas) - row.cached - 1)
+                logits[b, row.cached + 1 : row.cached + 1 + n] = out_logits[b, :n].float()
+        return logits, (ids, widths, out_logits)
 
     def _canvas_logits(self, rows: list[Row], next_logits: torch.Tensor, cache, both_ways: bool = False) -> torch.Tensor:
         """``_canvas_pass``'s logits, the cache left as it was."""
         logits, (ids, _, _) = self._canvas_pass(rows, next_logits, cache, both_ways)
-        cache.crop(-ids.shape[1])
+        if ids.shape[1]:
+            cache.crop(-ids.shape[1])
         return logits
 
     def _keep_settled(self, rows: list[Row], read, cache, next_logits: torch.Tensor) -> torch.Tensor:

@@ -3,18 +3,16 @@
 A canvas position is settled (its token final), shown a guess (still open, but the pass reads the
 guessed token there), or masked. Settled and guessed positions read the canvas left to right, as
 the causal base read its text; a masked one reads every position both ways, as the adapter was
-trained to denoise. So in one pass a masked position gets the denoiser's guess, and a guessed one
-gets the model's causal prediction of the token after it.
+trained to denoise (a rewrite's text, the threshold rule).
 
 Self-speculative decoding: each pass settles the leftmost open position from the logits that
 predict it (they read only settled text). When the token settled is the guess the pass showed
 there, the logits after it read the right text too, so the next position settles in the same pass,
-and so on while the guesses hold. The text is what one token a pass would write; the guesses, made
-in parallel, decide how many tokens a pass settles. A guess is made where the position's logits
-read no wrong guess (they read masks: the denoiser's parallel guess); after a wrong guess the rest
-is masked again, and the next pass guesses it anew. Where the text's last tokens occur earlier in
-the prompt or the text, what followed them there is the guess instead (prompt lookup), even after
-a wrong guess: on held-out lines it took tokens per pass from 1.10 to 1.61, the text unchanged.
+and so on while the guesses hold. The text is what one token a pass would write; the guesses decide
+how many tokens a pass settles. They come from the text itself: where its last tokens occur earlier
+in the prompt or the text, what followed them there (prompt lookup; on held-out lines 1.10 -> 1.61
+tokens a pass over the denoiser's own parallel guesses, which then added almost nothing, so masked
+positions after the guesses are no longer read: ``lm_row.read_end``).
 
 With a sampler bound (``InfillRequest.sampler_bound``) no guess is shown: every masked position
 whose token is at least that likely settles (Fast-dLLM's threshold rule), at least the leftmost.
@@ -38,12 +36,6 @@ BRANCH_SEARCH = 64  # tokens a branch's first word is looked for among
 
 
 
-def softmax_in_place(scores: torch.Tensor) -> torch.Tensor:
-    """The softmax over the last axis, written over ``scores`` (a [positions, 262k] copy less than
-    ``Tensor.softmax`` at each pass)."""
-    scores.sub_(scores.amax(-1, keepdim=True)).exp_()
-    return scores.div_(scores.sum(-1, keepdim=True))
-
 class Settler:
     """Settles a row's tokens from one pass's logits and guesses the rest for the next pass (``settle``)."""
 
@@ -51,55 +43,44 @@ class Settler:
         self.vocabulary, self.special, self.table = vocabulary, special, vocabulary.table
 
     def settle(self, row: Row, logits: torch.Tensor) -> None:
-        """Settle what this pass's ``logits`` [C, V] (i-1 predicts i) decide, then guess the rest."""
+        """Settle what this pass's ``logits`` [C, V] (i-1 predicts i; zero where not read) decide, then guess on."""
         logits = logits[: len(row.canvas)]
         shown, row.guess = row.guess, {}
-        read_both_ways = [masked and i not in shown for i, masked in enumerate(row.masked)]
-        wrong = False
         while True:
             position, token = self._settle_leftmost(row, logits)
             if position is None or row.done:
                 break
-            wrong = position in shown and shown[position] != token
             if shown.get(position) != token or position + 1 >= len(row.canvas) or not row.masked[position + 1]:
                 break  # the logits after this position did not read its token: they decide nothing
         if row.accept < 1.0 and not row.done:
             self._settle_sure(row, logits)
         if row.speculate and not row.done:
-            probs = softmax_in_place(logits.masked_fill(self.vocabulary.blocked(len(row.canvas), row.no_breaks), -math.inf))
-            if not wrong:
-                self._guess(row, probs, read_both_ways)
-            self._guess_from_context(row, probs)
+            self._guess_from_context(row, logits)
 
-    def _guess(self, row: Row, probs: torch.Tensor, read_both_ways: list[bool]) -> None:
-        """Show the next pass, at each open position, the token a masked query of this pass (one that
-        read the canvas both ways) predicted for it. After a wrong guess every query read it, so
-        ``settle`` makes none of these and the next pass reads masks there."""
-        best = self._greedy(row, probs, [False] * len(probs))  # the end decided as the settling decides it
-        chance = probs.gather(1, best[:, None])[:, 0]
-        for i in range(1, self._end_index(row) + 1):
-            if row.masked[i] and read_both_ways[i - 1]:
-                row.guess[i], row.confidence[i] = int(best[i]), float(chance[i])  # drawn as unsure as it is
-                if self._ends(row, row.guess[i]):
-                    break  # what comes after a guessed end is never read
-
-    def _guess_from_context(self, row: Row, probs: torch.Tensor) -> None:
+    def _guess_from_context(self, row: Row, logits: torch.Tensor) -> None:
         """Where the text's last tokens (3, else 2, else 1) occur earlier in the prompt or the text,
         guess that what followed them there follows now (prompt lookup: code repeats its names and
-        phrases). These guesses replace the denoiser's from the first open position on; like them,
-        each is checked before it settles, so they change how many passes a text takes, never the text."""
+        phrases). Each guess is checked before it settles, so guesses change how many passes a text
+        takes, never the text. A guess is drawn as likely as this pass found it where the pass
+        read the text before it, else as noise (the model has not weighed it)."""
         start = next((i for i, masked in enumerate(row.masked) if masked), None)
         if start is None:
             return
         history = row.prompt + row.written + row.canvas[:start]
+        read = logits.any(-1)
         for n in (3, 2, 1):
             key = history[-n:]
             found = next((j for j in range(len(history) - n - 1, -1, -1) if history[j : j + n] == key), None)
             if len(key) == n and found is not None:
                 for i, token in enumerate(history[found + n : found + n + len(row.canvas) - start], start):
                     if row.masked[i]:
-                        row.guess[i], row.confidence[i] = token, float(probs[i, token])
+                        row.guess[i], row.confidence[i] = token, self._chance(row, logits[i], token) if read[i] else 0.0
                 return
+
+    def _chance(self, row: Row, logits: torch.Tensor, token: int) -> float:
+        """The probability ``logits`` [V] give ``token`` among what the row may write."""
+        blocked = self.vocabulary.blocked(1, row.no_breaks)[0]
+        return float(logits.masked_fill(blocked, -math.inf).softmax(-1)[token])
 
     def _choose(self, row: Row, logits: torch.Tensor, positions: list[int]) -> tuple[list[int], list[float]]:
         """(the token each of ``positions`` would take under the row's rules, its probability)."""

@@ -480,10 +480,13 @@ def test_a_line_that_runs_into_the_suffix_ends_before_it(backend):
     assert row.stop == "(16))  # 4.0"
 
 
-def test_settled_text_moves_into_the_cache_and_changes_no_draft(backend, monkeypatch):
+def test_a_pass_reads_only_what_decides_and_changes_no_draft(backend, monkeypatch):
     """A pass reads only the canvas after the text that earlier passes read right (its keys and
-    values stay in the cache): every draft as when each pass reads the whole canvas, over fewer
-    positions. Alternatives of different lengths share the batch; a long infill goes canvas after canvas."""
+    values stay in the cache), and only up to the guesses' end (masked positions after them
+    decide nothing): every draft as when each pass reads the whole canvas, over fewer positions.
+    Alternatives of different lengths share the batch; a long infill goes canvas after canvas."""
+    from sfumato.model import lm_engine
+
     requests = [InfillRequest(prefix="def f(x):\n    ", suffix="\n", one_line=True, max_new_tokens=12, seed=0),
                 InfillRequest(prefix="value = ", suffix="\nprint(value)\n", max_new_tokens=40, seed=1, n_alternatives=3),
                 InfillRequest(prefix="items = [", suffix="]\n", max_new_tokens=70, seed=2)]
@@ -502,10 +505,16 @@ def test_settled_text_moves_into_the_cache_and_changes_no_draft(backend, monkeyp
 
     monkeypatch.setattr(backend, "_canvas_pass", counted)
     cached, cached_width = drafts()
-    monkeypatch.setattr(backend, "_keep_settled", lambda rows, read, cache, logits: cache.crop(-read[0].shape[1]) or logits)
+    monkeypatch.setattr(backend, "_keep_settled", lambda rows, read, cache, logits: (read[0].shape[1] and cache.crop(-read[0].shape[1])) or logits)
     whole, whole_width = drafts()
     assert cached == whole
     assert cached_width < whole_width
+    monkeypatch.undo()
+    monkeypatch.setattr(backend, "_canvas_pass", counted)
+    monkeypatch.setattr(lm_engine, "read_end", lambda row, both_ways=False: len(row.canvas))
+    every_position, every_width = drafts()  # masked positions after the guesses read too
+    assert every_position == cached
+    assert cached_width < every_width
 
 
 def test_a_gap_of_several_lines_ends_where_its_text_leaves_the_gaps_block(backend, smol_tokenizer):

@@ -39,12 +39,30 @@ def open_row(size):
     return Row([0], b"", 64, False, 0.0, torch.Generator(), canvas=[-1] * size, masked=[True] * size, confidence=[0.0] * size)
 
 
-def test_a_pass_over_masks_settles_one_token_and_guesses_the_rest(settler, smol_tokenizer):
+def test_a_pass_settles_one_token_and_guesses_on_from_where_the_text_occurred_before(settler, smol_tokenizer):
     ids = word_ids(smol_tokenizer, " return width * height")
     row = open_row(len(ids) + 1)
+    row.prompt = [0, *ids]  # the prompt holds the line once already
     settler.settle(row, logits_for(ids + [settler.special.end], len(settler.table)))
     assert row.canvas[0] == ids[0] and row.masked[1:] == [True] * len(ids)
     assert [row.guess[i] for i in range(1, len(ids))] == ids[1:]
+
+
+def test_without_an_earlier_occurrence_nothing_is_guessed(settler, smol_tokenizer):
+    ids = word_ids(smol_tokenizer, " return width * height")
+    row = open_row(len(ids) + 1)
+    settler.settle(row, logits_for(ids + [settler.special.end], len(settler.table)))
+    assert row.canvas[0] == ids[0] and row.guess == {}
+
+
+def test_a_guess_at_a_position_the_pass_did_not_read_is_drawn_as_noise(settler, smol_tokenizer):
+    ids = word_ids(smol_tokenizer, " return width * height")
+    row = open_row(len(ids) + 1)
+    row.prompt = [0, *ids]
+    logits = logits_for(ids + [settler.special.end], len(settler.table))
+    logits[3:] = 0.0  # the pass read the canvas only up to position 2
+    settler.settle(row, logits)
+    assert row.confidence[2] > 0.1 and row.confidence[3] == 0.0 and row.guess[3] == ids[3]
 
 
 def test_guesses_that_hold_settle_in_one_pass_and_a_wrong_one_is_replaced_and_ends_the_pass(settler, smol_tokenizer):
@@ -56,7 +74,7 @@ def test_guesses_that_hold_settle_in_one_pass_and_a_wrong_one_is_replaced_and_en
     settler.settle(row, logits_for(truth, len(settler.table)))
     assert row.canvas[:4] == ids[:4]  # 1 and 2 held; 3 was wrong and takes the causal reading's token
     assert row.masked[4:] == [True] * (len(row.canvas) - 4)
-    assert row.guess == {}  # every query after the wrong guess read it: the next pass reads masks
+    assert row.guess == {}  # and the text so far occurs nowhere before: nothing to guess
 
 
 def test_a_masked_position_decides_nothing_after_it(settler, smol_tokenizer):
