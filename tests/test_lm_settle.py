@@ -117,7 +117,7 @@ def test_a_draft_shows_the_guesses_unsettled_and_the_result_holds_none(smol_toke
     backend = LmDenoiserBackend(tiny_lm, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
     drafts = [d[0] for d in backend.stream([InfillRequest(prefix="value = ", suffix="\n", max_new_tokens=12, seed=3)])]
     first, final = drafts[0], drafts[-1]
-    assert any(t.text and not t.accepted for t in first.tokens)  # the denoiser's guess, drawn as unsure
+    assert any(t.text and not t.accepted for t in first.tokens)  # a guess (what followed these tokens in the prompt), drawn as unsure
     assert [t.text for t in first.tokens if t.accepted] == [first.tokens[0].text]  # one settled so far
     assert all(t.accepted for t in final.tokens)
 

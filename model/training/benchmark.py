@@ -115,7 +115,7 @@ def decode(backend, tasks: list[EditTask], sampler_bound: float | None) -> dict:
     results = run_engine(backend, [request_for(t, "line", seed=0, sampler_bound=sampler_bound) for t in tasks])
     quality = score("line", tasks, [r["text"] for r in results])
     return {
-        # None: the shipped rule, no bar (the denoiser's guesses checked by the causal reading, sfumato.model.lm_settle)
+        # None: the shipped rule, no bar (prompt lookup's guesses checked by the causal reading, sfumato.model.lm_settle)
         "accept_probability": None if sampler_bound is None else round(math.exp(-sampler_bound), 4),
         "setting": "guesses checked" if sampler_bound is None else f"p >= {math.exp(-sampler_bound):.4g}",
         "exact_match": quality["exact"],

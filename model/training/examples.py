@@ -12,7 +12,8 @@ as the engine uses them:
   the masked positions. With ``causal`` (``--causal``), that share of them masks nothing and takes the loss at
   every position, each read left to right (fill-in-the-middle, teacher-forced): the engine's text
   is written by exactly that reading (``sfumato.model.lm_settle``), which the masked examples
-  train at one position of a written start and a masked rest; the denoiser's guesses only save passes.
+  train at one position of a written start and a masked rest (a masked position's own prediction
+  the engine no longer reads: its guesses come from the prompt).
 * fix: one or two canvas tokens are swapped for a wrong one (a token of the same document, as a
   wrong identifier would be) and a few more masked; the loss covers every canvas position, so
   the model learns to give a corrupted text back correct and to keep what is right.
