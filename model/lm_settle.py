@@ -35,7 +35,6 @@ END_BAR = 0.3  # a greedy row ends only where its ends (the end token; for one l
 BRANCH_SEARCH = 64  # tokens a branch's first word is looked for among
 
 
-
 class Settler:
     """Settles a row's tokens from one pass's logits and guesses the rest for the next pass (``settle``)."""
 
@@ -194,9 +193,6 @@ class Settler:
             return self.table[row.canvas[index]]
         before = sum(len(self.table[t]) for t in row.written + row.canvas[:index])
         return self.table[row.canvas[index]][max(0, len(row.heal) - before) :]
-
-    def _ends(self, row: Row, token: int) -> bool:
-        return token == self.special.end or (row.one_line and b"\n" in self.table[token])
 
     def _end_index(self, row: Row) -> int:
         """The first settled position that ends the text (an end, or a newline for one line); the
