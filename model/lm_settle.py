@@ -66,20 +66,27 @@ class Settler:
         if start is None:
             return
         history = row.prompt + row.written + row.canvas[:start]
-        read = logits.any(-1)
         for n in (3, 2, 1):
             key = history[-n:]
             found = next((j for j in range(len(history) - n - 1, -1, -1) if history[j : j + n] == key), None)
             if len(key) == n and found is not None:
                 for i, token in enumerate(history[found + n : found + n + len(row.canvas) - start], start):
                     if row.masked[i]:
-                        row.guess[i], row.confidence[i] = token, self._chance(row, logits[i], token) if read[i] else 0.0
+                        row.guess[i] = token
+                self._draw_guesses(row, logits)
                 return
 
-    def _chance(self, row: Row, logits: torch.Tensor, token: int) -> float:
-        """The probability ``logits`` [V] give ``token`` among what the row may write."""
-        blocked = self.vocabulary.blocked(1, row.no_breaks)[0]
-        return float(logits.masked_fill(blocked, -math.inf).softmax(-1)[token])
+    def _draw_guesses(self, row: Row, logits: torch.Tensor) -> None:
+        """Each guess's confidence: its probability among what the row may write where this pass
+        read the position (its logits are not zero), else 0. One softmax over the guessed positions."""
+        positions = list(row.guess)
+        if not positions:
+            return
+        rows = logits[positions]
+        read = rows.any(-1).tolist()
+        chance = rows.masked_fill(self.vocabulary.blocked(len(positions), row.no_breaks), -math.inf).softmax(-1)
+        for k, i in enumerate(positions):
+            row.confidence[i] = float(chance[k, row.guess[i]]) if read[k] else 0.0
 
     def _choose(self, row: Row, logits: torch.Tensor, positions: list[int]) -> tuple[list[int], list[float]]:
         """(the token each of ``positions`` would take under the row's rules, its probability)."""
