@@ -12,6 +12,10 @@ The same score ranks a gap's branches: rows that begin with the first word's lik
 result, the next ones its alternatives. The suffix then chooses the first word as well as the end:
 on held-out documentation gaps (120) 18 exact, similarity 0.443 and 18 / 0.473 (seeds 1 and 2),
 against 16 / 0.423 and 15 / 0.448 from the likeliest first word alone (docs/training.md, session 31).
+A line a heavy rewrite writes again is branched the same way; its end is its line break, so it is
+scored whole (the line, then the suffix's start, the same bonus a word): held-out 3-6 line rewrites
+parse 11 -> 19 and 14 -> 13 of 30 (seeds 1, 2), 37 -> 43 and 33 -> 38 of 60 (seeds 3, 4; session 33).
+A line at a blank line is not branched: two branches cost it the single line's time goal.
 
 A token may join a gap's end to what follows it (one token holds a docstring's full stop and its
 closing quotes, another a list item's closing quote and comma), so cuts are also made inside a token,
@@ -166,12 +170,17 @@ def gap_queries(row: Row, table: list[bytes], encode: Callable[[str], list[int]]
     score the highest there is) or wrote nothing to keep (the lowest)."""
     ids, pieces = text_pieces(row, table, ends)
     line_end = next((k for k, piece in enumerate(pieces) if b"\n" in piece), len(pieces))
+    first = 2 if pieces and not pieces[0] else 1  # not the healed start alone
+    if row.whole_line:  # one cut: the line's end
+        if line_end < first:
+            row.score = -math.inf
+            return None
+        return CutQueries.build(ids[:line_end], [Cut(line_end, row.gap_suffix, words=word_count(pieces[:line_end]))])
     suffix = b"".join(table[t] for t in row.gap_suffix)
     ended = own_end(pieces[:line_end], suffix.split(b"\n", 1)[0])
     if ended:
         (row.cut, row.cut_chars), row.score = ended, math.inf
         return None
-    first = 2 if pieces and not pieces[0] else 1  # not the healed start alone
     cuts = [Cut(k, row.gap_suffix, words=word_count(pieces[:k])) for k in cut_candidates(pieces, first)
             if k <= line_end or k == len(pieces)]  # within the gap's line, or the whole text
     cuts += [Cut(j, encode((pieces[j][:c] + suffix).decode("utf-8", "replace")), len(pieces[j]) - c,
@@ -189,18 +198,19 @@ def is_inside_line(request: InfillRequest) -> bool:
     return not request.is_rewrite and bool(request.suffix.split("\n", 1)[0].strip())
 
 
-def row_count(request: InfillRequest) -> int:
-    """A request's rows: one an alternative; a gap inside a line, one a branch of its first word."""
-    if is_inside_line(request):
+def row_count(request: InfillRequest, whole_lines: bool = False) -> int:
+    """A request's rows: one an alternative; a gap inside a line (or, ``whole_lines``, a line a
+    heavy rewrite writes again), one a branch of its first word."""
+    if is_inside_line(request) or whole_lines:
         return max(request.first_alternative + request.n_alternatives, BRANCHES)
     return request.n_alternatives
 
 
 def rank_branches(group: list[Row], request: InfillRequest) -> None:
-    """A gap's branches in the order of their scores, the best first: its alternatives are the best,
-    from the ``first_alternative``-th on (Try Again shows the ones after those shown). Any other
-    request's rows are its alternatives already."""
-    if not is_inside_line(request):
+    """A request's branches (rows with a suffix to score) in the order of their scores, the best
+    first: its alternatives are the best, from the ``first_alternative``-th on (Try Again shows the
+    ones after those shown). Any other request's rows are its alternatives already."""
+    if not group[0].gap_suffix:
         return
     if all(row.score is not None for row in group):
         group.sort(key=lambda row: -row.score)

@@ -35,7 +35,7 @@ from sfumato.model.lm_vocabulary import CanvasVocabulary
 from sfumato.model.memory import release_freed_heap
 from sfumato.model.project_context import CONTEXT_SHARE, context_tokens
 from sfumato.model.prompt_cache import PromptCache
-from sfumato.model.rewrite_parts import split_selection
+from sfumato.model.rewrite_parts import part_request, split_selection, text_after
 from sfumato.model.template import within_its_line
 
 PREFIX_TOKENS, SUFFIX_TOKENS = TRAINED_PREFIX, 96  # what training shows it (sfumato.model.training.adapt)
@@ -87,13 +87,14 @@ class LmDenoiserBackend:
         spent = [Spent() for _ in requests]
         drafts: list[Draft] = [None] * len(requests)  # type: ignore[list-item]
         rounds, offset = max(map(len, plans)), 0
+        lines = [lead is not None and r.n_alternatives == 1 for lead, r in zip(leads, requests)]  # branched (gap_cut)
         with torch.inference_mode():
             for index in range(rounds):
                 live = [i for i, plan in enumerate(plans) if index < len(plan)]
-                parts = [self._parts(requests[i], plans[i], index, written[i], leads[i] is not None) for i in live]
-                groups = [[self._row(part, k) for k, part in enumerate(group)] for group in parts]
+                parts = [self._parts(requests[i], plans[i], index, written[i], leads[i] is not None, lines[i]) for i in live]
+                groups = [[self._row(part, k, lines[i]) for k, part in enumerate(group)] for i, group in zip(live, parts)]
                 rows = [row for group in groups for row in group]
-                after = {i: self._after(plans[i], index) for i in live}  # the same for every pass of the round
+                after = {i: text_after(plans[i], index) for i in live}  # the same for every pass of the round
                 passes = 0
                 for passes in self._denoise(rows, [group[0] for group in parts], groups, cancel):
                     final = index == rounds - 1 and all(row.done for row in rows)
@@ -127,29 +128,11 @@ class LmDenoiserBackend:
         return rewrite_plan(lines, chosen_lines(lines, means, request.strength))
 
     def _parts(self, request: InfillRequest, plan: list[tuple[str | None, str]], index: int,
-               written: list[list[TokenState]], heavy: bool) -> list[InfillRequest]:
-        """Each row's request for part ``index``: one an alternative, and for a gap inside a line
-        one a branch (a single part: what it writes alone decides)."""
-        parts = [self._part(request, plan, index, states, heavy) for states in written]
-        return parts + [parts[0]] * (row_count(request) - len(parts))
-
-    @staticmethod
-    def _part(request: InfillRequest, plan: list[tuple[str | None, str]], index: int, written: list[TokenState],
-              heavy: bool) -> InfillRequest:
-        """The request for part ``index`` of a rewrite: the parts before it as written, those after as they
-        are; in a heavy rewrite, a one-line infill."""
-        if len(plan) == 1 and not heavy:
-            return request
-        around = {"prefix": request.prefix + "".join(state.text for state in written),
-                  "suffix": LmDenoiserBackend._after(plan, index) + request.suffix}
-        if heavy:
-            return replace(request, **around, init_text=None, strength=1.0, one_line=True)
-        return replace(request, **around, init_text=plan[index][0])
-
-    @staticmethod
-    def _after(plan: list[tuple[str | None, str]], index: int) -> str:
-        """The selection's text after part ``index``, as it was: its line break and the parts after it."""
-        return plan[index][1] + "".join(part + brk for part, brk in plan[index + 1 :])
+               written: list[list[TokenState]], heavy: bool, lines: bool) -> list[InfillRequest]:
+        """Each row's request for part ``index``: one an alternative, and for a gap inside a line or
+        (``lines``) a heavy rewrite's line one a branch (what it writes alone decides)."""
+        parts = [part_request(request, plan, index, "".join(state.text for state in states), heavy) for states in written]
+        return parts + [parts[0]] * (row_count(request, lines) - len(parts))
 
     def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
         """Every gap is a canvas of one batch, its prompt the template around it (other gaps empty).
@@ -179,9 +162,10 @@ class LmDenoiserBackend:
         context = context_ids(self.tokenizer, request.context)
         return prompt_ids(self.special, context + prefix, suffix), heal
 
-    def _row(self, request: InfillRequest, index: int) -> Row:
+    def _row(self, request: InfillRequest, index: int, rewritten_line: bool = False) -> Row:
         """Row ``index`` of a request: its alternative ``first_alternative + index`` (the first greedy,
-        the others sampled), or for a gap inside a line the branch of its first word's ``index``-th choice."""
+        the others sampled), or for a gap inside a line or a ``rewritten_line`` at a blank line the
+        branch of its first word's ``index``-th choice."""
         prompt, heal = self._prompt(request)
         alternative = request.first_alternative + index
         seed = (request.seed if request.seed is not None else 0) * 1000 + alternative
@@ -193,18 +177,20 @@ class LmDenoiserBackend:
             stop = stop.split("\n", 1)[0]
         blank_line = not within_its_line(request.prefix, request.suffix)
         inside_line = is_inside_line(request)
+        whole_line = rewritten_line and blank_line
+        branched = inside_line or whole_line
         must_write = request.one_line and not request.is_rewrite and (blank_line or inside_line)
         avoid = self.vocabulary.starting(self._next_line(request)) if must_write else False
         avoid_healed = self.vocabulary.repeating(self._next_line(request), heal) if must_write and inside_line else avoid
         row = Row(prompt, heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks, must_write=must_write,
                    avoid=avoid, avoid_healed=avoid_healed,
-                   temperature=0.0 if alternative == 0 or inside_line else ALTERNATIVE_TEMPERATURE,
-                   first_word_rank=index if inside_line else 0,
+                   temperature=0.0 if alternative == 0 or branched else ALTERNATIVE_TEMPERATURE,
+                   first_word_rank=index if branched else 0, whole_line=whole_line,
                    generator=torch.Generator().manual_seed(seed), accept=bar,
                    stop=stop if len(stop.strip()) >= MIN_STOP_CHARS else "", stop_space=request.suffix[:1].isspace(),
                    scope=0 if request.one_line or request.is_rewrite else indentation(request.prefix.rsplit("\n", 1)[-1]),
                    before=request.prefix.rsplit("\n", 1)[-1], after=request.suffix[:LONGEST_STOP],
-                   gap_suffix=self._encode(request.suffix[: 4 * SUFFIX_SCORE_TOKENS])[:SUFFIX_SCORE_TOKENS] if inside_line else [])
+                   gap_suffix=self._encode(request.suffix[: 4 * SUFFIX_SCORE_TOKENS])[:SUFFIX_SCORE_TOKENS] if branched else [])
         if request.is_rewrite:
             row.canvas = self._encode(heal.decode("utf-8", "replace") + request.init_text)  # a fix keeps its length
             row.masked, row.confidence = [False] * len(row.canvas), [1.0] * len(row.canvas)
@@ -443,7 +429,8 @@ class LmDenoiserBackend:
         hidden = self._read_queries(queries, len(rows), self._prompt_width, cache)
         for b, q in queries.items():
             cut, rows[b].score = q.best(prompt_logits[b], hidden[b, : len(q.ids)], self.model.lm_head)
-            rows[b].cut, rows[b].cut_chars = cut.keep, cut.drop
+            if not rows[b].whole_line:
+                rows[b].cut, rows[b].cut_chars = cut.keep, cut.drop
 
     def _read_queries(self, queries: dict, rows: int, prompt: int, cache) -> torch.Tensor:
         """One forward pass over the cached prompt for every row's queries (``ids``, ``offsets``

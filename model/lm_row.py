@@ -35,8 +35,9 @@ class Row:
     must_write: bool = False  # the cursor on a blank line or inside one: the text may not start with its end
     cut: int | None = None  # the text ends after this many tokens (a loop was stopped, a gap's end was scored)
     cut_chars: int = 0  # ... and the last of them loses this many characters (a gap's end scored inside it)
-    gap_suffix: list[int] = field(default_factory=list)  # a gap inside a line: the suffix's start its cut is scored on
-    first_word_rank: int = 0  # a gap's branch: its first word is the k-th likeliest after the likeliest
+    gap_suffix: list[int] = field(default_factory=list)  # a branch (sfumato.model.gap_cut): the suffix's start its score reads
+    whole_line: bool = False  # a line a heavy rewrite writes again: scored whole (to its line break), never cut
+    first_word_rank: int = 0  # a branch: its first word is the k-th likeliest after the likeliest
     score: float | None = None  # a gap's: its best cut's (sfumato.model.gap_cut)
     fix_rounds: int = 0  # a light rewrite: rounds of proposed edits read so far
     fixing: bool = False  # ... and its last round made an edit: another round reads the text as edited

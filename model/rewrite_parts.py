@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
+
+from sfumato.model.api import InfillRequest
 
 PART_TOKENS = 24  # with the canvas's room to grow (a quarter more), within the 32 of training
 LINE_START = re.compile(r"(?:\n[ \t]*)+(?=\S)")  # line breaks, blank lines and the indentation after them
@@ -35,3 +38,20 @@ def split_selection(text: str, count_tokens: Callable[[str], int], budget: int =
         else:
             merged.append((part, brk))
     return merged
+
+
+def part_request(request: InfillRequest, plan: list[tuple[str | None, str]], index: int, written: str,
+                 heavy: bool) -> InfillRequest:
+    """The request for part ``index`` of a rewrite: the parts before it as ``written``, those after
+    as they are; in a heavy rewrite, a one-line infill."""
+    if len(plan) == 1 and not heavy:
+        return request
+    around = {"prefix": request.prefix + written, "suffix": text_after(plan, index) + request.suffix}
+    if heavy:
+        return replace(request, **around, init_text=None, strength=1.0, one_line=True)
+    return replace(request, **around, init_text=plan[index][0])
+
+
+def text_after(plan: list[tuple[str | None, str]], index: int) -> str:
+    """The selection's text after part ``index``, as it was: its line break and the parts after it."""
+    return plan[index][1] + "".join(part + brk for part, brk in plan[index + 1 :])

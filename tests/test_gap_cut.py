@@ -131,7 +131,7 @@ def test_over_several_canvases_the_cut_is_the_one_a_plain_reading_prefers(tiny_l
 
 
 def test_a_gaps_branches_are_ranked_by_score_and_as_many_kept_as_alternatives_were_asked_for():
-    rows = [Row([], b"", 4, True, 0.0, torch.Generator(), score=score) for score in (-5.0, -2.0, float("inf"), -9.0)]
+    rows = [Row([], b"", 4, True, 0.0, torch.Generator(), score=score, gap_suffix=[7]) for score in (-5.0, -2.0, float("inf"), -9.0)]
     gap = InfillRequest(prefix="listens on ", suffix=" port 8080\n", one_line=True, n_alternatives=2)
     group = list(rows)
     rank_branches(group, gap)
@@ -139,9 +139,10 @@ def test_a_gaps_branches_are_ranked_by_score_and_as_many_kept_as_alternatives_we
     group = list(rows)
     rank_branches(group, replace(gap, n_alternatives=1, first_alternative=1))
     assert group == [rows[1]]  # Try Again: the next best
-    group = list(rows)
+    alternatives = [replace(row, gap_suffix=[]) for row in rows]
+    group = list(alternatives)
     rank_branches(group, InfillRequest(prefix="x = ", suffix="\n", n_alternatives=4))
-    assert group == rows  # not a gap: the alternatives as they were
+    assert group == alternatives  # not branches (no suffix to score): the alternatives as they were
 
 
 def test_a_gap_inside_a_line_branches_on_its_first_word_and_the_suffix_chooses(tiny_lm, smol_tokenizer, monkeypatch):
@@ -166,3 +167,39 @@ def test_a_gap_inside_a_line_branches_on_its_first_word_and_the_suffix_chooses(t
         assert final.text.split()[0] == word and len(final.candidates) == 1
         again = [d for d in backend.stream([replace(request, first_alternative=1)])][-1][0]
         assert again.text.split()[0] != word  # Try Again: the next best branch, not the same text
+
+
+def test_a_heavy_rewrites_lines_are_written_as_branches_scored_whole(tiny_lm, smol_tokenizer, monkeypatch):
+    """Each line a heavy rewrite writes again is two rows, from its first word's two likeliest
+    choices; each is scored whole (its text to the line break, then the suffix's start: one cut)
+    and the better is the line written. A line at a blank line from Ctrl+K is one row (time goal)."""
+    import sfumato.model.lm_engine as engine
+    from sfumato.model.gap_cut import row_count
+
+    backend = engine.LmDenoiserBackend(tiny_lm, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
+    line = InfillRequest(prefix="def mean(values):\n    ", suffix="\n    return total\n", one_line=True)
+    assert row_count(line) == 1 and not backend._row(line, 0).gap_suffix
+    assert [backend._row(line, k, True).first_word_rank for k in range(2)] == [0, 1]
+
+    scored, chosen, rank = [], [], engine.rank_branches
+
+    def favour_the_second(group, request):
+        if group[0].whole_line:
+            assert [row.first_word_rank for row in group] == [0, 1]
+            for row in group:
+                row.score = float(row.first_word_rank == 1)
+            chosen.append("".join(state.text for state in backend._states(group[1])))
+        rank(group, request)
+
+    scores = CutQueries.scores
+    monkeypatch.setattr(CutQueries, "scores", lambda self, *read: scored.append(self.cuts) or scores(self, *read))
+    monkeypatch.setattr(engine, "rank_branches", favour_the_second)
+    request = InfillRequest(prefix="def mean(values):\n", suffix="\n\nprint(mean([1, 2]))\n", max_new_tokens=24,
+                            init_text="    total = sum(values)\n    return total / len(values)", strength=1.0, seed=0)
+    final = [d for d in backend.stream([request])][-1][0]
+    assert len(chosen) == 2  # both lines written again, each from two branches
+    assert all(len(cuts) == 1 for cuts in scored)  # a whole line: its end is the only cut
+    assert [line.strip() for line in final.text.split("\n")] == [text.strip() for text in chosen]  # the favoured, whole
+    monkeypatch.setattr(engine, "rank_branches", rank)
+    two = [d for d in backend.stream([replace(request, n_alternatives=2)])][-1][0]
+    assert len(two.candidates) == 2  # alternatives asked for: sampled rows, as before

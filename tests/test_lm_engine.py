@@ -163,7 +163,13 @@ def test_a_long_selection_is_rewritten_part_after_part(backend, monkeypatch):
     widths, prompts = [], []
     canvas_pass, row = backend._canvas_pass, backend._row
     monkeypatch.setattr(backend, "_canvas_pass", lambda rows, *args, **kw: widths.append(len(rows[0].canvas)) or canvas_pass(rows, *args, **kw))
-    monkeypatch.setattr(backend, "_row", lambda request, k: prompts.append(request.prefix) or row(request, k))
+
+    def spy(request, k, *line):
+        if k == 0:  # a part's first row (a heavy rewrite's line has two, its branches)
+            prompts.append(request.prefix)
+        return row(request, k, *line)
+
+    monkeypatch.setattr(backend, "_row", spy)
     request = InfillRequest(prefix="def f():\n    ", suffix="\n    return value_7\n", max_new_tokens=200,
                             init_text=selection, strength=0.5, seed=3)
     passes, final = run(backend, request)
