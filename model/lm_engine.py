@@ -132,6 +132,7 @@ class LmDenoiserBackend:
         """Each row's request for part ``index``: one an alternative, and for a gap inside a line or
         (``lines``) a heavy rewrite's line one a branch (what it writes alone decides)."""
         parts = [part_request(request, plan, index, "".join(state.text for state in states), heavy) for states in written]
+        lines = lines and not within_its_line(parts[0].prefix, parts[0].suffix)  # as ``_row`` finds it
         return parts + [parts[0]] * (row_count(request, lines) - len(parts))
 
     def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:

@@ -203,3 +203,5 @@ def test_a_heavy_rewrites_lines_are_written_as_branches_scored_whole(tiny_lm, sm
     monkeypatch.setattr(engine, "rank_branches", rank)
     two = [d for d in backend.stream([replace(request, n_alternatives=2)])][-1][0]
     assert len(two.candidates) == 2  # alternatives asked for: sampled rows, as before
+    mid_line = replace(request, prefix="def mean(values):\n    total = ", init_text="sum(values)\n    return total")
+    assert len([d for d in backend.stream([mid_line])][-1][0].candidates) == 1  # a line begun before the selection: one row
