@@ -38,7 +38,7 @@ class Row:
     gap_suffix: list[int] = field(default_factory=list)  # a branch (sfumato.model.gap_cut): the suffix's start its score reads
     whole_line: bool = False  # a line a heavy rewrite writes again: scored whole (to its line break), never cut
     first_word_rank: int = 0  # a branch: its first word is the k-th likeliest after the likeliest
-    score: float | None = None  # a gap's: its best cut's (sfumato.model.gap_cut)
+    score: float | None = None  # a branch's: its best cut's, or a whole line's (sfumato.model.gap_cut)
     fix_rounds: int = 0  # a light rewrite: rounds of proposed edits read so far
     fixing: bool = False  # ... and its last round made an edit: another round reads the text as edited
     avoid: torch.Tensor | bool = False  # [V] with must_write: tokens that would begin it as the text after it begins
