@@ -41,14 +41,14 @@ def for_cpu(model):
     """``model`` (float32) in its CPU form: int8 rows for a large vocabulary, float16 linear layers
     below the output layer. In place; a model already so is unchanged."""
     model = with_rows(model)
-    for name in _body_linears(model):
+    for name in body_linears(model):
         module = model.get_submodule(name)
         owner, _, leaf = name.rpartition(".")
         setattr(model.get_submodule(owner), leaf, packed_linear(module.weight.detach(), module.bias))
     return model
 
 
-def _body_linears(model) -> list[str]:
+def body_linears(model) -> list[str]:
     """The names of the float linear layers below the output layer."""
     return [f"model.{name}" for name, module in model.model.named_modules() if isinstance(module, torch.nn.Linear)]
 
@@ -58,7 +58,7 @@ def save(model, folder: Path) -> None:
     in the form ``read`` reads, its config beside it."""
     from safetensors.torch import save_file
 
-    linears = {f"{name}.weight" for name in _body_linears(model)}
+    linears = {f"{name}.weight" for name in body_linears(model)}
     weights = {name: (tensor.half() if name in linears else tensor).contiguous() for name, tensor in model.named_parameters()}
     model.config.save_pretrained(folder)
     save_file(weights, folder / FILE)
@@ -68,14 +68,15 @@ def saved(folder: Path) -> bool:
     return (folder / FILE).is_file()
 
 
-def read(folder: Path):
-    """The model ``save`` wrote to ``folder``, in its CPU form. A file that lacks a weight or holds
-    one of the wrong shape raises ValueError."""
+def read(folder: Path, file: str = FILE, linear=packed_linear):
+    """The model ``save`` wrote to ``folder``, in its CPU form (or another ``file`` of the model's
+    weights, each body linear layer built by ``linear(weight, bias)``). A file that lacks a weight
+    or holds one of the wrong shape raises ValueError."""
     from accelerate import init_empty_weights
     from safetensors import safe_open
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    path = folder / FILE
+    path = folder / file
     with init_empty_weights(include_buffers=False):  # no storage for the weights, real rotary tables
         model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(folder), dtype=torch.float32)
     with safe_open(path, "pt") as weights:
@@ -84,11 +85,11 @@ def read(folder: Path):
         _install_rows(model, path)
         release_freed_heap()  # the head's slices were made one at a time
     names -= {ROWS, SCALES}
-    linears = {f"{name}.weight" for name in _body_linears(model)}
+    linears = {f"{name}.weight" for name in body_linears(model)}
     for group in _groups(names):
         with safe_open(path, "pt") as weights:  # a map of its own: its pages go when it does
             for name in group:
-                _place(model, name, weights.get_tensor(name), linears, path)
+                _place(model, name, weights.get_tensor(name), linears, path, linear)
     if getattr(model.config, "tie_word_embeddings", False) and not isinstance(model.get_input_embeddings(), RowsEmbedding):
         model.lm_head.weight = model.get_input_embeddings().weight  # saved once, under the embedding's name
     missing = [name for name, parameter in model.named_parameters() if parameter.is_meta]
@@ -121,7 +122,7 @@ def _groups(names: set[str]) -> list[list[str]]:
     return list(groups.values())
 
 
-def _place(model, name: str, tensor: torch.Tensor, linears: set[str], path: Path) -> None:
+def _place(model, name: str, tensor: torch.Tensor, linears: set[str], path: Path, linear) -> None:
     owner_name, _, leaf = name.rpartition(".")
     try:
         owner = model.get_submodule(owner_name)
@@ -132,6 +133,6 @@ def _place(model, name: str, tensor: torch.Tensor, linears: set[str], path: Path
         raise ValueError(f"{path}: {name} does not fit the model its config describes")
     if name in linears:  # its bias, if any, was placed first (the names are sorted)
         parent_name, _, child = owner_name.rpartition(".")
-        setattr(model.get_submodule(parent_name), child, packed_linear(tensor, owner.bias))
+        setattr(model.get_submodule(parent_name), child, linear(tensor, owner.bias))
     else:
         setattr(owner, leaf, torch.nn.Parameter(tensor.float().clone() if tensor.is_floating_point() else tensor.clone(), requires_grad=False))

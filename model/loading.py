@@ -173,10 +173,11 @@ def load_backend(
 def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = None, device: str | None = None,
                   quantize: str | None = None) -> Backend:
     """The embedded default: the registry package's base with this project's adapter merged in,
-    in float32 on the CPU (``quantize`` "int8": its linear layers in int8, a pass faster but
-    rounding that changes half the results), or in bfloat16 with ``--device cuda``."""
+    on the CPU its layers in bfloat16 where the CPU runs that faster, else float32 (``quantize``
+    "none": float32; "int8": its linear layers in int8, a pass faster but rounding that changes
+    half the results), or in bfloat16 with ``--device cuda``."""
     if quantize not in (None, "auto", "none", "int8"):
-        raise EngineError(f"--quantize {quantize}: the embedded model runs in float32 (or, with --quantize int8, int8) "
+        raise EngineError(f"--quantize {quantize}: the embedded model runs in bfloat16 or float32 (or, with --quantize int8, int8) "
                           "on the CPU and in bfloat16 on CUDA; int4 and nf4 are for DiffusionGemma and masked-diffusion checkpoints")
     from sfumato.model.devices import parse_device
 
@@ -189,6 +190,7 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     from transformers.utils import logging as transformers_logging
 
     from sfumato.model.lm_base import BaseMissing, load_adapted, shipped_adapter, trained_prefix
+    from sfumato.model.lm_bfloat16 import runs_bfloat16
     from sfumato.model.lm_engine import LmDenoiserBackend
     from sfumato.model.lm_head import is_large
     from sfumato.model.memory import release_freed_heap
@@ -197,11 +199,12 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     target = device if device.startswith("cuda") else "cpu"  # auto: 135M parameters run well on a CPU
     if target == "cuda" and not torch.cuda.is_available():
         raise EngineError("--device cuda: no CUDA GPU is available")
+    bfloat16 = target == "cpu" and quantize in (None, "auto")  # where it pays (``lm_bfloat16``)
     if target == "cuda" and quantize == "int8":
         raise EngineError("--quantize int8: the embedded model's int8 runs on the CPU; on CUDA it runs in bfloat16")
     try:
         with LOAD_LOCK, watch_loading(progress, cancel):
-            model, tokenizer = load_adapted(cpu=target == "cpu")
+            model, tokenizer = load_adapted(cpu=target == "cpu", bfloat16=bfloat16)
         release_freed_heap()
     except Cancelled:
         raise
@@ -218,10 +221,11 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
                           "vocabulary in int8 on the CPU")
     parameters = parameter_count(model)  # a CPU form read from the cache holds its layers packed
     if target == "cpu":
-        model = as_run_on_cpu(model, int8)
+        model = as_run_on_cpu(model, int8, bfloat16)
     adapter = shipped_adapter()
     precision = ("bfloat16" if target == "cuda" else "int8 (float32)" if int8
-                 else "float16 weights, int8 vocabulary (float32 sums)" if large else "float32")
+                 else "float16 weights, int8 vocabulary (float32 sums)" if large
+                 else "bfloat16 layers, float32 output layer" if runs_bfloat16(model) else "float32")
     info = ModelInfo(
         name="sfumato-lm" if adapter else "SmolLM2-135M (no adapter)", backend="lm-denoiser", device=target,
         parameters=parameters, instruction_tuned=False, license="Apache-2.0", precision=precision,
@@ -230,16 +234,23 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     return LmDenoiserBackend(model, tokenizer, info, target, trained_prefix(adapter))
 
 
-def as_run_on_cpu(model, int8: bool = False):
+def as_run_on_cpu(model, int8: bool = False, bfloat16: bool = True):
     """The embedded model (float32) as the editor runs it on the CPU: its linear layers in int8 when
-    asked (``--quantize int8``), a large vocabulary's model in its CPU form (``lm_cpu``), else as it is."""
+    asked (``--quantize int8``), a large vocabulary's model in its CPU form (``lm_cpu``), else
+    (``bfloat16``) its layers below the output layer in bfloat16 where this CPU runs that faster
+    (``lm_bfloat16``), or as it is."""
     from sfumato.model.lm_base import with_int8_linears
+    from sfumato.model.lm_bfloat16 import bfloat16_pays, runs_bfloat16, with_bfloat16_linears
     from sfumato.model.lm_cpu import for_cpu
     from sfumato.model.lm_head import is_large
 
     if int8:
         return with_int8_linears(model)
-    return for_cpu(model) if is_large(model) else model
+    if is_large(model):
+        return for_cpu(model)
+    if not bfloat16 or runs_bfloat16(model) or not bfloat16_pays():  # (a cached copy may be read so already)
+        return model
+    return with_bfloat16_linears(model)
 
 
 def _builder(model_class, source: str, local_only: bool, trust_remote_code: bool):

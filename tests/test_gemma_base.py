@@ -230,7 +230,7 @@ def test_a_gpu_start_merges_a_large_vocabulary_in_memory_rather_than_read_the_cp
     assert isinstance(on_cpu.get_input_embeddings(), lm_head.RowsEmbedding)
     for_gpu, _ = lm_base.load_adapted(cpu=False)
     assert isinstance(for_gpu.get_input_embeddings(), torch.nn.Embedding)
-    assert all(isinstance(for_gpu.get_submodule(name), torch.nn.Linear) for name in lm_cpu._body_linears(for_gpu))
+    assert all(isinstance(for_gpu.get_submodule(name), torch.nn.Linear) for name in lm_cpu.body_linears(for_gpu))
     merged = peft.PeftModel.from_pretrained(copy.deepcopy(tiny_gemma), adapter).merge_and_unload()
     ids = torch.tensor([[2, 7, 12, 15, 9, 30, 21]])
     with torch.no_grad():

@@ -81,7 +81,7 @@ def test_the_embedded_model_refuses_int4_and_a_bad_device_in_one_line():
     from sfumato.model.api import EngineError
     from sfumato.model.loading import load_embedded
 
-    with pytest.raises(EngineError, match="runs in float32"):
+    with pytest.raises(EngineError, match="runs in bfloat16 or float32"):
         load_embedded(quantize="int4")
     with pytest.raises(EngineError, match="--device must be"):
         load_embedded(device="tpu")
@@ -128,3 +128,76 @@ def test_int8_linears_are_counted_in_the_memory_the_model_holds():
     assert measured_bytes(quantized) == pytest.approx(float32 - 3 * linear_weights, rel=0.05)  # 4 bytes a weight -> 1
     x = torch.randint(0, 100, (1, 5))
     assert quantized(x).shape == (1, 5, 64)
+
+
+@pytest.mark.parametrize("pays", [True, False])
+def test_the_embedded_models_layers_run_in_bfloat16_only_where_that_pays(tiny_lm, monkeypatch, pays):
+    """Below the output layer every linear layer runs in bfloat16 where this CPU multiplies faster
+    so (measured at load); the output layer, which orders the tokens, stays float32; the readings
+    stay close to float32's."""
+    import copy
+
+    torch = pytest.importorskip("torch")
+    from sfumato.model import lm_bfloat16
+    from sfumato.model.loading import as_run_on_cpu
+    from sfumato.model.memory import measured_bytes
+
+    monkeypatch.setattr(lm_bfloat16, "bfloat16_pays", lambda: pays)
+    model = copy.deepcopy(tiny_lm)
+    ids = torch.randint(0, 1000, (1, 12))
+    with torch.inference_mode():
+        float32 = model(ids).logits
+        run = as_run_on_cpu(model)
+        logits = run(ids).logits
+    kinds = {type(module).__name__ for name, module in run.model.named_modules() if "proj" in name}
+    assert kinds == ({"Bfloat16Linear"} if pays else {"Linear"}) and lm_bfloat16.runs_bfloat16(run) == pays
+    assert isinstance(run.lm_head, torch.nn.Linear) and run.lm_head.weight.dtype == torch.float32
+    assert logits.dtype == torch.float32 and torch.allclose(logits, float32, atol=0.05)
+    if pays:
+        assert measured_bytes(run) < measured_bytes(tiny_lm)
+        assert not lm_bfloat16.runs_bfloat16(as_run_on_cpu(copy.deepcopy(tiny_lm), bfloat16=False))  # --quantize none
+
+
+@pytest.mark.parametrize("slow", ["bfloat16", "float32"])
+def test_whether_bfloat16_pays_is_measured(monkeypatch, slow):
+    """The choice follows the timing: the slower kind of product loses (here made slow on purpose)."""
+    import time
+
+    torch = pytest.importorskip("torch")
+    from sfumato.model.lm_bfloat16 import measured_faster
+
+    linear = torch.nn.functional.linear
+
+    def timed(hidden, weight, *rest):
+        if str(hidden.dtype) == f"torch.{slow}":
+            time.sleep(0.005)
+        return linear(hidden, weight, *rest)
+
+    monkeypatch.setattr(torch.nn.functional, "linear", timed)
+    assert measured_faster(4, 64, 128, repeats=3) == (slow == "float32")
+
+
+def test_a_cached_copy_is_read_into_bfloat16_a_layer_at_a_time_as_converted_in_memory(tiny_lm, smol_tokenizer, tmp_path,
+                                                                                         monkeypatch):
+    """Reading the cache's float32 file layer by layer gives the model converting it in memory
+    gives, tied output layer included; a damaged file is a ValueError (the cache is made again)."""
+    import copy
+
+    torch = pytest.importorskip("torch")
+    from sfumato.model import lm_bfloat16
+    from sfumato.model.lm_base import _read_cached
+
+    tiny_lm.save_pretrained(tmp_path / "copy")
+    read = lm_bfloat16.read_bfloat16(tmp_path / "copy")
+    converted = lm_bfloat16.with_bfloat16_linears(copy.deepcopy(tiny_lm))
+    assert lm_bfloat16.runs_bfloat16(read) and read.lm_head.weight is read.get_input_embeddings().weight
+    ids = torch.randint(0, 1000, (1, 9))
+    with torch.inference_mode():
+        assert torch.equal(read(ids).logits, converted(ids).logits)
+    monkeypatch.setattr(lm_bfloat16, "bfloat16_pays", lambda: True)
+    smol_tokenizer.save_pretrained(tmp_path / "copy")
+    model, _ = _read_cached(tmp_path / "copy", bfloat16=True)
+    assert lm_bfloat16.runs_bfloat16(model)
+    weights = tmp_path / "copy" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    assert _read_cached(tmp_path / "copy", bfloat16=True) is None and not (tmp_path / "copy").exists()
