@@ -38,6 +38,7 @@ import torch
 from sfumato.model.api import InfillRequest
 from sfumato.model.lm_row import Row
 from sfumato.model.log_probs import block_positions, log_probs_at
+from sfumato.model.template import within_its_line
 
 SUFFIX_SCORE_TOKENS = 8  # of the suffix, what a cut is scored on
 # Nats added to a cut's score for each word it keeps. A likelihood prefers fewer words: without it,
@@ -198,10 +199,20 @@ def is_inside_line(request: InfillRequest) -> bool:
     return not request.is_rewrite and bool(request.suffix.split("\n", 1)[0].strip())
 
 
-def row_count(request: InfillRequest, whole_lines: bool = False) -> int:
-    """A request's rows: one an alternative; a gap inside a line (or, ``whole_lines``, a line a
-    heavy rewrite writes again), one a branch of its first word."""
-    if is_inside_line(request) or whole_lines:
+def is_blank_line(request: InfillRequest) -> bool:
+    """A line to write alone on its line: Ctrl+K's at a blank line, or a line a heavy rewrite writes again."""
+    return request.one_line and not request.is_rewrite and not within_its_line(request.prefix, request.suffix)
+
+
+def is_branched(request: InfillRequest, whole_lines: bool = True) -> bool:
+    """Whether a request is written from its first word's likeliest choices, a row a branch, the
+    best scored kept: a gap inside a line, or (``whole_lines``) a line at a blank line."""
+    return is_inside_line(request) or (whole_lines and is_blank_line(request))
+
+
+def row_count(request: InfillRequest, whole_lines: bool = True) -> int:
+    """A request's rows: one an alternative, or for a branched request one a branch."""
+    if is_branched(request, whole_lines):
         return max(request.first_alternative + request.n_alternatives, BRANCHES)
     return request.n_alternatives
 

@@ -22,7 +22,7 @@ from dataclasses import replace
 import torch
 
 from sfumato.model.api import CancelFlag, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
-from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, gap_queries, is_inside_line, rank_branches, row_count
+from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, gap_queries, is_branched, is_inside_line, rank_branches, row_count
 from sfumato.model.gap_scope import indentation
 from sfumato.model.light_rewrite import proposals, read_sequences, settle, typed_prior
 from sfumato.model.line_rewrite import chosen_lines, line_means, read_log_probs, rewrite_plan, selection_lines
@@ -87,7 +87,8 @@ class LmDenoiserBackend:
         spent = [Spent() for _ in requests]
         drafts: list[Draft] = [None] * len(requests)  # type: ignore[list-item]
         rounds, offset = max(map(len, plans)), 0
-        lines = [lead is not None and r.n_alternatives == 1 for lead, r in zip(leads, requests)]  # branched (gap_cut)
+        # lines at a blank line are branched (gap_cut), but a heavy rewrite's alternatives are sampled
+        lines = [lead is None or r.n_alternatives == 1 for lead, r in zip(leads, requests)]
         with torch.inference_mode():
             for index in range(rounds):
                 live = [i for i, plan in enumerate(plans) if index < len(plan)]
@@ -129,11 +130,10 @@ class LmDenoiserBackend:
 
     def _parts(self, request: InfillRequest, plan: list[tuple[str | None, str]], index: int,
                written: list[list[TokenState]], heavy: bool, lines: bool) -> list[InfillRequest]:
-        """Each row's request for part ``index``: one an alternative, and for a gap inside a line or
-        (``lines``) a heavy rewrite's line one a branch (what it writes alone decides)."""
+        """Each row's request for part ``index``: one an alternative, or for a branched part (``lines``:
+        a line at a blank line may be) one a branch."""
         parts = [part_request(request, plan, index, "".join(state.text for state in states), heavy) for states in written]
-        lines = lines and not within_its_line(parts[0].prefix, parts[0].suffix)  # as ``_row`` finds it
-        return parts + [parts[0]] * (row_count(request, lines) - len(parts))
+        return parts + [parts[0]] * (row_count(parts[0], lines) - len(parts))
 
     def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
         """Every gap is a canvas of one batch, its prompt the template around it (other gaps empty).
@@ -163,10 +163,10 @@ class LmDenoiserBackend:
         context = context_ids(self.tokenizer, request.context)
         return prompt_ids(self.special, context + prefix, suffix), heal
 
-    def _row(self, request: InfillRequest, index: int, rewritten_line: bool = False) -> Row:
+    def _row(self, request: InfillRequest, index: int, lines: bool = True) -> Row:
         """Row ``index`` of a request: its alternative ``first_alternative + index`` (the first greedy,
-        the others sampled), or for a gap inside a line or a ``rewritten_line`` at a blank line the
-        branch of its first word's ``index``-th choice."""
+        the others sampled), or for a branched request (``gap_cut.is_branched``) the branch of its
+        first word's ``index``-th choice."""
         prompt, heal = self._prompt(request)
         alternative = request.first_alternative + index
         seed = (request.seed if request.seed is not None else 0) * 1000 + alternative
@@ -177,9 +177,8 @@ class LmDenoiserBackend:
         if request.one_line or no_breaks:  # only the suffix's first line can be run into
             stop = stop.split("\n", 1)[0]
         blank_line = not within_its_line(request.prefix, request.suffix)
-        inside_line = is_inside_line(request)
-        whole_line = rewritten_line and blank_line
-        branched = inside_line or whole_line
+        inside_line, branched = is_inside_line(request), is_branched(request, lines)
+        whole_line = branched and not inside_line
         must_write = request.one_line and not request.is_rewrite and (blank_line or inside_line)
         avoid = self.vocabulary.starting(self._next_line(request)) if must_write else False
         avoid_healed = self.vocabulary.repeating(self._next_line(request), heal) if must_write and inside_line else avoid

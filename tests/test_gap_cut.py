@@ -172,14 +172,16 @@ def test_a_gap_inside_a_line_branches_on_its_first_word_and_the_suffix_chooses(t
 def test_a_heavy_rewrites_lines_are_written_as_branches_scored_whole(tiny_lm, smol_tokenizer, monkeypatch):
     """Each line a heavy rewrite writes again is two rows, from its first word's two likeliest
     choices; each is scored whole (its text to the line break, then the suffix's start: one cut)
-    and the better is the line written. A line at a blank line from Ctrl+K is one row (time goal)."""
+    and the better is the line written. Ctrl+K's line at a blank line is two such rows too; a
+    heavy rewrite's alternatives (``whole_lines`` False) are one row each, sampled."""
     import sfumato.model.lm_engine as engine
     from sfumato.model.gap_cut import row_count
 
     backend = engine.LmDenoiserBackend(tiny_lm, smol_tokenizer, ModelInfo("tiny", "lm-denoiser", "cpu", 0, False))
     line = InfillRequest(prefix="def mean(values):\n    ", suffix="\n    return total\n", one_line=True)
-    assert row_count(line) == 1 and not backend._row(line, 0).gap_suffix
-    assert [backend._row(line, k, True).first_word_rank for k in range(2)] == [0, 1]
+    assert row_count(line) == 2 and backend._row(line, 0).gap_suffix and backend._row(line, 0).whole_line
+    assert [backend._row(line, k).first_word_rank for k in range(2)] == [0, 1]
+    assert row_count(line, whole_lines=False) == 1 and not backend._row(line, 0, lines=False).gap_suffix
 
     scored, chosen, rank = [], [], engine.rank_branches
 
