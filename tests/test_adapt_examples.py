@@ -444,3 +444,11 @@ def test_the_example_stream_gives_batches_of_similar_length_and_counts_their_tok
         spreads.append(int(lengths.max() - lengths.min()))
         widths.append(batch["ids"].shape[1])
     assert sorted(spreads)[len(spreads) // 2] < max(widths) // 4  # sorted pools: a typical batch pads little
+
+
+@pytest.mark.parametrize("pays", [True, False])
+def test_training_multiplies_in_bfloat16_on_a_gpu_and_where_the_cpu_does_it_faster(monkeypatch, pays):
+    from sfumato.model import lm_bfloat16
+
+    monkeypatch.setattr(lm_bfloat16, "bfloat16_pays", lambda: pays)
+    assert adapt.mixed_precision("cpu") == pays and adapt.mixed_precision("cuda")

@@ -182,6 +182,15 @@ class ExampleStream(IterableDataset):
             own = read_targets(args.self_targets)  # a generator may still be adding to them
 
 
+def mixed_precision(device: str) -> bool:
+    """Whether a step's products run in bfloat16 (autocast; the weights and their updates stay
+    float32): on CUDA, and on a CPU that multiplies bfloat16 faster (``lm_bfloat16``; measured
+    here with one thread, a step's CPU time 6.9 -> 5.2 s for the same 646 tokens, the losses within 1%)."""
+    from sfumato.model.lm_bfloat16 import bfloat16_pays
+
+    return device == "cuda" or bfloat16_pays()
+
+
 def save_checkpoint(model, optimizer, state: dict, out: Path) -> None:
     staging = out / "staging"
     shutil.rmtree(staging, ignore_errors=True)
@@ -228,6 +237,8 @@ def main(argv=None) -> None:
         model = get_peft_model(base, lora_config(args.rank))
         print("starting from the base")
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    mixed = mixed_precision(device)
+    print(f"products in bfloat16 (autocast): {mixed}")
     model.to(device).train()
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
@@ -255,7 +266,7 @@ def main(argv=None) -> None:
         total = 0.0
         for _ in range(args.accumulate):
             batch = {name: tensor.to(device, non_blocking=True) for name, tensor in next(batches).items()}
-            with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=device == "cuda"):
+            with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=mixed):
                 loss = batch_loss(model, batch, args.distill) / args.accumulate
             loss.backward()
             total += loss.item()
