@@ -49,7 +49,7 @@ def bfloat16_pays() -> bool:
 
 def measured_faster(rows: int, width: int, inner: int, repeats: int = 5) -> bool:
     def best(dtype) -> float:
-        hidden, weight = torch.randn(rows, width, dtype=dtype), torch.randn(inner, width, dtype=dtype)
+        hidden, weight = torch.full((rows, width), 0.5, dtype=dtype), torch.full((inner, width), 0.25, dtype=dtype)  # (torch's random state untouched)
         times = []
         for _ in range(repeats + 1):  # the first call sets the kernel up
             began = time.perf_counter()
