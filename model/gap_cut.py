@@ -70,11 +70,13 @@ def inner_cuts(pieces: list[bytes], first: int = 1) -> list[tuple[int, int]]:
 def own_end(pieces: list[bytes], suffix_line: bytes) -> tuple[int, int] | None:
     """Where the text, ``pieces`` up to its line's end, ends with the suffix's line (white space
     around it aside): (tokens kept, characters the last of them drops); None if it does not, or
-    if nothing would be left before it."""
+    if nothing would be left before it. A suffix's line that ends a sentence (``[MASK].``) ends
+    the text at its first sentence end, not after the sentences it ran on with."""
     text, wanted = b"".join(pieces).rstrip(), suffix_line.strip()
     if not wanted or not text.endswith(wanted) or not text[: -len(wanted)].strip():
         return None
-    at, spelt = len(text) - len(wanted), 0
+    first = text.find(wanted + b" ") if wanted.endswith((b".", b"!", b"?")) else -1
+    at, spelt = first if first > 0 and text[:first].strip() else len(text) - len(wanted), 0
     for j, piece in enumerate(pieces):
         if spelt + len(piece) > at:
             tail = piece[at - spelt :]

@@ -33,6 +33,8 @@ def test_a_line_the_model_ends_as_the_suffix_does_is_cut_there():
     assert own_end([b" Clamp", b" a", b" value", b'."""'], b'"""') == (4, 3)  # the quotes go, the full stop stays
     assert own_end([b"Hello", b'")'], b'")  # greet') is None  # the suffix's line goes on: not its end
     assert own_end([b"x", b")"], b")") == (1, 0)
+    ran_on = [b"Jupiter", b".", b" It", b" is", b" big", b"."]  # "[MASK]." filled with sentences after it
+    assert own_end(ran_on, b".") == (1, 0) and own_end(ran_on[:2], b".") == (1, 0)
     assert own_end([b")"], b")") is None  # nothing would be left
     assert own_end([b"name", b")"], b" and then.") is None
 
