@@ -180,7 +180,7 @@ def test_whether_bfloat16_pays_is_measured(monkeypatch, slow):
 def test_a_cached_copy_is_read_into_bfloat16_a_layer_at_a_time_as_converted_in_memory(tiny_lm, smol_tokenizer, tmp_path,
                                                                                          monkeypatch):
     """Reading the cache's float32 file layer by layer gives the model converting it in memory
-    gives, tied output layer included; a damaged file is a ValueError (the cache is made again)."""
+    gives, tied output layer included; a damaged file is removed, to be made again."""
     import copy
 
     torch = pytest.importorskip("torch")
