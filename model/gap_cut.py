@@ -15,7 +15,8 @@ against 16 / 0.423 and 15 / 0.448 from the likeliest first word alone (docs/trai
 A line a heavy rewrite writes again is branched the same way; its end is its line break, so it is
 scored whole (the line, then the suffix's start, the same bonus a word): held-out 3-6 line rewrites
 parse 11 -> 19 and 14 -> 13 of 30 (seeds 1, 2), 37 -> 43 and 33 -> 38 of 60 (seeds 3, 4; session 33).
-A line at a blank line is not branched: two branches cost it the single line's time goal.
+Ctrl+K's line at a blank line is branched and scored whole too (session 34, once bfloat16 layers
+made two branches fit the single line's time goal).
 
 A token may join a gap's end to what follows it (one token holds a docstring's full stop and its
 closing quotes, another a list item's closing quote and comma), so cuts are also made inside a token,
