@@ -35,6 +35,7 @@ from sfumato.app.ghostlines import GhostLayout, Pieces, lay_out, paint_ghosts
 from sfumato.app.gutter import LineNumberArea
 from sfumato.app.invisibles import invisible_at, paint_invisibles
 from sfumato.app.multicursor import ExtraCursors
+from sfumato.app.syntax_check import Check
 from sfumato.app.textpositions import document_text, index_of, position_of, utf16_length
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ class CodeEditor(QPlainTextEdit):
         self.extra_cursors = ExtraCursors(self)  # beside the main cursor (Ctrl+D, Alt+click)
         self.line_marks: dict[int, str] = {}  # line index: "added" | "modified" | "deleted" since the commit
         self.comment_marker: Marker | None = None  # the language's one-line comment, set with its highlighter
+        self.syntax_check: Check | None = None  # the language's parse check (app/syntax_check.py), set with it too
         self.command_keys = default_command_keys()  # Sfumato's keys: never the text widget's (the window sets them)
         self.selection_after_undo: tuple[int, int, int] | None = None  # (undo steps, start, end): an accept's
         self._zoom = 0

@@ -16,6 +16,7 @@ from sfumato.app.comments import line_comment_marker
 from sfumato.app.gitdiff import committed_text, line_changes
 from sfumato.app.highlighter import attach_highlighter
 from sfumato.app.indentation import detect_indentation
+from sfumato.app.syntax_check import check_for
 from sfumato.app.theme import current_style
 from sfumato.model.untrusted_text import INVISIBLE, invisible_report
 
@@ -75,6 +76,7 @@ class Document:
             self.highlighter.setDocument(None)
         self.highlighter = attach_highlighter(self.editor.document(), self.path, current_style())
         self.editor.comment_marker = line_comment_marker(self.highlighter.lexer.aliases) if self.highlighter is not None else None
+        self.editor.syntax_check = check_for(self.highlighter.lexer.aliases) if self.highlighter is not None else None
 
     @property
     def name(self) -> str:

@@ -24,11 +24,19 @@ def passing_line(drafts: tuple[Draft, ...], seconds: float, total_steps: int | N
     return f"{progress} · {speed(drafts, seconds)}"
 
 
-def result_line(drafts: tuple[Draft, ...], seconds: float, choices: str, low_confidence: bool = False) -> str:
+def result_line(drafts: tuple[Draft, ...], seconds: float, choices: str, low_confidence: bool = False,
+                broken: str | None = None) -> str:
     """The result is shown: how fast it was written, whether the model was not confident of it
     (review it before Tab), and the user's choices; first a warning when the result holds
-    invisible characters (bidi controls, zero-width)."""
+    invisible characters (bidi controls, zero-width) or leaves the file failing to parse (``broken``:
+    the parser's message, ``app/syntax_check.py``)."""
     invisible = invisible_report("".join(draft.text for draft in drafts))
     careful = f"Careful: the result holds {invisible} · " if invisible else ""
+    careful += broken_note(broken)
     rate = speed(drafts, seconds)
     return f"{careful}{rate} · Low confidence: check it · {choices}" if low_confidence else f"{careful}{rate} · {choices}"
+
+
+def broken_note(broken: str | None) -> str:
+    """The warning for a result that leaves the file failing to parse, or nothing."""
+    return f"Careful: with this the file no longer parses ({broken}) · " if broken else ""

@@ -37,8 +37,9 @@ from sfumato.app.partial_accept import next_word_end, rest_of
 from sfumato.app.reviewdiff import review_diff
 from sfumato.app.regions import DraftRegions
 from sfumato.app.reviewhint import ReviewHint
-from sfumato.app.run_status import passing_line, result_line
-from sfumato.app.textpositions import as_stored
+from sfumato.app.run_status import broken_note, passing_line, result_line
+from sfumato.app.syntax_check import broken_by_result
+from sfumato.app.textpositions import as_stored, document_text
 from sfumato.model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
 from sfumato.model.untrusted_text import terminal_safe
 
@@ -218,7 +219,7 @@ class EditSession(QObject):
         if self._offered:
             self.progress.emit(f"The rest of the result · {self._choices()}")
         else:
-            self.progress.emit(result_line(drafts, seconds, self._choices(), self.low_confidence))
+            self.progress.emit(result_line(drafts, seconds, self._choices(), self.low_confidence, self._broken()))
 
     def offer(self, rest: Candidate, confident: bool) -> None:
         """Show ``rest`` (what Accept Word left of a result) for review at once, as a result."""
@@ -308,7 +309,12 @@ class EditSession(QObject):
         if self.showing_original:
             self.progress.emit(f"The original text, to compare: {self._choices()}")
         else:
-            self.progress.emit(f"Alternative {self._alternative + 1} of {self.alternatives}: {self._choices()}")
+            note = broken_note(self._broken())
+            self.progress.emit(f"{note}Alternative {self._alternative + 1} of {self.alternatives}: {self._choices()}")
+
+    def _broken(self) -> str | None:
+        """Why the file with the result shown fails to parse where it parsed before, or None."""
+        return broken_by_result(self.editor.syntax_check, self.text_without_draft(), document_text(self.document))
 
     def _next_label(self) -> str:
         """What the next-alternative key shows next: the original after the last alternative."""

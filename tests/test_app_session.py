@@ -303,6 +303,29 @@ def test_after_the_last_alternative_the_cycle_shows_the_original_to_compare(qtbo
     assert not editor.document().isModified() and not editor.document().isUndoAvailable()
 
 
+def test_a_result_that_breaks_a_python_file_is_said_so_before_it_is_accepted(qtbot, setup):
+    from sfumato.app.syntax_check import python_error
+
+    editor, starter, _, _ = setup(alternatives=2)
+    editor.syntax_check = python_error  # as a .py file's highlighter sets it
+    said = []
+    select(editor, 19, 31)  # `return a + b`: the fake model's text is no Python
+    session = starter.rewrite(editor, strength=0.7)
+    session.progress.connect(said.append)
+    wait_ready(qtbot, session)
+    assert "Careful: with this the file no longer parses (line 2: " in said[-1]
+    session.cycle(1)
+    assert said[-1].startswith("Careful: with this the file no longer parses") and "Alternative 2 of 2" in said[-1]
+    session.cycle(1)
+    assert "parses" not in said[-1]  # the original, to compare
+    session.dismiss()
+    editor.syntax_check = None  # plain text: nothing to check
+    session = starter.rewrite(editor, strength=0.7)
+    session.progress.connect(said.append)
+    wait_ready(qtbot, session)
+    assert "parses" not in said[-1]
+
+
 def test_infill_at_the_cursor_inserts_at_the_cursor(qtbot, setup):
     editor, starter, backend, _ = setup()
     cursor = editor.textCursor()

@@ -1,0 +1,43 @@
+"""Whether a result leaves a file that parsed failing to parse, said before it is accepted.
+
+The embedded model writes a heavy rewrite line by line, and a line can break the code around it
+(``for item in items:`` written again as a ``return`` above the loop's old indented body). The
+review then says so, with the line and the parser's message, where the file's language has a
+parser here (Python, by ``ast``: the text is read, never run) and the file as it was parsed.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from collections.abc import Callable, Iterable
+
+LARGEST_CHECKED = 1_000_000  # characters: a larger file is not parsed on the UI thread
+
+Check = Callable[[str], "str | None"]
+
+
+def python_error(text: str) -> str | None:
+    """Why ``text`` is not Python that parses (``line 3: unexpected indent``), or None."""
+    try:
+        with warnings.catch_warnings():  # an invalid escape in the user's strings warns: not a parse error
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+    except SyntaxError as error:
+        return f"line {error.lineno}: {error.msg}" if error.lineno else error.msg
+    except (ValueError, RecursionError, MemoryError) as error:  # a NUL byte; nesting too deep to read
+        return str(error) or type(error).__name__
+    return None
+
+
+def check_for(aliases: Iterable[str]) -> Check | None:
+    """The parse check for a language by its pygments aliases; None where there is none."""
+    return python_error if {"python", "python3", "py"} & set(aliases) else None
+
+
+def broken_by_result(check: Check | None, before: str, after: str) -> str | None:
+    """The parser's message where ``after`` (the file with the result) fails to parse and
+    ``before`` (the file as it was) did not; None otherwise, or when either is too large to check."""
+    if check is None or max(len(before), len(after)) > LARGEST_CHECKED or check(before) is not None:
+        return None
+    return check(after)

@@ -1,0 +1,29 @@
+"""A result that leaves a file that parsed failing to parse is said so (``sfumato.app.syntax_check``)."""
+
+from sfumato.app.syntax_check import broken_by_result, check_for, python_error
+
+BEFORE = "def doubled(items):\n    result = []\n    for item in items:\n        result.append(item * 2)\n    return result\n"
+AFTER = "def doubled(items):\n    result = []\n    return [item * 2 for item in items]\n        result.append(item * 2)\n    return result\n"
+
+
+def test_the_parser_says_where_and_why_without_running_anything():
+    assert python_error(BEFORE) is None
+    assert python_error(AFTER) == "line 4: unexpected indent"
+    assert python_error("import os\nos.remove('/nonexistent')\n") is None  # read, never run
+    assert python_error("x = (" * 10_000)  # too deep to read: a message, not a crash
+    assert python_error("a = 1\x00") is not None
+
+
+def test_only_a_file_that_parsed_before_is_said_to_be_broken_by_the_result():
+    assert broken_by_result(python_error, BEFORE, AFTER) == "line 4: unexpected indent"
+    assert broken_by_result(python_error, BEFORE, BEFORE.replace("2", "3")) is None
+    assert broken_by_result(python_error, AFTER, AFTER + "x = 1\n") is None  # broken already: not the result's doing
+    assert broken_by_result(None, BEFORE, AFTER) is None  # a language without a check
+    huge = BEFORE + "#" * 1_000_000
+    assert broken_by_result(python_error, huge, AFTER + huge) is None  # not parsed on the UI thread
+
+
+def test_the_check_goes_with_python_alone():
+    assert check_for(["python", "py", "sage", "python3", "py3"]) is python_error
+    assert check_for(["bash", "sh", "ksh", "zsh", "shell"]) is None
+    assert check_for(["markdown", "md"]) is None
