@@ -3,12 +3,15 @@
 The embedded model writes a heavy rewrite line by line, and a line can break the code around it
 (``for item in items:`` written again as a ``return`` above the loop's old indented body). The
 review then says so, with the line and the parser's message, where the file's language has a
-parser here (Python, by ``ast``: the text is read, never run) and the file as it was parsed.
+parser here (Python by ``ast``, JSON, TOML: each text is read, never run) and the file as it was
+parsed (a JSON file with comments never did, so it is never judged).
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import tomllib
 import warnings
 from collections.abc import Callable, Iterable
 
@@ -30,9 +33,30 @@ def python_error(text: str) -> str | None:
     return None
 
 
+def json_error(text: str) -> str | None:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as error:
+        return f"line {error.lineno}: {error.msg}"
+    except RecursionError:
+        return "nested too deeply to read"
+    return None
+
+
+def toml_error(text: str) -> str | None:
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        return str(error)  # its message names the line and column
+    return None
+
+
+CHECKS: dict[str, Check] = {"python": python_error, "json": json_error, "toml": toml_error}  # by pygments alias
+
+
 def check_for(aliases: Iterable[str]) -> Check | None:
     """The parse check for a language by its pygments aliases; None where there is none."""
-    return python_error if {"python", "python3", "py"} & set(aliases) else None
+    return next((CHECKS[alias] for alias in aliases if alias in CHECKS), None)
 
 
 def broken_by_result(check: Check | None, before: str, after: str) -> str | None:

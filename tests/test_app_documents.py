@@ -107,11 +107,13 @@ def test_only_invisible_characters_the_file_did_not_hold_are_asked_about_on_save
     assert window.tabs.save(document) and len(asked) == 1  # saved once: the file holds it now
 
 
-def test_a_python_file_gets_the_parse_check_its_reviews_use_and_prose_does_not(window, tmp_path):
-    from sfumato.app.syntax_check import python_error
+def test_a_python_or_json_file_gets_the_parse_check_its_reviews_use_and_prose_does_not(window, tmp_path):
+    from sfumato.app.syntax_check import json_error, python_error
 
-    code, notes = tmp_path / "tool.py", tmp_path / "notes.md"
+    code, config, notes = tmp_path / "tool.py", tmp_path / "package.json", tmp_path / "notes.md"
     code.write_text("print('hi')\n")
+    config.write_text('{"name": "tool"}\n')
     notes.write_text("# Notes\n")
     assert window.tabs.open_path(str(code)).editor.syntax_check is python_error
+    assert window.tabs.open_path(str(config)).editor.syntax_check is json_error
     assert window.tabs.open_path(str(notes)).editor.syntax_check is None

@@ -1,6 +1,6 @@
 """A result that leaves a file that parsed failing to parse is said so (``sfumato.app.syntax_check``)."""
 
-from sfumato.app.syntax_check import broken_by_result, check_for, python_error
+from sfumato.app.syntax_check import broken_by_result, check_for, json_error, python_error, toml_error
 
 BEFORE = "def doubled(items):\n    result = []\n    for item in items:\n        result.append(item * 2)\n    return result\n"
 AFTER = "def doubled(items):\n    result = []\n    return [item * 2 for item in items]\n        result.append(item * 2)\n    return result\n"
@@ -23,7 +23,20 @@ def test_only_a_file_that_parsed_before_is_said_to_be_broken_by_the_result():
     assert broken_by_result(python_error, huge, AFTER + huge) is None  # not parsed on the UI thread
 
 
-def test_the_check_goes_with_python_alone():
+def test_a_config_file_that_parsed_is_said_to_be_broken_by_the_result():
+    package = '{\n  "name": "sfumato",\n  "license": "MIT"\n}\n'
+    assert broken_by_result(json_error, package, package.replace('"MIT"', "MIT")) == "line 3: Expecting value"
+    settings = '{\n  // comments: not JSON, so never judged\n  "a": 1\n}\n'
+    assert broken_by_result(json_error, settings, settings.replace("1", "")) is None
+    assert json_error("[" * 100_000) is not None
+    project = '[project]\nname = "sfumato"\nversion = "1.0"\n'
+    assert "line 3" in broken_by_result(toml_error, project, project.replace('"1.0"', "1.0.0"))
+    assert broken_by_result(toml_error, project, project.replace("1.0", "1.1")) is None
+
+
+def test_each_language_gets_its_own_check_and_the_others_none():
     assert check_for(["python", "py", "sage", "python3", "py3"]) is python_error
+    assert check_for(["json", "json-object"]) is json_error
+    assert check_for(["toml"]) is toml_error
     assert check_for(["bash", "sh", "ksh", "zsh", "shell"]) is None
     assert check_for(["markdown", "md"]) is None
