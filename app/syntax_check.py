@@ -10,12 +10,15 @@ parsed (a JSON file with comments never did, so it is never judged).
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import tomllib
 import warnings
 from collections.abc import Callable, Iterable
 
-LARGEST_CHECKED = 1_000_000  # characters: a larger file is not parsed on the UI thread
+# characters: a larger file is not parsed on the UI thread (ast reads about 5 MB a second here, and a
+# check parses the file twice)
+LARGEST_CHECKED = 200_000
 
 Check = Callable[[str], "str | None"]
 
@@ -62,6 +65,12 @@ def check_for(aliases: Iterable[str]) -> Check | None:
 def broken_by_result(check: Check | None, before: str, after: str) -> str | None:
     """The parser's message where ``after`` (the file with the result) fails to parse and
     ``before`` (the file as it was) did not; None otherwise, or when either is too large to check."""
-    if check is None or max(len(before), len(after)) > LARGEST_CHECKED or check(before) is not None:
+    if check is None or max(len(before), len(after)) > LARGEST_CHECKED or _error(check, before) is not None:
         return None
-    return check(after)
+    return _error(check, after)
+
+
+@functools.lru_cache(maxsize=8)
+def _error(check: Check, text: str) -> str | None:
+    """``check(text)``, remembered: cycling through alternatives and back parses nothing twice."""
+    return check(text)
