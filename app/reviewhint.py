@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 
 from PySide6.QtGui import QKeySequence, QPalette, QTextCursor
@@ -13,11 +14,13 @@ from sfumato.app.codeeditor import CodeEditor
 class ReviewHint(QLabel):
     """Sits below the text between the positions ``span()`` gives (asked again on every scroll)."""
 
-    def __init__(self, editor: CodeEditor, span: Callable[[], tuple[int, int]], actions: dict[str, tuple[str, QKeySequence, Callable[[], None]]]):
+    def __init__(self, editor: CodeEditor, span: Callable[[], tuple[int, int]], actions: dict[str, tuple[str, QKeySequence, Callable[[], None]]],
+                 warning: str | None = None):
         super().__init__(editor.viewport())
         self._editor = editor
         self._span = span
         self._actions = actions
+        self._warning = warning  # shown first: why the result would leave the file failing to parse
         palette = editor.palette()
         self.setStyleSheet(
             f"QLabel {{ background: {palette.color(QPalette.ColorRole.ToolTipBase).name()};"
@@ -42,16 +45,19 @@ class ReviewHint(QLabel):
         self.hide()
         self.deleteLater()
 
-    def relabel(self, name: str, label: str) -> None:
-        """Give the link ``name`` a new word (the key and the action stay)."""
+    def relabel(self, name: str, label: str, warning: str | None = None) -> None:
+        """Give the link ``name`` a new word (the key and the action stay), and the hint its warning
+        for the text shown now (none: the text parses, or it is the original)."""
         _, key, run = self._actions[name]
         self._actions[name] = (label, key, run)
+        self._warning = warning
         self._write()
         self.adjustSize()
         self.place()
 
     def _write(self) -> None:
-        self.setText(" · ".join(
+        warning = f"<b>No longer parses: {html.escape(self._warning)}</b> · " if self._warning else ""
+        self.setText(warning + " · ".join(
             f'<a href="{name}">{label}</a> {key.toString(QKeySequence.SequenceFormat.NativeText)}'
             for name, (label, key, _) in self._actions.items()
         ))

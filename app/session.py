@@ -215,7 +215,7 @@ class EditSession(QObject):
                 "next": (self._next_label(), self.keys.next_alternative, lambda: self.cycle(1)),
                 "diff": (self._diff_label(), self.keys.toggle_diff, self.toggle_diff),
                 "again": ("Again", self.keys.try_again, self.again_requested.emit),
-            })
+            }, warning=self._broken())
         if self._offered:
             self.progress.emit(f"The rest of the result · {self._choices()}")
         else:
@@ -305,7 +305,7 @@ class EditSession(QObject):
         self._alternative = (self._alternative + step) % (self.alternatives + 1)
         self._show(self._drafts)
         if self._hint is not None:
-            self._hint.relabel("next", self._next_label())
+            self._hint.relabel("next", self._next_label(), None if self.showing_original else self._broken())
         if self.showing_original:
             self.progress.emit(f"The original text, to compare: {self._choices()}")
         else:

@@ -304,6 +304,7 @@ def test_after_the_last_alternative_the_cycle_shows_the_original_to_compare(qtbo
 
 
 def test_a_result_that_breaks_a_python_file_is_said_so_before_it_is_accepted(qtbot, setup):
+    from sfumato.app.reviewhint import ReviewHint
     from sfumato.app.syntax_check import python_error
 
     editor, starter, _, _ = setup(alternatives=2)
@@ -314,10 +315,13 @@ def test_a_result_that_breaks_a_python_file_is_said_so_before_it_is_accepted(qtb
     session.progress.connect(said.append)
     wait_ready(qtbot, session)
     assert "Careful: with this the file no longer parses (line 2: " in said[-1]
+    [hint] = editor.viewport().findChildren(ReviewHint)
+    assert hint.text().startswith("<b>No longer parses: line 2: ")  # beside the result, where the eyes are
     session.cycle(1)
     assert said[-1].startswith("Careful: with this the file no longer parses") and "Alternative 2 of 2" in said[-1]
+    assert "No longer parses" in hint.text()
     session.cycle(1)
-    assert "parses" not in said[-1]  # the original, to compare
+    assert "parses" not in said[-1] and "parses" not in hint.text()  # the original, to compare
     session.dismiss()
     editor.syntax_check = None  # plain text: nothing to check
     session = starter.rewrite(editor, strength=0.7)
