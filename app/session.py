@@ -38,7 +38,7 @@ from sfumato.app.reviewdiff import review_diff
 from sfumato.app.regions import DraftRegions
 from sfumato.app.reviewhint import ReviewHint
 from sfumato.app.run_status import broken_note, passing_line, result_line
-from sfumato.app.syntax_check import broken_by_result
+from sfumato.app.syntax_check import LARGEST_CHECKED, broken_by_result
 from sfumato.app.textpositions import as_stored, document_text
 from sfumato.model.api import Candidate, Draft, InfillRequest, TemplateRequest, TokenState
 from sfumato.model.untrusted_text import terminal_safe
@@ -314,7 +314,8 @@ class EditSession(QObject):
 
     def _broken(self) -> str | None:
         """Why the file with the result shown fails to parse where it parsed before, or None."""
-        return broken_by_result(self.editor.syntax_check, self.text_without_draft(), document_text(self.document))
+        check, small = self.editor.syntax_check, self.document.characterCount() <= LARGEST_CHECKED  # else no texts built
+        return broken_by_result(check, self.text_without_draft(), document_text(self.document)) if check and small else None
 
     def _next_label(self) -> str:
         """What the next-alternative key shows next: the original after the last alternative."""

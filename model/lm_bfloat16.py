@@ -68,11 +68,7 @@ def measured_faster(rows: int, width: int, inner: int, repeats: int = 5) -> bool
 
 def with_bfloat16_linears(model):
     """``model`` (float32) with its linear layers below the output layer as ``Bfloat16Linear``, in place."""
-    for name in lm_cpu.body_linears(model):
-        owner, _, leaf = name.rpartition(".")
-        linear = model.get_submodule(name)
-        setattr(model.get_submodule(owner), leaf, Bfloat16Linear(linear.weight, linear.bias))
-    return model
+    return lm_cpu.with_body_linears(model, Bfloat16Linear)
 
 
 def read_bfloat16(folder: Path, file: str = "model.safetensors"):

@@ -40,11 +40,15 @@ def packed_linear(weight: torch.Tensor, bias: torch.Tensor | None):
 def for_cpu(model):
     """``model`` (float32) in its CPU form: int8 rows for a large vocabulary, float16 linear layers
     below the output layer. In place; a model already so is unchanged."""
-    model = with_rows(model)
+    return with_body_linears(with_rows(model), packed_linear)
+
+
+def with_body_linears(model, linear):
+    """``model`` with each linear layer below the output layer replaced by ``linear(weight, bias)``, in place."""
     for name in body_linears(model):
         module = model.get_submodule(name)
         owner, _, leaf = name.rpartition(".")
-        setattr(model.get_submodule(owner), leaf, packed_linear(module.weight.detach(), module.bias))
+        setattr(model.get_submodule(owner), leaf, linear(module.weight.detach(), module.bias))
     return model
 
 
