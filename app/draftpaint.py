@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QTextEdit
 
 from sfumato.app.ghostlines import Pieces
 from sfumato.app.reviewdiff import ReviewDiff
-from sfumato.app.textpositions import as_stored, position_of, utf16_length
+from sfumato.app.textpositions import as_stored, index_of, position_of, utf16_length
 from sfumato.model.api import Candidate
 
 LOW_CONFIDENCE = 0.5
@@ -79,9 +79,12 @@ def diff_view(
     spans: Sequence[tuple[int, int]],
     texts: Sequence[str],
     diffs: Sequence[ReviewDiff],
+    prose: bool = False,
 ) -> tuple[list[QTextEdit.ExtraSelection], dict[int, Pieces], QColor]:
     """The selections, the ghosts (by block number) and their band for regions at ``spans``
-    showing ``texts``, which differ from their originals as ``diffs`` say."""
+    showing ``texts``, which differ from their originals as ``diffs`` say. A ghost of a region's
+    first line starts with that line's text before the region (its indentation; in code, also the
+    ``x = `` before a selected call), so the original is drawn under the columns it stood in."""
     accent = palette.color(QPalette.ColorRole.Highlight)
     kept, removed = QTextCharFormat(), QTextCharFormat()
     kept.setForeground(faded(palette.color(QPalette.ColorRole.Text), 130))
@@ -92,12 +95,15 @@ def diff_view(
         selections.append(_selection(document, start, end, _format(faded(accent, 34))))
         for low, high in diff.added:
             selections.append(_selection(document, start + position_of(text, low), start + position_of(text, high), _format(faded(ADDED, 90))))
-        first = document.findBlock(start).blockNumber()
+        block = document.findBlock(start)
+        line = block.text()
+        head = line[: index_of(line, start - block.position())]
+        lead = [(head, kept)] if head and (not prose or not head.strip()) else []
         for ghost in diff.ghosts:
-            pieces = ghosts.setdefault(first + ghost.under, [])
+            pieces = ghosts.setdefault(block.blockNumber() + ghost.under, [])
             if pieces:  # two regions on one line: one ghost line each
                 pieces.append(("\n", kept))
-            pieces.extend((piece, removed if gone else kept) for piece, gone in ghost.pieces)
+            pieces.extend([*(lead if ghost.at_start else []), *((piece, removed if gone else kept) for piece, gone in ghost.pieces)])
     return selections, ghosts, faded(REMOVED, 26)
 
 

@@ -22,10 +22,12 @@ _PROSE_TOKENS = re.compile(r"[^\s]+[ \t]*|\n|[ \t]+|\s")  # words, with the punc
 @dataclass(frozen=True)
 class Ghost:
     """The original text of a run of changed lines, drawn under line ``under`` of the new text;
-    ``pieces`` are (text, removed) in order, the text's line breaks included."""
+    ``pieces`` are (text, removed) in order, the text's line breaks included. ``at_start``: the run
+    begins on the original's first line, whose text before the region is not in the pieces."""
 
     under: int
     pieces: tuple[tuple[str, bool], ...]
+    at_start: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,5 +65,5 @@ def review_diff(original: str, new: str, prose: bool) -> ReviewDiff:
             text, removed = pieces.pop()
             if text.removesuffix("\n"):  # the run's last line break ends the ghost, it adds no line
                 pieces.append((text.removesuffix("\n"), removed))
-            ghosts.append(Ghost(max(0, j2 - 1 if j2 > j1 else j1 - 1), tuple(pieces)))
+            ghosts.append(Ghost(max(0, j2 - 1 if j2 > j1 else j1 - 1), tuple(pieces), i1 == 0))
     return ReviewDiff(tuple(added), tuple(ghosts))

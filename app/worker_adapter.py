@@ -195,8 +195,10 @@ class WorkerAdapter(QObject):
             self.served.emit(line)
 
 def model_label(info: ModelInfo) -> str:
-    """The status bar's short label: name, device, precision and the weights' memory."""
-    parts = [info.name, info.device, info.precision, _size(info.memory_bytes) if info.memory_bytes else ""]
+    """The status bar's short label: name, device, precision (its first clause: the whole is in the
+    tooltip's status line) and the weights' memory."""
+    precision = info.precision.split(",", 1)[0]
+    parts = [info.name, info.device, precision, _size(info.memory_bytes) if info.memory_bytes else ""]
     return " · ".join(part for part in parts if part)
 
 

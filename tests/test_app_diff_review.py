@@ -59,7 +59,7 @@ def test_prose_is_compared_per_word():
     diff = review_diff("The cat sat on the mat.", "The dog sat on a mat.", prose=True)
     new = "The dog sat on a mat."
     assert [new[a:b] for a, b in diff.added] == ["dog ", "a "]
-    assert diff.ghosts == (Ghost(0, (("The ", False), ("cat ", True), ("sat on ", False), ("the ", True), ("mat.", False))),)
+    assert diff.ghosts == (Ghost(0, (("The ", False), ("cat ", True), ("sat on ", False), ("the ", True), ("mat.", False)), True),)
 
 
 def test_code_is_compared_per_line_then_per_token():
@@ -70,6 +70,22 @@ def test_code_is_compared_per_line_then_per_token():
     assert diff.ghosts == (Ghost(1, (("y = compute(x) ", False), ("+ 1", True), ("\n", False), ("z = 3", True))),)
     assert review_diff("a\nb\nc", "a\nc", prose=False).ghosts == (Ghost(0, (("b", True),)),), "a removed line goes under the one before"
     assert review_diff("a\nb", "a\nx\nb", prose=False).ghosts == (), "a line only added has no ghost"
+    assert review_diff("a\nb", "c\nb", prose=False).ghosts[0].at_start, "a run from the first line begins where the region does"
+
+
+def test_a_ghost_of_the_first_line_stands_in_the_columns_its_text_stood_in(qtbot):
+    """A selection from a line's first word (after its indentation, or after ``x = ``): the ghost
+    starts with the line's text before the region, so the original is drawn under the new text."""
+    body = "def variance(values):\n    m = mean(values)\n    return m\n"
+    start = body.index("m = ")
+    editor, _ = reviewing(qtbot, body, (start, len(body) - 1), "return 0\n    return m")
+    assert ghost_text(editor) == {1: "    m = mean(values)"}
+    call = "total = compute(x)\n"
+    editor, _ = reviewing(qtbot, call, (8, 18), "measure(x)")
+    assert ghost_text(editor) == {0: "total = compute(x)"}
+    prose = "The cat sat on the mat.\n"
+    editor, _ = reviewing(qtbot, prose, (8, 23), "lay on a rug.", prose=True)
+    assert ghost_text(editor) == {0: "sat on the mat."}, "prose: the sentence alone (a paragraph's head may be long)"
 
 
 def test_a_result_is_reviewed_as_a_diff_that_never_enters_the_document(qtbot):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 from PySide6.QtCore import QSettings, Qt
@@ -10,7 +11,8 @@ from PySide6.QtCore import QSettings, Qt
 from test_app_support import qasync_loop  # noqa: F401 - fixture
 
 from sfumato.app.mainwindow import MainWindow
-from sfumato.model.api import Cancelled
+from sfumato.app.worker_adapter import model_label
+from sfumato.model.api import Cancelled, ModelInfo
 
 
 @pytest.fixture
@@ -88,3 +90,12 @@ def test_the_settings_dialog_keeps_the_precision(make_window):
     assert dialog.quantize.currentData() == "int8"
     dialog.quantize.setCurrentIndex(dialog.quantize.findData("int4"))
     assert dialog.result_settings().quantize == "int4"
+
+
+def test_the_status_bar_label_keeps_a_long_precision_to_its_first_clause():
+    """The embedded model's precision is a sentence; the label beside the cursor position takes its
+    first clause, so the status message on its left is not cut off (the whole is in the tooltip)."""
+    info = ModelInfo("sfumato-lm", "lm-denoiser", "cpu", 0, False, precision="bfloat16 layers, float32 output layer",
+                     memory_bytes=325_700_000)
+    assert model_label(info) == "sfumato-lm · cpu · bfloat16 layers · 325.7 MB"
+    assert model_label(replace(info, precision="int8 (float32)")) == "sfumato-lm · cpu · int8 (float32) · 325.7 MB"
