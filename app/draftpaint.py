@@ -79,12 +79,11 @@ def diff_view(
     spans: Sequence[tuple[int, int]],
     texts: Sequence[str],
     diffs: Sequence[ReviewDiff],
-    prose: bool = False,
 ) -> tuple[list[QTextEdit.ExtraSelection], dict[int, Pieces], QColor]:
     """The selections, the ghosts (by block number) and their band for regions at ``spans``
     showing ``texts``, which differ from their originals as ``diffs`` say. A ghost of a region's
-    first line starts with that line's text before the region (its indentation; in code, also the
-    ``x = `` before a selected call), so the original is drawn under the columns it stood in."""
+    first line starts with that line's text before the region (its indentation, the ``x = `` before
+    a selected call, the words before a gap), so the original is drawn in the columns it stood in."""
     accent = palette.color(QPalette.ColorRole.Highlight)
     kept, removed = QTextCharFormat(), QTextCharFormat()
     kept.setForeground(faded(palette.color(QPalette.ColorRole.Text), 130))
@@ -98,7 +97,7 @@ def diff_view(
         block = document.findBlock(start)
         line = block.text()
         head = line[: index_of(line, start - block.position())]
-        lead = [(head, kept)] if head and (not prose or not head.strip()) else []
+        lead = [(head, kept)] if head else []
         for ghost in diff.ghosts:
             pieces = ghosts.setdefault(block.blockNumber() + ghost.under, [])
             if pieces:  # two regions on one line: one ghost line each

@@ -456,9 +456,9 @@ class EditSession(QObject):
 
     def _paint(self) -> None:
         if self.showing_diff:
-            texts, prose = self.texts(), self.editor.prose
-            diffs = [review_diff(original, text, prose) for original, text in zip(self.originals, texts)]
-            selections, ghosts, band = diff_view(self.document, self.editor.palette(), self.spans(), texts, diffs, prose)
+            texts = self.texts()
+            diffs = [review_diff(original, text, self.editor.prose) for original, text in zip(self.originals, texts)]
+            selections, ghosts, band = diff_view(self.document, self.editor.palette(), self.spans(), texts, diffs)
             self.editor.set_layer("infill", selections)
             self.editor.set_ghosts(ghosts, band)
         else:

@@ -74,8 +74,9 @@ def test_code_is_compared_per_line_then_per_token():
 
 
 def test_a_ghost_of_the_first_line_stands_in_the_columns_its_text_stood_in(qtbot):
-    """A selection from a line's first word (after its indentation, or after ``x = ``): the ghost
-    starts with the line's text before the region, so the original is drawn under the new text."""
+    """A region that starts inside its line (after the indentation, after ``x = ``, after the words
+    before a gap): the ghost starts with the line's text before it, so the original is drawn under
+    the new text, not at the left margin."""
     body = "def variance(values):\n    m = mean(values)\n    return m\n"
     start = body.index("m = ")
     editor, _ = reviewing(qtbot, body, (start, len(body) - 1), "return 0\n    return m")
@@ -85,7 +86,7 @@ def test_a_ghost_of_the_first_line_stands_in_the_columns_its_text_stood_in(qtbot
     assert ghost_text(editor) == {0: "total = compute(x)"}
     prose = "The cat sat on the mat.\n"
     editor, _ = reviewing(qtbot, prose, (8, 23), "lay on a rug.", prose=True)
-    assert ghost_text(editor) == {0: "sat on the mat."}, "prose: the sentence alone (a paragraph's head may be long)"
+    assert ghost_text(editor) == {0: "The cat sat on the mat."}
 
 
 def test_a_result_is_reviewed_as_a_diff_that_never_enters_the_document(qtbot):
