@@ -206,6 +206,7 @@ class EditSession(QObject):
             return
         self.state = State.READY
         self._show(drafts)
+        broken = self._broken()  # the file parsed before and fails with the result: why
         if self.state == State.READY:
             self.editor.show_start_of(self.spans()[0][0])  # a long line's result is read from its start
             self._hint = ReviewHint(self.editor, lambda: (self.spans()[0][0], self.spans()[-1][1]), {
@@ -215,11 +216,11 @@ class EditSession(QObject):
                 "next": (self._next_label(), self.keys.next_alternative, lambda: self.cycle(1)),
                 "diff": (self._diff_label(), self.keys.toggle_diff, self.toggle_diff),
                 "again": ("Again", self.keys.try_again, self.again_requested.emit),
-            }, warning=self._broken())
+            }, warning=broken)
         if self._offered:
             self.progress.emit(f"The rest of the result · {self._choices()}")
         else:
-            self.progress.emit(result_line(drafts, seconds, self._choices(), self.low_confidence, self._broken()))
+            self.progress.emit(result_line(drafts, seconds, self._choices(), self.low_confidence, broken))
 
     def offer(self, rest: Candidate, confident: bool) -> None:
         """Show ``rest`` (what Accept Word left of a result) for review at once, as a result."""
@@ -304,13 +305,13 @@ class EditSession(QObject):
             return
         self._alternative = (self._alternative + step) % (self.alternatives + 1)
         self._show(self._drafts)
+        broken = None if self.showing_original else self._broken()
         if self._hint is not None:
-            self._hint.relabel("next", self._next_label(), None if self.showing_original else self._broken())
+            self._hint.relabel("next", self._next_label(), broken)
         if self.showing_original:
             self.progress.emit(f"The original text, to compare: {self._choices()}")
         else:
-            note = broken_note(self._broken())
-            self.progress.emit(f"{note}Alternative {self._alternative + 1} of {self.alternatives}: {self._choices()}")
+            self.progress.emit(f"{broken_note(broken)}Alternative {self._alternative + 1} of {self.alternatives}: {self._choices()}")
 
     def _broken(self) -> str | None:
         """Why the file with the result shown fails to parse where it parsed before, or None."""
