@@ -28,7 +28,8 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QToolTip, QWidget
 
 from sfumato.app import linecommands
-from sfumato.app.brackets import AUTO_CLOSED, ROOM_FOR_A_PAIR, matching_bracket
+from sfumato.app.autoclose import AutoCloser, around_cursor
+from sfumato.app.brackets import AUTO_CLOSED, matching_bracket
 from sfumato.app.commandkeys import default_command_keys, is_command_key
 from sfumato.app.comments import Marker
 from sfumato.app.ghostlines import GhostLayout, Pieces, lay_out, paint_ghosts
@@ -36,7 +37,7 @@ from sfumato.app.gutter import LineNumberArea
 from sfumato.app.invisibles import invisible_at, paint_invisibles
 from sfumato.app.multicursor import ExtraCursors
 from sfumato.app.syntax_check import Check
-from sfumato.app.textpositions import document_text, index_of, position_of, utf16_length
+from sfumato.app.textpositions import document_text, index_of, position_of
 
 if TYPE_CHECKING:
     from sfumato.app.session import EditSession
@@ -47,7 +48,6 @@ _NAVIGATION_KEYS = {
     Qt.Key.Key_Alt, Qt.Key.Key_Meta, Qt.Key.Key_AltGr, Qt.Key.Key_CapsLock,
 }
 _OPENERS = (":", "{", "(", "[")
-MAX_AUTO_CLOSERS = 32  # auto-typed closers remembered for typing over and pair deletion
 BRACKET_SCAN_CHARS = 20_000  # how far to look for a bracket's partner before giving up
 
 
@@ -76,7 +76,7 @@ class CodeEditor(QPlainTextEdit):
         self.indent_with_spaces = True
         self.indent_width = 4
         self.auto_close = True  # brackets and quotes typed get their closer (setting)
-        self._auto_closers: list[QTextCursor] = []  # each selects a closer the editor typed itself
+        self._closers = AutoCloser(self)
         self.extra_cursors = ExtraCursors(self)  # beside the main cursor (Ctrl+D, Alt+click)
         self.line_marks: dict[int, str] = {}  # line index: "added" | "modified" | "deleted" since the commit
         self.comment_marker: Marker | None = None  # the language's one-line comment, set with its highlighter
@@ -195,7 +195,7 @@ class CodeEditor(QPlainTextEdit):
         line = text[: index_of(text, cursor.positionInBlock())]
         indent = line[: len(line) - len(line.lstrip(" \t"))]
         if line.rstrip().endswith(_OPENERS):
-            before, after = self._around_cursor()
+            before, after = around_cursor(self)
             if after and AUTO_CLOSED.get(before) == after:  # Enter in "{}": the closer goes a line down
                 cursor.insertText("\n" + indent + self._indent_unit() + "\n" + indent)
                 cursor.movePosition(QTextCursor.MoveOperation.PreviousBlock)
@@ -304,9 +304,9 @@ class CodeEditor(QPlainTextEdit):
         plain = not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
         cursor = self.textCursor()
         typed = event.text()
-        if self.auto_close and len(typed) == 1 and not event.modifiers() & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier) and self._typed_pair(typed):
+        if self.auto_close and len(typed) == 1 and not event.modifiers() & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier) and self._closers.typed(typed):
             return
-        if key == Qt.Key.Key_Backspace and plain and self.auto_close and self._delete_empty_pair():
+        if key == Qt.Key.Key_Backspace and plain and self.auto_close and self._closers.delete_empty_pair():
             return
         if key == Qt.Key.Key_Home and not event.modifiers() & ~(Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.KeypadModifier):
             self._smart_home(keep_anchor=bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier))
@@ -334,61 +334,6 @@ class CodeEditor(QPlainTextEdit):
         mode = QTextCursor.MoveMode.KeepAnchor if keep_anchor else QTextCursor.MoveMode.MoveAnchor
         cursor.setPosition(cursor.block().position() + column, mode)
         self.setTextCursor(cursor)
-
-    def _around_cursor(self) -> tuple[str, str]:
-        """The characters just before and just after the cursor on its line ("" at either end)."""
-        cursor = self.textCursor()
-        line = cursor.block().text()
-        index = index_of(line, cursor.positionInBlock())
-        return line[index - 1 : index] if index else "", line[index : index + 1]
-
-    def _typed_pair(self, typed: str) -> bool:
-        """Close a bracket or quote, type over its closer, or wrap the selection in it; True when done."""
-        cursor = self.textCursor()
-        before, after = self._around_cursor()
-        if typed in AUTO_CLOSED and cursor.hasSelection():
-            inner = cursor.selectedText().replace("\u2029", "\n")
-            start = cursor.selectionStart()
-            cursor.insertText(typed + inner + AUTO_CLOSED[typed])
-            cursor.setPosition(start + 1)
-            cursor.setPosition(start + 1 + utf16_length(inner), QTextCursor.MoveMode.KeepAnchor)
-            self.setTextCursor(cursor)
-            return True
-        if typed in AUTO_CLOSED.values() and after == typed and not cursor.hasSelection() and self._auto_closer_at(cursor.position()):
-            cursor.movePosition(QTextCursor.MoveOperation.Right)
-            self.setTextCursor(cursor)
-            return True
-        if typed not in AUTO_CLOSED or (after and not after.isspace() and after not in ROOM_FOR_A_PAIR):
-            return False
-        if typed in "\"'`" and (before.isalnum() or before == "_"):  # don't, or a closing quote
-            return False
-        cursor.insertText(typed + AUTO_CLOSED[typed])
-        closer = QTextCursor(cursor)
-        closer.movePosition(QTextCursor.MoveOperation.Left, QTextCursor.MoveMode.KeepAnchor)
-        self._auto_closers = [*self._auto_closers[-(MAX_AUTO_CLOSERS - 1) :], closer]
-        cursor.movePosition(QTextCursor.MoveOperation.Left)
-        self.setTextCursor(cursor)
-        return True
-
-    def _auto_closer_at(self, position: int) -> bool:
-        """Whether a closer the editor typed itself (not the user) still stands at ``position``.
-
-        Only such closers are typed over or deleted with their opener, so a bracket the user
-        typed or pasted is never skipped or removed behind their back.
-        """
-        self._auto_closers = [c for c in self._auto_closers if c.selectionEnd() - c.selectionStart() == 1]
-        return any(c.selectionStart() == position for c in self._auto_closers)
-
-    def _delete_empty_pair(self) -> bool:
-        """Backspace between a bracket or quote and the closer the editor typed for it deletes both."""
-        cursor = self.textCursor()
-        before, after = self._around_cursor()
-        if cursor.hasSelection() or not before or AUTO_CLOSED.get(before) != after or not self._auto_closer_at(cursor.position()):
-            return False
-        cursor.movePosition(QTextCursor.MoveOperation.Left)
-        cursor.movePosition(QTextCursor.MoveOperation.Right, QTextCursor.MoveMode.KeepAnchor, 2)
-        cursor.removeSelectedText()
-        return True
 
     def _guarded(self, edit: Callable[[], None]) -> None:
         with self.session.user_edit() if self.session is not None else nullcontext():
