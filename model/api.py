@@ -138,6 +138,12 @@ class Candidate:
             tokens = tuple(TokenState(clean_model_text(t.text), t.confidence, t.accepted) for t in self.tokens)
             object.__setattr__(self, "tokens", tokens)
 
+    @property
+    def mean_probability(self) -> float:
+        """How sure the model is of this text: its settled tokens' mean probability (0 without any)."""
+        settled = [token.confidence for token in self.tokens if token.accepted]
+        return sum(settled) / len(settled) if settled else 0.0
+
 
 @dataclass(frozen=True)
 class Draft:

@@ -2,6 +2,8 @@
 
 * ``line``: one non-blank line of held-out code; the cursor sits after its indentation, the
   prefix holds ~3,000 characters before the cursor and the suffix ~1,500 after the line's end.
+* ``typed``: a ``line`` task of which the user has typed the first words (a cut at a word's end,
+  at most half the line in): the rest of the line is the middle, as a suggestion while typing asks.
 * ``prose``: 1-4 words cut from a line of English prose in held-out documentation.
 * ``end``: the last 1-8 words of a paragraph of held-out documentation joined into one line (as a
   Markdown file keeps it), the cursor past column ``END_COLUMN``: a writer finishing a sentence.
@@ -67,6 +69,18 @@ def line_tasks(documents: Sequence, n: int, seed: int) -> list[EditTask]:
         end = start + len(middle)
         tasks.append(EditTask("line", doc.name, doc.text[max(0, start - BEFORE_CHARS) : start], middle,
                               doc.text[end : end + AFTER_CHARS]))
+    return tasks
+
+
+def typed_tasks(documents: Sequence, n: int, seed: int) -> list[EditTask]:
+    """``line`` tasks cut after a word within the line's first half: the typed words join the prefix."""
+    rng = random.Random(f"{seed}:typed")
+    tasks = []
+    for task in line_tasks(documents, 3 * n, seed):
+        cuts = [m.end() for m in re.finditer(r"\w+", task.middle) if m.end() <= len(task.middle) // 2]
+        if cuts and len(tasks) < n:
+            cut = rng.choice(cuts)
+            tasks.append(EditTask("typed", task.document, task.prefix + task.middle[:cut], task.middle[cut:], task.suffix))
     return tasks
 
 

@@ -8,7 +8,8 @@ the adapted LM beside the base model's own left-to-right greedy.
 
 Tasks (``sfumato.model.training.edit_tasks`` shapes, documents from ``sfumato.model.training.lm_corpus``'s held-out units):
 ``line``: one line of code with ~3,000 characters before and ~1,500 after, infilled as Ctrl+K at the
-cursor does (one line); ``prose``: 1-4 words cut from a line of English documentation, infilled at the cursor the same way; ``end``: the
+cursor does (one line); ``typed``: the rest of such a line after its first typed words, as a suggestion
+while typing asks (its calibration says how often a bar would show one, and how often rightly); ``prose``: 1-4 words cut from a line of English documentation, infilled at the cursor the same way; ``end``: the
 last 1-8 words of a paragraph of documentation held as one line (Markdown's way), the cursor past column 60; ``repair``: a
 line with one corruption (a swapped, dropped or doubled letter, or a wrong name from the same file),
 rewritten at strength 0.3, fixed when the result is the line exactly; ``body``: a function body from
@@ -37,7 +38,7 @@ import torch
 
 from sfumato.model.api import InfillRequest
 from sfumato.model.training.corpus import Document, missing_documentation
-from sfumato.model.training.edit_tasks import REPAIR_STRENGTH, EditTask, corrupt, exact, line_tasks, prose_tasks, sentence_end_tasks, similarity
+from sfumato.model.training.edit_tasks import REPAIR_STRENGTH, EditTask, corrupt, exact, line_tasks, prose_tasks, sentence_end_tasks, similarity, typed_tasks
 from sfumato.model.project_context import Chunk, file_chunks, nearest_chunks
 from sfumato.model.training.lm_corpus import files_by_unit, read_text
 
@@ -169,7 +170,7 @@ def request_for(task: EditTask, kind: str, broken: str | None = None, **options)
     if kind == "block":
         return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=160, init_text=task.middle,
                              strength=BLOCK_STRENGTH, **options)
-    return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=32, one_line=kind in ("line", "prose", "end"), **options)
+    return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=32, one_line=kind in ("line", "typed", "prose", "end"), **options)
 
 
 def run_engine(backend, requests) -> list[dict]:
@@ -180,9 +181,8 @@ def run_engine(backend, requests) -> list[dict]:
         for drafts in backend.stream([request]):
             first = first or time.perf_counter() - t0
         draft = drafts[0]
-        settled = [t.confidence for t in draft.tokens if t.accepted] or [0.0]
         results.append({"text": draft.text, "passes": draft.forward_passes, "tokens": draft.generated_tokens,
-                        "confident": draft.confident, "mean_probability": sum(settled) / len(settled),
+                        "confident": draft.confident, "mean_probability": draft.candidates[0].mean_probability,
                         "first_s": first, "seconds": time.perf_counter() - t0})
     return results
 
@@ -198,7 +198,7 @@ def base_greedy(model, tokenizer, task: EditTask, kind: str) -> str:
     limit = 128 if kind == "body" else 32
     out = model.generate(ids, max_new_tokens=limit, do_sample=False, pad_token_id=0)
     text = tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
-    if kind in ("line", "repair"):
+    if kind in ("line", "typed", "repair"):
         return next((line.strip() for line in text.split("\n") if line.strip()), "")
     if kind in ("prose", "end"):
         return " ".join(text.split()[: len(task.middle.split())])
@@ -206,11 +206,14 @@ def base_greedy(model, tokenizer, task: EditTask, kind: str) -> str:
 
 
 def calibration(results, tasks) -> dict:
-    """For each bar on the mean token probability: the share of results above it, and their exact match."""
+    """For each bar on the mean token probability: the share of results above it, their exact match
+    and their similarity."""
     table = {}
-    for bar in (0.5, 0.7, 0.8, 0.9):
-        above = [exact(r["text"], t.middle) for r, t in zip(results, tasks) if r["mean_probability"] >= bar]
-        table[str(bar)] = {"share": round(len(above) / len(tasks), 3), "exact": round(statistics.mean(above), 3) if above else None}
+    for bar in (0.5, 0.6, 0.7, 0.8, 0.9):
+        above = [(r["text"], t.middle) for r, t in zip(results, tasks) if r["mean_probability"] >= bar]
+        table[str(bar)] = {"share": round(len(above) / len(tasks), 3),
+                           "exact": round(statistics.mean(exact(x, m) for x, m in above), 3) if above else None,
+                           "similarity": round(statistics.mean(similarity(x.strip(), m.strip()) for x, m in above), 3) if above else None}
     return table
 
 
@@ -236,6 +239,7 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description="held-out figures of the adapted LM")
     p.add_argument("--adapter", type=Path, default=None, help="adapter folder (default: the shipped one)")
     p.add_argument("--lines", type=int, default=100)
+    p.add_argument("--typed", type=int, default=0, help="lines whose first words are typed: the rest as a suggestion")
     p.add_argument("--prose", type=int, default=100)
     p.add_argument("--ends", type=int, default=0, help="sentence ends in held-out prose held one paragraph a line")
     p.add_argument("--repair", type=int, default=60)
@@ -256,6 +260,7 @@ def main(argv=None) -> None:
 
     documents = held_out_documents()
     kinds = {"line": [(t, None) for t in line_tasks(documents, args.lines, args.seed)],
+             "typed": [(t, None) for t in typed_tasks(documents, args.typed, args.seed)],
              "prose": [(t, None) for t in prose_tasks(documents, args.prose, args.seed)],
              "end": [(t, None) for t in sentence_end_tasks(documents, args.ends, args.seed)],
              "repair": repair_tasks(documents, args.repair, args.seed),
@@ -277,7 +282,7 @@ def main(argv=None) -> None:
         tasks = [t for t, _ in items]
         report[kind] = {}
         for system in systems:
-            if system in ("engine", "engine-context") or (system == "one-per-pass" and kind in ("line", "prose", "end")):
+            if system in ("engine", "engine-context") or (system == "one-per-pass" and kind in ("line", "typed", "prose", "end")):
                 options = {"sampler_bound": 1e-4} if system == "one-per-pass" else {}
                 if system == "engine-context" and nearest is None:
                     nearest = project_context(documents)  # the chunk index, built once
