@@ -19,6 +19,7 @@ from sfumato.app.notices import Notices
 from sfumato.app.server_consent import ServerConsent
 from sfumato.app.session import EditSession, Outcome
 from sfumato.app.settings import Settings
+from sfumato.app.suggester import Suggester
 from sfumato.app.textpositions import document_text
 from sfumato.app.worker_adapter import WorkerAdapter, load_from_spec, model_label
 from sfumato.model.api import SERVER_URL, Candidate
@@ -74,6 +75,8 @@ class AiController(QObject):
         self.cancel_load.setAutoRaise(True)
         self.cancel_load.clicked.connect(self.worker.cancel_loading)
         self.cancel_load.hide()
+        self.suggester = Suggester(self.worker, lambda: self.starter.keys, lambda text: self.notices.say(text, 4000),
+                                   local=lambda: not SERVER_URL.match(self._spec))
         self._rest = QTimer(self, singleShot=True, interval=REST_MS)  # the cursor rests: warm the prompt
         self._rest.timeout.connect(self._warm_at_cursor)
 
@@ -88,6 +91,7 @@ class AiController(QObject):
             review_diff=s.review_diff,
         )
         self.starter.keys = session_keys(s.keys)
+        self.suggester.enabled = s.suggest_while_typing
         self.worker.slow_motion_ms = s.slow_motion_ms
         for document in self.tabs.documents():
             if document.editor.session is not None:
@@ -121,7 +125,9 @@ class AiController(QObject):
         return held[1]
 
     def cursor_moved(self) -> None:
-        """The current editor's cursor or text changed: warm the prompt once it rests."""
+        """The current editor's cursor or text changed: a suggestion running is not wanted; once the
+        cursor rests, ask for one or warm the prompt."""
+        self.suggester.cancel()
         self._rest.start()
 
     def _warm_at_cursor(self) -> None:
@@ -129,7 +135,10 @@ class AiController(QObject):
         if editor is None or editor.session is not None or self.worker.info is None:
             return
         request = self.starter.cursor_request(editor, self.project_chunks(editor, refresh=False))
-        if request is not None:
+        if request is None:
+            return
+        busy = any(document.editor.session for document in self.tabs.documents())  # a suggestion would wait behind it
+        if busy or not self.suggester.ask(editor, request):  # a suggestion reads the prompt too
             self.worker.warm(request)
 
     # --- the model ----------------------------------------------------------------------------
@@ -261,6 +270,8 @@ class AiController(QObject):
         On a server whose name was never resolved, that is done off the UI thread first; the
         start then goes on if it is still the latest one and ``editor`` is still the current tab."""
         editor.setFocus()  # Tab, Esc and Alt+] reach the session only from the editor
+        self.suggester.cancel()
+        editor.suggestion.clear()
         self._starts += 1
         if SERVER_URL.match(self._spec) and not self.consent.located(self._spec):
             self.notices.say(f"Looking up the server {origin(self._spec)}…")

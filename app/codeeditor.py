@@ -3,6 +3,7 @@
 It knows about infill sessions only through a small hook: while a session is active, every event
 that may edit the text runs inside ``session.user_edit()`` (so the draft never mixes with the
 user's own edits in the undo history) and the session sees the keys first (Tab, Esc, Alt+]/[).
+A suggestion shown while typing (``app/inline_suggestion.py``) sees them next.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from sfumato.app.commandkeys import default_command_keys, is_command_key
 from sfumato.app.comments import Marker
 from sfumato.app.ghostlines import GhostLayout, Pieces, lay_out, paint_ghosts
 from sfumato.app.gutter import LineNumberArea
+from sfumato.app.inline_suggestion import InlineSuggestion
 from sfumato.app.invisibles import invisible_at, paint_invisibles
 from sfumato.app.multicursor import ExtraCursors
 from sfumato.app.syntax_check import Check
@@ -78,6 +80,7 @@ class CodeEditor(QPlainTextEdit):
         self.auto_close = True  # brackets and quotes typed get their closer (setting)
         self._closers = AutoCloser(self)
         self.extra_cursors = ExtraCursors(self)  # beside the main cursor (Ctrl+D, Alt+click)
+        self.suggestion = InlineSuggestion(self)  # drawn after the cursor while typing (app/suggester.py)
         self.line_marks: dict[int, str] = {}  # line index: "added" | "modified" | "deleted" since the commit
         self.comment_marker: Marker | None = None  # the language's one-line comment, set with its highlighter
         self.syntax_check: Check | None = None  # the language's parse check (app/syntax_check.py), set with it too
@@ -93,6 +96,7 @@ class CodeEditor(QPlainTextEdit):
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.cursorPositionChanged.connect(self._highlight_current_line)
         self.cursorPositionChanged.connect(self._highlight_brackets)
+        self.cursorPositionChanged.connect(self.suggestion.cursor_moved)
         self._numbers.fit()
         self._apply_tab_stop()
         self._highlight_current_line()
@@ -254,6 +258,8 @@ class CodeEditor(QPlainTextEdit):
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt override
         if self.session is not None and self.session.handle_key(event):
             return
+        if self.suggestion.handle_key(event):
+            return
         if is_command_key(event, self.command_keys):  # no shortcut took it (none active): it does nothing
             return
         if self.extra_cursors and self.extra_cursors.handle_key(event):  # never during a session
@@ -263,8 +269,10 @@ class CodeEditor(QPlainTextEdit):
             self.safe_undo()
             return
         guard = self.session.user_edit() if self.session is not None and not is_navigation(event) else nullcontext()
+        revision = self.document().revision()
         with guard:
             self._edit_key(event)
+        self.suggestion.typed |= self.document().revision() != revision
 
     # --- more cursors -------------------------------------------------------------------------
 
@@ -288,6 +296,8 @@ class CodeEditor(QPlainTextEdit):
         if self.extra_cursors or self._ghosts:
             paint_ghosts(self, painter, event.rect(), self._ghost_band)
             self.extra_cursors.paint_carets(painter)
+        if self.session is None:
+            self.suggestion.paint(painter)
         painter.end()
 
     def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 - Qt override

@@ -40,6 +40,7 @@ class Settings:
     rewrite_strength: float = 0.6
     slow_motion_ms: int = 0  # pause after every pass, to watch the denoising
     underline_low_confidence: bool = False
+    suggest_while_typing: bool = True  # a line being typed: the rest the local model is sure of, shown after the cursor
     review_diff: bool = True  # a result is reviewed as a diff against the original (AI > Review as Diff)
     indent_with_spaces: bool = True
     indent_width: int = 4

@@ -149,6 +149,9 @@ class SettingsDialog(QDialog):
         self.underline = QCheckBox("Underline low-confidence tokens in results")
         self.underline.setChecked(s.underline_low_confidence)
         form.addRow("", self.underline)
+        self.suggest = QCheckBox("Suggest the rest of a line while typing (a local model only; Tab takes it)")
+        self.suggest.setChecked(s.suggest_while_typing)
+        form.addRow("", self.suggest)
         return page
 
     def _editor_page(self) -> QWidget:
@@ -253,6 +256,7 @@ class SettingsDialog(QDialog):
         s.rewrite_strength = self.rewrite_strength.value()
         s.slow_motion_ms = self.slow_motion_ms.value()
         s.underline_low_confidence = self.underline.isChecked()
+        s.suggest_while_typing = self.suggest.isChecked()
         s.indent_with_spaces = self.indent_with_spaces.isChecked()
         s.indent_width = self.indent_width.value()
         s.reopen_files = self.reopen_files.isChecked()
