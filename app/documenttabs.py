@@ -33,6 +33,7 @@ class DocumentTabs(QTabWidget):
     file_used = Signal(str)
     title_changed = Signal(str)
     format_changed = Signal(object)  # Document: saving changed its encoding
+    renamed = Signal(object)  # Document: saved under another name, or restored under its own
 
     def __init__(self, notices: Notices, start_folder: Callable[[], str]):
         super().__init__()
@@ -204,6 +205,7 @@ class DocumentTabs(QTabWidget):
         self.setTabText(self.indexOf(document.editor), document.name)
         if path is not None:
             document.refresh_committed()  # a new name: another file as far as git is concerned
+            self.renamed.emit(document)
         self._watch(document)
         self.file_used.emit(document.path)
         self.update_title(document.editor)

@@ -61,6 +61,7 @@ class MainWindow(QMainWindow):
         self.tabs.file_used.connect(self._remember_recent)
         self.tabs.title_changed.connect(self.setWindowTitle)
         self.tabs.format_changed.connect(lambda document: self.format_label.setText(document.format.label))
+        self.tabs.renamed.connect(self._renamed)
         self.tabs.currentChanged.connect(self._current_changed)
         self.tabs.file_used.connect(lambda path: self.folder.context.refresh())
         self.ai = AiController(loop, self.tabs, self.notices, self.settings, self.save_settings, model_spec,
@@ -135,6 +136,12 @@ class MainWindow(QMainWindow):
         editor.command_keys = command_keys_of(s.keys, self.findChildren(QAction))
         editor.set_text_font(editor_font(s.font_family, s.font_size))
         self._colour(document)
+
+    def _renamed(self, document: Document) -> None:
+        """A document took a name (Save As, a restore): its language, wrap and review follow it."""
+        self._configure(document)
+        if document is self.tabs.current_document():
+            self._current_changed()
 
     def _colour(self, document: Document) -> None:
         """The text area's colours and its highlighting from the pygments style for the theme now."""

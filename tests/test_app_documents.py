@@ -117,3 +117,17 @@ def test_a_python_or_json_file_gets_the_parse_check_its_reviews_use_and_prose_do
     assert window.tabs.open_path(str(code)).editor.syntax_check is python_error
     assert window.tabs.open_path(str(config)).editor.syntax_check is json_error
     assert window.tabs.open_path(str(notes)).editor.syntax_check is None
+
+
+def test_a_document_saved_under_a_new_name_takes_that_names_language_wrap_and_review(window, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    document = window.tabs.new_document()
+    document.editor.setPlainText("# Notes\n\nA long paragraph of prose, as a writer keeps it on one line.\n")
+    assert window.language_label.text() == "Plain text" and not document.editor.prose
+    target = tmp_path / "notes.md"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args: (str(target), ""))
+    assert window.tabs.save_as(document)
+    assert window.language_label.text() == document.language == "Markdown"
+    assert document.editor.prose  # a review compares words
+    assert document.editor.lineWrapMode() == document.editor.LineWrapMode.WidgetWidth  # prose wraps (the default)

@@ -284,3 +284,22 @@ def test_the_recovery_folder_is_private_and_its_copies_are_the_owners_alone(qtbo
     [copy] = store.folder.glob("*.recovery")
     assert [stat.S_IMODE(os.stat(path).st_mode) for path in (root, store.folder, copy)] == [0o700, 0o700, 0o600]
     store.close()
+
+
+def test_a_restored_file_takes_its_names_language_and_prose_review(qtbot, qasync_loop, tmp_path):  # noqa: F811
+    path = tmp_path / "notes.md"
+    path.write_text("# Notes\n")
+    root = tmp_path / "recovery"
+    crashed = Document.open(str(path), CodeEditor())
+    qtbot.addWidget(crashed.editor)
+    crashed.editor.insertPlainText("unsaved ")
+    recovery.Recovery(lambda: [crashed], root).close()
+    window = MainWindow(qasync_loop, QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(window)
+    [orphan] = recovery.find_orphans(root)
+    [restored] = recovery.restore(window, orphan)
+    orphan.discard()
+    assert window.tabs.current_document() is restored
+    assert window.language_label.text() == "Markdown" and restored.editor.prose
+    restored.editor.document().setModified(False)
+    window.ai.worker.stop()
