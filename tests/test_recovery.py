@@ -185,22 +185,34 @@ def test_after_kill_9_the_next_start_restores_the_text_byte_for_byte(qtbot, qasy
     assert list(root.iterdir()) == []
 
 
+def crashed_with_unsaved_text(qtbot, path):
+    """The recovery folder an editor left when it died with "unsaved " typed at the start of ``path``."""
+    root = path.parent / "recovery"
+    crashed = Document.open(str(path), CodeEditor())
+    qtbot.addWidget(crashed.editor)
+    crashed.editor.insertPlainText("unsaved ")
+    recovery.Recovery(lambda: [crashed], root).close()
+    return root
+
+
+def restored_in_a_new_window(qtbot, qasync_loop, root):  # noqa: F811
+    """A new window (its settings beside ``root``) and the one document restored into it."""
+    window = MainWindow(qasync_loop, QSettings(str(root.parent / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(window)
+    [orphan] = recovery.find_orphans(root)
+    [restored] = recovery.restore(window, orphan)
+    orphan.discard()
+    return window, restored
+
+
 def test_a_file_changed_after_the_crash_is_not_overwritten_without_asking(qtbot, qasync_loop, tmp_path, monkeypatch):  # noqa: F811
     from PySide6.QtWidgets import QMessageBox
 
     path = tmp_path / "shared.txt"
     path.write_text("before the crash\n")
-    root = tmp_path / "recovery"
-    crashed = Document.open(str(path), CodeEditor())
-    qtbot.addWidget(crashed.editor)
-    crashed.editor.insertPlainText("unsaved ")
-    recovery.Recovery(lambda: [crashed], root).close()
+    root = crashed_with_unsaved_text(qtbot, path)
     path.write_text("written by another program after the crash\n")
-    window = MainWindow(qasync_loop, QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
-    qtbot.addWidget(window)
-    [orphan] = recovery.find_orphans(root)
-    [restored] = recovery.restore(window, orphan)
-    orphan.discard()
+    window, restored = restored_in_a_new_window(qtbot, qasync_loop, root)
     monkeypatch.setattr(QMessageBox, "question", lambda *args, **kwargs: QMessageBox.StandardButton.Cancel)
     assert not window.tabs.save(restored)
     assert path.read_text() == "written by another program after the crash\n"
@@ -289,16 +301,7 @@ def test_the_recovery_folder_is_private_and_its_copies_are_the_owners_alone(qtbo
 def test_a_restored_file_takes_its_names_language_and_prose_review(qtbot, qasync_loop, tmp_path):  # noqa: F811
     path = tmp_path / "notes.md"
     path.write_text("# Notes\n")
-    root = tmp_path / "recovery"
-    crashed = Document.open(str(path), CodeEditor())
-    qtbot.addWidget(crashed.editor)
-    crashed.editor.insertPlainText("unsaved ")
-    recovery.Recovery(lambda: [crashed], root).close()
-    window = MainWindow(qasync_loop, QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
-    qtbot.addWidget(window)
-    [orphan] = recovery.find_orphans(root)
-    [restored] = recovery.restore(window, orphan)
-    orphan.discard()
+    window, restored = restored_in_a_new_window(qtbot, qasync_loop, crashed_with_unsaved_text(qtbot, path))
     assert window.tabs.current_document() is restored
     assert window.language_label.text() == "Markdown" and restored.editor.prose
     restored.editor.document().setModified(False)
