@@ -80,7 +80,7 @@ class CodeEditor(QPlainTextEdit):
         self.auto_close = True  # brackets and quotes typed get their closer (setting)
         self._closers = AutoCloser(self)
         self.extra_cursors = ExtraCursors(self)  # beside the main cursor (Ctrl+D, Alt+click)
-        self.suggestion = InlineSuggestion(self)  # drawn after the cursor while typing (app/suggester.py)
+        self.suggestion = InlineSuggestion(self)  # laid in at the cursor while typing (app/suggester.py)
         self.line_marks: dict[int, str] = {}  # line index: "added" | "modified" | "deleted" since the commit
         self.comment_marker: Marker | None = None  # the language's one-line comment, set with its highlighter
         self.syntax_check: Check | None = None  # the language's parse check (app/syntax_check.py), set with it too
@@ -273,6 +273,7 @@ class CodeEditor(QPlainTextEdit):
         with guard:
             self._edit_key(event)
         self.suggestion.typed |= self.document().revision() != revision
+        self.suggestion.key_done()
 
     # --- more cursors -------------------------------------------------------------------------
 
@@ -296,8 +297,6 @@ class CodeEditor(QPlainTextEdit):
         if self.extra_cursors or self._ghosts:
             paint_ghosts(self, painter, event.rect(), self._ghost_band)
             self.extra_cursors.paint_carets(painter)
-        if self.session is None:
-            self.suggestion.paint(painter)
         painter.end()
 
     def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 - Qt override

@@ -1,19 +1,36 @@
-"""A suggestion drawn after the cursor while typing: faint text that is never part of the document.
+"""A suggestion drawn at the cursor while typing: faint text that is never part of the document.
 
-``app/suggester.py`` decides when the model is asked and what it shows. The suggestion stands only
-while the cursor stays where it was shown and the text is as it was: typing its own next characters
-carries the rest along; any other edit, a move or a click takes it away. Its keys are the review's:
-accept (Tab) inserts it as one undo step, accept word (Ctrl+Right) its next word, reject (Esc) drops it.
+``app/suggester.py`` decides when the model is asked and what it shows. The text is laid into the
+line as an input method's uncommitted text is (the line layout's preedit area: what follows the
+cursor, a closing bracket say, moves right to make room), in the colour of a field's placeholder.
+It stands only while the cursor stays where it was shown and the text is as it was: typing its own
+next characters carries the rest along; any other edit, a move or a click takes it away. Its keys
+are the review's: accept (Tab) inserts it as one undo step, accept word (Ctrl+Right) its next word,
+reject (Esc) drops it.
 """
 
 from __future__ import annotations
 
-from PySide6.QtGui import QKeyEvent, QKeySequence, QPainter, QPalette, QTextCursor
+from PySide6.QtGui import QKeyEvent, QKeySequence, QPalette, QTextCharFormat, QTextCursor, QTextFormat, QTextLayout
 from PySide6.QtWidgets import QPlainTextEdit
 
 from sfumato.app.commandkeys import SessionKeys, key_matches
 from sfumato.app.partial_accept import next_word_end
-from sfumato.app.textpositions import utf16_length
+from sfumato.app.textpositions import index_of, utf16_length
+
+CLOSERS = ")]}\"'`"  # what may follow the cursor on its line: the closers auto-close typed, say
+_MARK = QTextFormat.Property.UserProperty + 1  # on the format that colours the suggestion
+
+
+def after_cursor(cursor: QTextCursor) -> str:
+    """The text after ``cursor`` on its line."""
+    line = cursor.block().text()
+    return line[index_of(line, cursor.positionInBlock()) :]
+
+
+def only_closers(text: str) -> bool:
+    """``text`` (the line after the cursor) holds nothing but closing brackets, quotes and spaces."""
+    return all(ch in CLOSERS or ch.isspace() for ch in text)
 
 
 class InlineSuggestion:
@@ -33,14 +50,26 @@ class InlineSuggestion:
         return bool(self.text)
 
     def show(self, position: int, text: str, keys: SessionKeys) -> None:
+        """Lay ``text`` in at ``position``, less the closers that already follow it on the line."""
+        self.clear()
+        cursor = QTextCursor(self.editor.document())
+        cursor.setPosition(position)
+        after = after_cursor(cursor).strip()
+        if after and text.rstrip().endswith(after):
+            text = text.rstrip()[: -len(after)]
+        if not text.strip():
+            return
         self.position, self.text, self.keys = position, text, keys
         self._revision = self.editor.document().revision()
-        self.editor.viewport().update()
+        self._lay(cursor.block(), cursor.positionInBlock(), text)
+        self.editor.set_layer("brackets", [])  # a bracket's mark would run over the text laid in after it
 
     def clear(self) -> None:
         if self.text:
+            block = self.editor.document().findBlock(self.position)
             self.text, self._typed = "", ""
-            self.editor.viewport().update()
+            if block.isValid():
+                self._lay(block, -1, "")
 
     def handle_key(self, event: QKeyEvent) -> bool:
         """The suggestion's keys; True when the key was used. Another key lets the editor act and,
@@ -61,29 +90,37 @@ class InlineSuggestion:
         return True
 
     def cursor_moved(self) -> None:
-        """After any cursor move or edit: the suggestion stays only where typing carried it."""
-        if not self.shown:
-            return
-        if self._typed:
-            typed, self._typed = self._typed, ""
-            cursor = self.editor.textCursor()
-            after = cursor.block().text()[cursor.positionInBlock() :]
-            if cursor.position() == self.position + utf16_length(typed) and not after.strip() and self._typed_in(typed):
-                self.show(cursor.position(), self.text[len(typed) :], self.keys)
-                return
-        if not self._in_place():
+        """After any cursor move or edit: the suggestion stays only where it was, or where the key
+        being typed carries it (``key_done`` decides once the key's edit is whole)."""
+        if self.shown and not self._typed and not self._in_place():
             self.clear()
 
-    def paint(self, painter: QPainter) -> None:
-        """Draw the text after the cursor, in the colour of a field's placeholder."""
-        if not self.shown or not self._in_place():
+    def key_done(self) -> None:
+        """A key's edit is done: if it typed the suggestion's next characters, the rest stays shown
+        after them (less a closer auto-close typed, which is there already); else it goes."""
+        typed, self._typed = self._typed, ""
+        if not typed or not self.shown:
             return
-        cursor = QTextCursor(self.editor.document())
-        cursor.setPosition(self.position)
-        rect = self.editor.cursorRect(cursor)
-        painter.setFont(self.editor.font())
-        painter.setPen(self.editor.palette().color(QPalette.ColorRole.PlaceholderText))
-        painter.drawText(rect.left() + 1, rect.top() + self.editor.fontMetrics().ascent(), self.text.expandtabs(4))
+        cursor = self.editor.textCursor()
+        if cursor.position() == self.position + utf16_length(typed) and only_closers(after_cursor(cursor)) and self._typed_in(typed):
+            self.show(cursor.position(), self.text[len(typed) :], self.keys)
+        elif not self._in_place():
+            self.clear()
+
+    def _lay(self, block, column: int, text: str) -> None:
+        """Put ``text`` into ``block``'s layout at ``column`` (-1 and "": take it out), coloured."""
+        layout = block.layout()
+        layout.setPreeditArea(column, text)
+        formats = [f for f in layout.formats() if not f.format.hasProperty(_MARK)]
+        if text:
+            faint = QTextLayout.FormatRange()
+            faint.start, faint.length = column, utf16_length(text)
+            faint.format = QTextCharFormat()
+            faint.format.setForeground(self.editor.palette().color(QPalette.ColorRole.PlaceholderText))
+            faint.format.setProperty(_MARK, True)
+            formats.append(faint)
+        layout.setFormats(formats)
+        self.editor.document().markContentsDirty(block.position(), block.length())  # laid out again; the text is as it was
 
     def hint(self) -> str:
         """The keys, as the status bar tells them."""

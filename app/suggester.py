@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import shiboken6
 
 from sfumato.app.commandkeys import SessionKeys
+from sfumato.app.inline_suggestion import after_cursor, only_closers
 from sfumato.model.api import Draft, InfillRequest
 
 if TYPE_CHECKING:
@@ -39,11 +40,12 @@ class Suggester:
 
     def ask(self, editor: CodeEditor, request: InfillRequest) -> bool:
         """Run ``request`` (Ctrl+K's at ``editor``'s cursor) as a suggestion if the user typed since
-        the last rest and the cursor is at the end of its line; False when no suggestion is asked for."""
+        the last rest and nothing but closers (a bracket auto-close typed, say) follows the cursor on its
+        line; False when no suggestion is asked for."""
         typed, editor.suggestion.typed = editor.suggestion.typed, False
         cursor = editor.textCursor()
         if not (self.enabled and typed and self._local() and editor.hasFocus() and not editor.suggestion.shown
-                and not cursor.block().text()[cursor.positionInBlock() :].strip()):
+                and only_closers(after_cursor(cursor))):
             return False
         revision, position = editor.document().revision(), cursor.position()
         self.job = self.worker.submit([replace(request, n_alternatives=1, first_alternative=0)], lambda drafts: None,
@@ -68,4 +70,5 @@ class Suggester:
         text = candidate.text.split("\n")[0].rstrip()
         if text.strip() and candidate.mean_probability >= SUGGEST_BAR:
             editor.suggestion.show(position, text, self._keys())
+        if editor.suggestion.shown:
             self._say(editor.suggestion.hint())

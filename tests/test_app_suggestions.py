@@ -144,3 +144,21 @@ def test_a_move_or_an_edit_elsewhere_drops_it(qtbot):
     cursor.insertText("# area\n")  # the text changed under it (a replace, a reload)
     qtbot.keyClick(editor, Qt.Key.Key_Tab)
     assert not editor.suggestion.shown and document_text(editor.document()) == "# area\n" + TYPED + "    "
+
+
+def test_a_suggestion_is_laid_in_before_the_closer_auto_close_typed_and_goes_without_a_trace(qtbot):
+    editor = CodeEditor()
+    qtbot.addWidget(editor)
+    editor.show()
+    qtbot.keyClicks(editor, "m = mean")
+    editor.suggestion.show(editor.textCursor().position(), "(values)", session_keys(DEFAULT_KEYS))
+    qtbot.keyClicks(editor, "(")  # auto-close types ")": the suggestion goes on inside the pair
+    assert document_text(editor.document()) == "m = mean()"
+    assert editor.suggestion.text == "values"  # its own ")" is the one already there
+    layout = editor.textCursor().block().layout()
+    assert layout.preeditAreaText() == "values"  # drawn in the line, before the ")"
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    assert layout.preeditAreaText() == "" and document_text(editor.document()) == "m = mean()"
+    editor.suggestion.show(editor.textCursor().position(), "values)", session_keys(DEFAULT_KEYS))
+    qtbot.keyClick(editor, Qt.Key.Key_Tab)
+    assert document_text(editor.document()) == "m = mean(values)" and layout.preeditAreaText() == ""
