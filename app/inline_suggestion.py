@@ -11,7 +11,16 @@ reject (Esc) drops it.
 
 from __future__ import annotations
 
-from PySide6.QtGui import QKeyEvent, QKeySequence, QPalette, QTextCharFormat, QTextCursor, QTextFormat, QTextLayout
+from PySide6.QtGui import (
+    QKeyEvent,
+    QKeySequence,
+    QPalette,
+    QTextBlock,
+    QTextCharFormat,
+    QTextCursor,
+    QTextFormat,
+    QTextLayout,
+)
 from PySide6.QtWidgets import QPlainTextEdit
 
 from sfumato.app.commandkeys import SessionKeys, key_matches
@@ -42,6 +51,7 @@ class InlineSuggestion:
         self.position = -1
         self.keys: SessionKeys | None = None
         self._revision = -1
+        self._block = QTextBlock()  # the line laid out with the text: followed as edits move it
         self._typed = ""  # a key's text that is the suggestion's next characters: carried through it
         self.typed = False  # a key changed the text since the model was last asked (``Suggester.ask``)
 
@@ -60,16 +70,15 @@ class InlineSuggestion:
         if not text.strip():
             return
         self.position, self.text, self.keys = position, text, keys
-        self._revision = self.editor.document().revision()
-        self._lay(cursor.block(), cursor.positionInBlock(), text)
+        self._revision, self._block = self.editor.document().revision(), cursor.block()
+        self._lay(cursor.positionInBlock(), text)
         self.editor.set_layer("brackets", [])  # a bracket's mark would run over the text laid in after it
 
     def clear(self) -> None:
         if self.text:
-            block = self.editor.document().findBlock(self.position)
             self.text, self._typed = "", ""
-            if block.isValid():
-                self._lay(block, -1, "")
+            if self._block.isValid():
+                self._lay(-1, "")
 
     def handle_key(self, event: QKeyEvent) -> bool:
         """The suggestion's keys; True when the key was used. Another key lets the editor act and,
@@ -107,8 +116,9 @@ class InlineSuggestion:
         elif not self._in_place():
             self.clear()
 
-    def _lay(self, block, column: int, text: str) -> None:
-        """Put ``text`` into ``block``'s layout at ``column`` (-1 and "": take it out), coloured."""
+    def _lay(self, column: int, text: str) -> None:
+        """Put ``text`` into the line's layout at ``column`` (-1 and "": take it out), coloured."""
+        block = self._block
         layout = block.layout()
         layout.setPreeditArea(column, text)
         formats = [f for f in layout.formats() if not f.format.hasProperty(_MARK)]

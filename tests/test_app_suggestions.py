@@ -144,6 +144,7 @@ def test_a_move_or_an_edit_elsewhere_drops_it(qtbot):
     cursor.insertText("# area\n")  # the text changed under it (a replace, a reload)
     qtbot.keyClick(editor, Qt.Key.Key_Tab)
     assert not editor.suggestion.shown and document_text(editor.document()) == "# area\n" + TYPED + "    "
+    assert all(editor.document().findBlockByNumber(n).layout().preeditAreaText() == "" for n in range(3))  # nothing left drawn
 
 
 def test_a_suggestion_is_laid_in_before_the_closer_auto_close_typed_and_goes_without_a_trace(qtbot):
