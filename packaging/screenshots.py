@@ -5,7 +5,8 @@
 Runs under a virtual X server (``Xvfb``, started here when there is no DISPLAY; install with
 ``apt-get install -y xvfb libxcb-icccm4 libxcb-keysyms1``). Writes ``rewrite-start.png`` (the Ctrl+K box),
 ``rewrite-mid.png``, ``rewrite-end.png`` (the result reviewed as a diff), ``rewrite-clean.png`` (the same
-result, Alt+D: clean), ``rewrite.gif`` (one frame per pass) and ``gap-fill-end.png``, and prints the time from launch
+result, Alt+D: clean), ``rewrite.gif`` (one frame per pass), ``gap-fill-end.png`` and ``suggestion.png`` (a
+suggestion while typing, when the model is sure of one there), and prints the time from launch
 to the window on screen and the longest the event loop was blocked while denoising.
 """
 
@@ -175,6 +176,37 @@ def shoot(args) -> int:
             await asyncio.sleep(0.02)
         grab("gap-fill-end.png")
         gaps.reject()
+        return await suggest()
+
+    async def suggest() -> int:
+        """Type a new function below ``report`` as a user would, and wait for a suggestion."""
+        from PySide6.QtCore import Qt
+        from PySide6.QtTest import QTest
+
+        window.tabs.setCurrentIndex(0)
+        editor = window.tabs.current_editor()
+        window.activateWindow()
+        editor.setFocus()
+        for _ in range(40):  # suggestions follow the keyboard's focus
+            if editor.hasFocus():
+                break
+            await asyncio.sleep(0.05)
+        cursor = editor.textCursor()
+        cursor.setPosition(editor.toPlainText().index('    return "\\n".join(lines)') + len('    return "\\n".join(lines)'))
+        cursor.insertText("\n\n\n")
+        editor.setTextCursor(cursor)
+        QTest.keyClicks(editor, "def total_value(items: list[Item]) -> float:")
+        QTest.keyClick(editor, Qt.Key.Key_Return)
+        QTest.keyClicks(editor, "return sum(item.total() for ")
+        for _ in range(600):
+            if editor.suggestion.shown:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            print("no suggestion came (the model was not sure enough)", flush=True)
+            return 0
+        editor.centerCursor()
+        grab("suggestion.png")
         return 0
 
     with loop:
