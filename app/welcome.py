@@ -29,6 +29,7 @@ def welcome_text(keys: dict[str, str], model: str) -> str:
         f"  {_key(keys['accept']) + ' / ' + _key(keys['reject']):<14} accept / reject the result",
         f"  {_key(keys['next_alternative']) + ' / ' + _key(keys['previous_alternative']):<14} other alternatives, then the original",
         f"  {_key(keys['try_again']):<14} try again",
+        f"  {'(typing)':<14} a pause shows the rest of the line where the model is sure of it; {_key(keys['accept'])} takes it",
         "",
         f"Model: {model}.",
         "Another model: File > Settings > Model (a model folder or a hub id), or sfumato --model SPEC.",
