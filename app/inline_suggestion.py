@@ -11,6 +11,8 @@ reject (Esc) drops it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtGui import (
     QKeyEvent,
     QKeySequence,
@@ -21,11 +23,13 @@ from PySide6.QtGui import (
     QTextFormat,
     QTextLayout,
 )
-from PySide6.QtWidgets import QPlainTextEdit
 
 from sfumato.app.commandkeys import SessionKeys, key_matches
 from sfumato.app.partial_accept import next_word_end
 from sfumato.app.textpositions import index_of, utf16_length
+
+if TYPE_CHECKING:
+    from sfumato.app.codeeditor import CodeEditor
 
 CLOSERS = ")]}\"'`"  # what may follow the cursor on its line: the closers auto-close typed, say
 _MARK = QTextFormat.Property.UserProperty + 1  # on the format that colours the suggestion
@@ -45,7 +49,7 @@ def only_closers(text: str) -> bool:
 class InlineSuggestion:
     """``text`` shown at ``position`` of ``editor``'s document (``shown``), with the keys that take it."""
 
-    def __init__(self, editor: QPlainTextEdit):
+    def __init__(self, editor: CodeEditor):
         self.editor = editor
         self.text = ""
         self.position = -1
