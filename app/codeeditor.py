@@ -349,6 +349,7 @@ class CodeEditor(QPlainTextEdit):
             edit()
 
     def inputMethodEvent(self, event) -> None:  # noqa: N802 - Qt override
+        self.suggestion.clear()  # an input method draws its own uncommitted text where a suggestion is laid
         self._guarded(lambda: super(CodeEditor, self).inputMethodEvent(event))
 
     def insertFromMimeData(self, source) -> None:  # noqa: N802 - Qt override

@@ -163,3 +163,12 @@ def test_a_suggestion_is_laid_in_before_the_closer_auto_close_typed_and_goes_wit
     editor.suggestion.show(editor.textCursor().position(), "values)", session_keys(DEFAULT_KEYS))
     qtbot.keyClick(editor, Qt.Key.Key_Tab)
     assert document_text(editor.document()) == "m = mean(values)" and layout.preeditAreaText() == ""
+
+
+def test_an_input_methods_text_takes_the_suggestions_place(qtbot):
+    from PySide6.QtGui import QInputMethodEvent
+
+    editor = shown_in(qtbot, TYPED)
+    editor.inputMethodEvent(QInputMethodEvent("ni", []))  # composing: the input method's own preedit
+    assert not editor.suggestion.shown
+    assert editor.textCursor().block().layout().preeditAreaText() == "ni"
