@@ -92,6 +92,10 @@ class AiController(QObject):
         )
         self.starter.keys = session_keys(s.keys)
         self.suggester.enabled = s.suggest_while_typing
+        if not s.suggest_while_typing:
+            self.suggester.cancel()
+            for document in self.tabs.documents():
+                document.editor.suggestion.clear()
         self.worker.slow_motion_ms = s.slow_motion_ms
         for document in self.tabs.documents():
             if document.editor.session is not None:

@@ -112,6 +112,7 @@ class MainWindow(QMainWindow):
         actions.reject.setText(f"Re&ject\t{s.keys['reject']}")
         actions.review_diff.setText(f"Review as &Diff\t{s.keys['toggle_diff']}")
         actions.review_diff.setChecked(s.review_diff)
+        actions.suggest.setChecked(s.suggest_while_typing)
         actions.underline.setChecked(s.underline_low_confidence)
         actions.slow_motion.setChecked(s.slow_motion_ms > 0)
         actions.wrap.setChecked(getattr(s, self.wrap_setting()))

@@ -36,6 +36,7 @@ class MenuActions:
     underline: QAction
     review_diff: QAction
     slow_motion: QAction
+    suggest: QAction
 
 
 def _action(window: MainWindow, menu: QMenu, text: str, slot, shortcut=None, checkable: bool = False) -> QAction:
@@ -131,6 +132,8 @@ def build_menus(window: MainWindow) -> MenuActions:
     try_again = _action(window, ai_menu, "&Try Again", ai.try_again)
     review_diff = _action(window, ai_menu, "Review as &Diff", lambda: window.toggle("review_diff", review_diff.isChecked()), checkable=True)
     ai.review_diff_changed.connect(review_diff.setChecked)
+    suggest = _action(window, ai_menu, "&Suggest While Typing", lambda: window.toggle("suggest_while_typing", suggest.isChecked()),
+                      checkable=True)
     ai_menu.addSeparator()
     _action(window, ai_menu, "Reload &Model", ai.start_engine)
 
@@ -138,4 +141,4 @@ def build_menus(window: MainWindow) -> MenuActions:
     _action(window, help_menu, "&Keyboard Shortcuts", window.show_shortcuts, "F1")
     _action(window, help_menu, "&About Sfumato", window.show_about)
     return MenuActions(recent, rewrite, fill, accept, accept_word, reject, try_again, next_alternative, previous_alternative,
-                       wrap, themes, whitespace, underline, review_diff, slow)
+                       wrap, themes, whitespace, underline, review_diff, slow, suggest)

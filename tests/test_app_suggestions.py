@@ -75,6 +75,16 @@ def test_the_new_line_enter_made_is_suggested_too(qtbot, window):  # noqa: F811
     assert document_text(editor.document()) == "def area(width, height):\n    " + REST
 
 
+def test_the_ai_menu_turns_suggestions_off_and_takes_a_shown_one_away(qtbot, window):  # noqa: F811
+    editor = typing_window(window, qtbot, Rest(0.95))
+    type_lines(qtbot, editor)
+    qtbot.waitUntil(lambda: editor.suggestion.shown, timeout=5000)
+    assert window.menu_actions.suggest.isChecked()
+    window.menu_actions.suggest.trigger()
+    assert not window.settings.suggest_while_typing and not window.ai.suggester.enabled
+    assert not editor.suggestion.shown and editor.textCursor().block().layout().preeditAreaText() == ""
+
+
 def test_an_unsure_rest_is_not_shown(qtbot, window):  # noqa: F811
     backend = Rest(0.5)
     editor = typing_window(window, qtbot, backend)
