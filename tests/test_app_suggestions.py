@@ -96,6 +96,18 @@ def test_an_unsure_rest_is_not_shown(qtbot, window):  # noqa: F811
     assert document_text(editor.document()) == TYPED + "    "
 
 
+def test_prose_has_its_own_lower_bar(qtbot, window):  # noqa: F811
+    backend = Rest(0.7)  # under code's bar, over prose's
+    editor = typing_window(window, qtbot, backend)
+    type_lines(qtbot, editor)
+    qtbot.waitUntil(lambda: len(backend.requests) == 1, timeout=5000)
+    qtbot.wait(300)
+    assert not editor.suggestion.shown
+    editor.prose = True  # a Markdown or plain-text file
+    qtbot.keyClicks(editor, " and")
+    qtbot.waitUntil(lambda: editor.suggestion.shown, timeout=5000)
+
+
 def test_only_typing_at_a_line_end_on_a_local_model_asks(qtbot, window):  # noqa: F811
     backend = Rest(0.95)
     editor = typing_window(window, qtbot, backend)
