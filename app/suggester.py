@@ -38,7 +38,7 @@ class Suggester:
                  local: Callable[[], bool]):
         self.worker, self._keys, self._say, self._local = worker, keys, say, local
         self.enabled = True
-        self.job: Job | None = None
+        self._job: Job | None = None
 
     def ask(self, editor: CodeEditor, request: InfillRequest) -> bool:
         """Run ``request`` (Ctrl+K's at ``editor``'s cursor) as a suggestion if the user typed since
@@ -50,19 +50,19 @@ class Suggester:
                 and only_closers(after_cursor(cursor))):
             return False
         revision, position = editor.document().revision(), cursor.position()
-        self.job = self.worker.submit([replace(request, n_alternatives=1, first_alternative=0)], lambda drafts: None,
+        self._job = self.worker.submit([replace(request, n_alternatives=1, first_alternative=0)], lambda drafts: None,
                                       lambda drafts: self._show(editor, revision, position, drafts),
                                       lambda error: None, lambda: None, owner=editor)
-        return self.job is not None
+        return self._job is not None
 
     def cancel(self) -> None:
         """The user typed or moved on, or a session starts: the suggestion running is not wanted."""
-        if self.job is not None:
-            self.job.cancel()
-            self.job = None
+        if self._job is not None:
+            self._job.cancel()
+            self._job = None
 
     def _show(self, editor: CodeEditor, revision: int, position: int, drafts: tuple[Draft, ...]) -> None:
-        self.job = None
+        self._job = None
         if not shiboken6.isValid(editor):  # its tab was closed meanwhile
             return
         cursor = editor.textCursor()
