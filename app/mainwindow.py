@@ -147,6 +147,7 @@ class MainWindow(QMainWindow):
     def _colour(self, document: Document) -> None:
         """The text area's colours and its highlighting from the pygments style for the theme now."""
         style = current_style()
+        document.editor.suggestion.clear()  # highlighting the line again would draw it in the text's colours
         document.editor.setPalette(editor_palette(QApplication.palette(), style))
         if document.highlighter is not None:
             document.highlighter.set_style(style)

@@ -85,6 +85,14 @@ def test_the_ai_menu_turns_suggestions_off_and_takes_a_shown_one_away(qtbot, win
     assert not editor.suggestion.shown and editor.textCursor().block().layout().preeditAreaText() == ""
 
 
+def test_a_new_look_takes_a_shown_suggestion_away(qtbot, window):  # noqa: F811
+    editor = typing_window(window, qtbot, Rest(0.95))
+    type_lines(qtbot, editor)
+    qtbot.waitUntil(lambda: editor.suggestion.shown, timeout=5000)
+    window.toggle("theme", "dark")  # the text highlighted again: a suggestion would lose its faint colour
+    assert not editor.suggestion.shown and editor.textCursor().block().layout().preeditAreaText() == ""
+
+
 def test_an_unsure_rest_is_not_shown(qtbot, window):  # noqa: F811
     backend = Rest(0.5)
     editor = typing_window(window, qtbot, backend)
