@@ -31,6 +31,11 @@ class SessionKeys:
     accept_word: QKeySequence
 
 
+def key_names(keys: SessionKeys) -> dict[str, str]:
+    """Each session key's name as the platform writes it (the status line tells them)."""
+    return {field: getattr(keys, field).toString(QKeySequence.SequenceFormat.NativeText) for field in vars(keys)}
+
+
 def session_keys(keys: dict[str, str]) -> SessionKeys:
     """The session's keys from the settings' names for them."""
     return SessionKeys(*(QKeySequence(keys[name]) for name in ("accept", "reject", "next_alternative", "previous_alternative", "try_again",

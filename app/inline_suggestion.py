@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtGui import (
     QKeyEvent,
-    QKeySequence,
     QPalette,
     QTextBlock,
     QTextCharFormat,
@@ -24,7 +23,7 @@ from PySide6.QtGui import (
     QTextLayout,
 )
 
-from sfumato.app.commandkeys import SessionKeys, key_matches
+from sfumato.app.commandkeys import SessionKeys, key_matches, key_names
 from sfumato.app.partial_accept import next_word_end
 from sfumato.app.textpositions import index_of, utf16_length
 
@@ -56,7 +55,7 @@ class InlineSuggestion:
         self.keys: SessionKeys | None = None
         self._revision = -1
         self._block = QTextBlock()  # the line laid out with the text: followed as edits move it
-        self._typed = ""  # a key's text that is the suggestion's next characters: carried through it
+        self._carried = ""  # a key's text that is the suggestion's next characters: carried through it
         self.typed = False  # a key changed the text since the model was last asked (``Suggester.ask``)
 
     @property
@@ -80,7 +79,7 @@ class InlineSuggestion:
 
     def clear(self) -> None:
         if self.text:
-            self.text, self._typed = "", ""
+            self.text, self._carried = "", ""
             if self._block.isValid():
                 self._lay(-1, "")
 
@@ -98,24 +97,24 @@ class InlineSuggestion:
             self.clear()
         else:
             typed = event.text()
-            self._typed = typed if typed and self.text.startswith(typed) and typed != self.text else ""
+            self._carried = typed if typed and self.text.startswith(typed) and typed != self.text else ""
             return False
         return True
 
     def cursor_moved(self) -> None:
         """After any cursor move or edit: the suggestion stays only where it was, or where the key
         being typed carries it (``key_done`` decides once the key's edit is whole)."""
-        if self.shown and not self._typed and not self._in_place():
+        if self.shown and not self._carried and not self._in_place():
             self.clear()
 
     def key_done(self) -> None:
         """A key's edit is done: if it typed the suggestion's next characters, the rest stays shown
         after them (less a closer auto-close typed, which is there already); else it goes."""
-        typed, self._typed = self._typed, ""
+        typed, self._carried = self._carried, ""
         if not typed or not self.shown:
             return
         cursor = self.editor.textCursor()
-        if cursor.position() == self.position + utf16_length(typed) and only_closers(after_cursor(cursor)) and self._typed_in(typed):
+        if cursor.position() == self.position + utf16_length(typed) and only_closers(after_cursor(cursor)) and self._carried_in(typed):
             self.show(cursor.position(), self.text[len(typed) :], self.keys)
         elif not self._in_place():
             self.clear()
@@ -138,8 +137,7 @@ class InlineSuggestion:
 
     def hint(self) -> str:
         """The keys, as the status bar tells them."""
-        name = {field: getattr(self.keys, field).toString(QKeySequence.SequenceFormat.NativeText)
-                for field in ("accept", "accept_word", "reject")}
+        name = key_names(self.keys)
         return f"Suggestion: {name['accept']} takes it, {name['accept_word']} a word, {name['reject']} drops it"
 
     def _in_place(self) -> bool:
@@ -147,7 +145,7 @@ class InlineSuggestion:
         return (self.editor.document().revision() == self._revision and cursor.position() == self.position
                 and not cursor.hasSelection())
 
-    def _typed_in(self, typed: str) -> bool:
+    def _carried_in(self, typed: str) -> bool:
         cursor = QTextCursor(self.editor.document())
         cursor.setPosition(self.position)
         cursor.setPosition(self.position + utf16_length(typed), QTextCursor.MoveMode.KeepAnchor)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QColor, QKeyEvent, QKeySequence, QTextCursor
 
-from sfumato.app.commandkeys import DEFAULT_SESSION_KEYS, SessionKeys, key_matches
+from sfumato.app.commandkeys import DEFAULT_SESSION_KEYS, SessionKeys, key_matches, key_names
 from sfumato.app.draftpaint import diff_view, draft_selections
 from sfumato.app.noise import with_noise
 from sfumato.app.pacing import DraftPacer
@@ -327,7 +327,7 @@ class EditSession(QObject):
     def _choices(self) -> str:
         """What else there is to see, in the user's key bindings (accept and reject are on the hint
         below the result; the status bar shares its width with permanent fields)."""
-        name = {field: getattr(self.keys, field).toString(QKeySequence.SequenceFormat.NativeText) for field in vars(self.keys)}
+        name = key_names(self.keys)
         cycle = f"{name['next_alternative']} / {name['previous_alternative']}"
         if self.alternatives > 1:
             return f"{cycle}: {self.alternatives} alternatives and your original"
