@@ -21,7 +21,7 @@ MAX_REWRITE_TOKENS = 2048  # a rewrite's canvas follows the selection's size, up
 
 @dataclass
 class InfillOptions:
-    max_new_tokens: int = 64  # the cap for infill at the cursor (rewrites follow the selection)
+    max_new_tokens: int = 64  # the cap for infill at the cursor (rewrites follow the selection, at least this)
     gap_tokens: int = 32  # a [MASK] without a length hint
     steps: int | None = None
     sampler_bound: float | None = None
@@ -30,9 +30,11 @@ class InfillOptions:
     review_diff: bool = True
 
 
-def rewrite_length(original: str) -> int:
-    """Canvas size for rewriting ``original``: its token estimate with room to grow."""
-    return min(MAX_REWRITE_TOKENS, int(len(original) / CHARS_PER_TOKEN * 1.5) + 8)
+def rewrite_length(original: str, at_least: int) -> int:
+    """Canvas size for rewriting ``original``: its token estimate with room to grow, and never less
+    than ``at_least`` (the cap of an infill at the cursor): a heavy rewrite writes a selected line
+    again whole, and a short selection's own size cut it off (``pass`` came back ``dx = b[0] - a[0``)."""
+    return min(MAX_REWRITE_TOKENS, max(at_least, int(len(original) / CHARS_PER_TOKEN * 1.5) + 8))
 
 
 def surroundings(text: str, start: int, end: int, chunks: list[Chunk]) -> dict[str, object]:
@@ -79,9 +81,10 @@ class EditStarter:
         """The request for the Qt span ``start``-``end`` of ``text``: its original, what is around
         it, and the project's ``chunks`` nearest to it."""
         original = text[index_of(text, start) : index_of(text, end)]
+        cap = self.options.max_new_tokens
         return InfillRequest(
             **surroundings(text, start, end, chunks),
-            max_new_tokens=rewrite_length(original) if original else self.options.max_new_tokens,
+            max_new_tokens=rewrite_length(original, cap) if original else cap,
             init_text=original or None,
             strength=strength if original else 1.0,
             one_line=not original,  # at the cursor: the rest of the line

@@ -35,7 +35,7 @@ class Settings:
     trust_remote_code: bool = False
     steps: int = 0  # 0: the model's own default
     sampler_bound: float = 0.0  # entropy a pass may accept: higher is faster, lower is better; 0: default
-    max_new_tokens: int = 64  # cap for infill at the cursor; a rewrite follows its selection
+    max_new_tokens: int = 64  # cap for infill at the cursor; a rewrite follows its selection, at least this
     alternatives: int = 1
     rewrite_strength: float = 0.6
     slow_motion_ms: int = 0  # pause after every pass, to watch the denoising

@@ -77,8 +77,9 @@ def request_for(case: Case):
     selection = marked.group(1)
     text = case.text[: marked.start()] + selection + case.text[marked.end() :]
     start, end = marked.start(), marked.start() + len(selection)  # the cases are ASCII around the marks
+    cap = InfillOptions().max_new_tokens
     return InfillRequest(**surroundings(text, start, end, []),
-                         max_new_tokens=rewrite_length(selection) if selection else InfillOptions().max_new_tokens,
+                         max_new_tokens=rewrite_length(selection, cap) if selection else cap,
                          init_text=selection or None, strength=case.strength if selection else 1.0,
                          one_line=not selection)
 

@@ -387,6 +387,15 @@ def test_a_long_selection_gets_a_canvas_that_fits_it_whatever_the_infill_cap(qtb
     session.reject()
 
 
+def test_a_short_selection_may_grow_to_a_whole_line(qtbot, setup):
+    editor, starter, backend, _ = setup(text="def half(a, b):\n    pass\n")
+    select(editor, 20, 24)  # pass: a heavy rewrite writes the line again, and a body is longer
+    session = starter.rewrite(editor)
+    wait_ready(qtbot, session)
+    assert backend.requests[0][0].max_new_tokens == starter.options.max_new_tokens
+    session.reject()
+
+
 def test_a_finished_result_shows_its_keys_after_its_last_line_and_the_links_work(qtbot, setup):
     from sfumato.app.reviewhint import ReviewHint
 
