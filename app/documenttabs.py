@@ -204,8 +204,7 @@ class DocumentTabs(QTabWidget):
             return False
         self.setTabText(self.indexOf(document.editor), document.name)
         if path is not None:
-            document.refresh_committed()  # a new name: another file as far as git is concerned
-            self.renamed.emit(document)
+            self.took_name(document)
         self._watch(document)
         self.file_used.emit(document.path)
         self.update_title(document.editor)
@@ -344,6 +343,14 @@ class DocumentTabs(QTabWidget):
                 current = editor
         if current is not None:
             self.setCurrentWidget(current)
+
+    def took_name(self, document: Document) -> None:
+        """``document`` took a name (Save As, a restore after a crash): its tab, the lines changed since
+        git's commit of that file, the watch for other programs' writes, and ``renamed`` for the rest."""
+        self.update_title(document.editor)
+        document.refresh_committed()  # a new name: another file as far as git is concerned
+        self._watch(document)
+        self.renamed.emit(document)
 
     # --- files changed by other programs ------------------------------------------------------
 

@@ -250,8 +250,8 @@ def restore(window, orphan: Orphan) -> list[Document]:
         document.path, document.format, document.disk_stamp = copy.path, copy.format, copy.disk_stamp
         document.editor.setPlainText(copy.text)
         document.rehighlight()
-        window.tabs.renamed.emit(document)
         document.editor.document().setModified(True)
+        window.tabs.took_name(document)
         restored.append(document)
     if len(before) == 1 and before[0].path is None and not before[0].is_modified() and not before[0].editor.toPlainText():
         window.tabs.close_tab(before[0].editor)

@@ -298,11 +298,15 @@ def test_the_recovery_folder_is_private_and_its_copies_are_the_owners_alone(qtbo
     store.close()
 
 
-def test_a_restored_file_takes_its_names_language_and_prose_review(qtbot, qasync_loop, tmp_path):  # noqa: F811
+def test_a_restored_file_takes_its_names_language_prose_review_changed_lines_and_watch(qtbot, qasync_loop, tmp_path):  # noqa: F811
     path = tmp_path / "notes.md"
     path.write_text("# Notes\n")
+    for args in (("init", "-q"), ("add", "notes.md"), ("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "notes")):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
     window, restored = restored_in_a_new_window(qtbot, qasync_loop, crashed_with_unsaved_text(qtbot, path))
+    restored.editor.document().setModified(False)  # closing the window asks nothing, whatever fails below
+    window.ai.worker.stop()
     assert window.tabs.current_document() is restored
     assert window.language_label.text() == "Markdown" and restored.editor.prose
-    restored.editor.document().setModified(False)
-    window.ai.worker.stop()
+    assert restored.editor.line_marks == {0: "modified"}  # "unsaved " typed before the crash
+    assert str(path) in window.tabs.watcher.files()  # another program's write is noticed
