@@ -89,13 +89,36 @@ def quiet_idle_threads(environ=os.environ) -> None:
     environ.setdefault("GOMP_SPINCOUNT", OPENMP_SPIN)
 
 
+EDITOR_VALUE_OPTIONS = ("--model", "--device", "--quantize")  # the editor's options that take a value
+
+
+def split_command(argv: list[str]) -> tuple[str | None, list[str]]:
+    """The subcommand and its arguments, or None and the editor's.
+
+    The command is the first word that is not an option or an option's value, so options given
+    before it (``sfumato --model X fill T``) are its own, as after it; after ``--`` every word
+    is a file for the editor.
+    """
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            break
+        if not word.startswith("-"):
+            if word in COMMANDS:
+                return word, [*argv[:index], *argv[index + 1:]]
+            break
+        index += 2 if word in EDITOR_VALUE_OPTIONS else 1
+    return None, argv
+
+
 def main(argv: list[str] | None = None) -> int:
     quiet_idle_threads()
     argv = sys.argv[1:] if argv is None else argv
     parsers = build_parser()
     try:
-        if argv and argv[0] in COMMANDS:
-            command, rest = argv[0], argv[1:]
+        command, rest = split_command(argv)
+        if command is not None:
             if command == "bench":
                 from sfumato.app.bench import main as bench_main
 

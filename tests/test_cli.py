@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from sfumato.app.cli import main
+from sfumato.app.cli import main, split_command
 
 
 def infill(monkeypatch, capsys, model_dir, lines, *extra):
@@ -81,6 +81,24 @@ def test_fill_replaces_every_gap(capsys, tmp_path, tiny_model_dir):
     assert "[MASK" not in filled
     assert filled.startswith("name = '") and "# 中文 " in filled and "\nvalue = " in filled
     assert template.read_bytes() == before
+
+
+def test_options_before_the_command_are_the_commands_own(capsys, tmp_path, tiny_model_dir):
+    template = tmp_path / "t.txt"
+    template.write_text("a [MASK:3] b\n", encoding="utf-8")
+    after, before = tmp_path / "after.txt", tmp_path / "before.txt"
+    assert main(["fill", str(template), "-o", str(after), "--model", str(tiny_model_dir), "--seed", "2"]) == 0
+    assert main(["--model", str(tiny_model_dir), "--device", "cpu", "fill", str(template), "-o", str(before),
+                 "--seed", "2"]) == 0
+    assert before.read_text(encoding="utf-8") == after.read_text(encoding="utf-8")
+    assert "[MASK" not in before.read_text(encoding="utf-8")
+
+
+def test_a_word_is_a_command_only_where_a_file_would_come_first():
+    assert split_command(["--model", "m", "infill", "--jsonl"]) == ("infill", ["--model", "m", "--jsonl"])
+    assert split_command(["--model", "fill", "notes.txt"]) == (None, ["--model", "fill", "notes.txt"])
+    assert split_command(["notes.txt", "fill"]) == (None, ["notes.txt", "fill"])
+    assert split_command(["--", "fill"]) == (None, ["--", "fill"])
 
 
 def test_fill_without_gaps_passes_the_text_through(capsys, tmp_path):
