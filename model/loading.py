@@ -190,6 +190,7 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     from transformers.utils import logging as transformers_logging
 
     from sfumato.model.lm_base import BaseMissing, load_adapted, shipped_adapter, trained_prefix
+    from sfumato.model.cpu_threads import follow_free_cores
     from sfumato.model.lm_bfloat16 import runs_bfloat16
     from sfumato.model.lm_engine import LmDenoiserBackend
     from sfumato.model.lm_head import is_large
@@ -222,6 +223,7 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     parameters = parameter_count(model)  # a CPU form read from the cache holds its layers packed
     if target == "cpu":
         model = as_run_on_cpu(model, int8, bfloat16)
+        follow_free_cores(model)
     adapter = shipped_adapter()
     precision = ("bfloat16" if target == "cuda" else "int8 (float32)" if int8
                  else "float16 weights, int8 vocabulary (float32 sums)" if large
