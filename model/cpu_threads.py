@@ -31,8 +31,7 @@ def system_busy_s() -> float:
 
 def own_busy_s() -> float:
     """CPU seconds this process has spent, all its threads together."""
-    times = psutil.Process().cpu_times()
-    return times.user + times.system
+    return time.process_time()
 
 
 class CpuThreads:
@@ -59,8 +58,9 @@ class CpuThreads:
         return self.threads
 
 
-def follow_free_cores(model) -> None:
-    """Make every call of ``model`` (its base model's, which every head's call goes through) first
+def follow_free_cores(*modules: torch.nn.Module) -> None:
+    """Make every call of each of ``modules`` (where a backend's calls enter the model: a base
+    model, which every head's call goes through, and any part a backend calls on its own) first
     take the cores other programs leave free, on the thread that calls it (the inference worker)."""
     threads = CpuThreads(torch.get_num_threads(), psutil.cpu_count() or 1)
 
@@ -69,4 +69,5 @@ def follow_free_cores(model) -> None:
         if torch.get_num_threads() != count:  # each thread has its own count: set it on the one calling
             torch.set_num_threads(count)
 
-    model.base_model.register_forward_pre_hook(before_call)
+    for module in modules:
+        module.register_forward_pre_hook(before_call)

@@ -161,6 +161,10 @@ def load_backend(
     with LOAD_LOCK, watch_loading(progress, cancel):
         model, tokenizer = _load_weights(model_class, gemma, source, plan, local_only, allow_pickle, trust_remote_code)
 
+    if plan.placement.device == "cpu":
+        from sfumato.model.cpu_threads import follow_free_cores
+
+        follow_free_cores(*((model.model.encoder, model.model.decoder) if gemma else (model.base_model,)))  # the parts backends call
     if gemma:
         vocab_size = model.config.text_config.vocab_size
         if len(tokenizer) > vocab_size:
@@ -189,8 +193,8 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
 
     from transformers.utils import logging as transformers_logging
 
-    from sfumato.model.lm_base import BaseMissing, load_adapted, shipped_adapter, trained_prefix
     from sfumato.model.cpu_threads import follow_free_cores
+    from sfumato.model.lm_base import BaseMissing, load_adapted, shipped_adapter, trained_prefix
     from sfumato.model.lm_bfloat16 import runs_bfloat16
     from sfumato.model.lm_engine import LmDenoiserBackend
     from sfumato.model.lm_head import is_large
@@ -223,7 +227,7 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     parameters = parameter_count(model)  # a CPU form read from the cache holds its layers packed
     if target == "cpu":
         model = as_run_on_cpu(model, int8, bfloat16)
-        follow_free_cores(model)
+        follow_free_cores(model.base_model)
     adapter = shipped_adapter()
     precision = ("bfloat16" if target == "cuda" else "int8 (float32)" if int8
                  else "float16 weights, int8 vocabulary (float32 sums)" if large

@@ -1,5 +1,6 @@
 """The CPU engine's thread count follows the cores other programs leave free."""
 
+import pytest
 import torch
 from sfumato.model.cpu_threads import STALE_S, WINDOW_S, CpuThreads
 
@@ -75,12 +76,33 @@ def test_a_model_so_made_takes_its_thread_count_before_each_call(tiny_lm, monkey
     monkeypatch.setattr(cpu_threads.CpuThreads, "count", lambda self: looks.append(torch.get_num_threads()) or 1)
     model = copy.deepcopy(tiny_lm)
     threads = torch.get_num_threads()
-    cpu_threads.follow_free_cores(model)
+    cpu_threads.follow_free_cores(model.base_model)
     try:
         with torch.no_grad():
             model(input_ids=torch.tensor([[1, 2, 3]]))  # the causal LM's call
             model.model(input_ids=torch.tensor([[1, 2]]))  # the base model's own, as a rewrite's reading calls it
         assert looks == [threads, 1] and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("kind", ["diffusion-gemma", "masked-diffusion"])
+def test_a_checkpoint_loaded_for_the_cpu_takes_its_thread_count_before_its_passes(kind, tiny_model_dir, project_tokenizer,
+                                                                                  tmp_path, monkeypatch):
+    from sfumato.model import cpu_threads
+    from sfumato.model.api import InfillRequest
+    from sfumato.model.loading import load_backend
+    from test_masked_diffusion import build_bert
+
+    folder = tiny_model_dir if kind == "diffusion-gemma" else build_bert(tmp_path / "bert", project_tokenizer)
+    looks = []
+    monkeypatch.setattr(cpu_threads.CpuThreads, "count", lambda self: looks.append(1) or 1)
+    threads = torch.get_num_threads()
+    try:
+        backend = load_backend(str(folder), device="cpu")
+        for _ in backend.stream([InfillRequest(prefix="x = ", suffix="\n", max_new_tokens=4, steps=2, seed=0)]):
+            pass
+        assert looks and torch.get_num_threads() == 1  # the prompt's reading and every pass looked first
     finally:
         torch.set_num_threads(threads)
 
