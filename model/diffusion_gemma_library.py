@@ -18,7 +18,8 @@ The contract test (``tests/test_diffusion_gemma_contract.py``) holds this to the
 library's way of drawing tokens (``draw_like_library``), a seeded plain infill gives the same text
 as ``generate()``. A library upgrade that changes the loop's meaning fails that test, not a user.
 
-Outside the loop: ``from_config`` (``_from_config``) for the memory estimate.
+Outside the loop: ``from_config`` (``_from_config``) for the memory estimate, and ``called_parts`` for
+the CPU's thread count (``sfumato.model.cpu_threads``).
 
 Shapes: B rows, L = canvas length, V = vocabulary.
 """
@@ -75,6 +76,11 @@ def from_config(model_class, config):
     """``model_class`` built from ``config`` alone, as ``from_pretrained`` builds it before reading
     weights (on the ``meta`` device: the memory estimate, ``sfumato.model.memory``)."""
     return model_class._from_config(config)
+
+
+def called_parts(model) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """The submodules the engine calls: the encoder on its own (``encode``), the decoder through the model."""
+    return model.model.encoder, model.model.decoder
 
 
 def encode(model, input_ids, attention_mask, position_ids, cache, is_prefill: bool):

@@ -163,8 +163,9 @@ def load_backend(
 
     if plan.placement.device == "cpu":
         from sfumato.model.cpu_threads import follow_free_cores
+        from sfumato.model.diffusion_gemma_library import called_parts
 
-        follow_free_cores(*((model.model.encoder, model.model.decoder) if gemma else (model.base_model,)))  # the parts backends call
+        follow_free_cores(*(called_parts(model) if gemma else (model.base_model,)))
     if gemma:
         vocab_size = model.config.text_config.vocab_size
         if len(tokenizer) > vocab_size:
