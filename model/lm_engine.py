@@ -47,6 +47,9 @@ STOP_CHARS, MIN_STOP_CHARS = 16, 4  # how much of the suffix's start ends a text
 LONGEST_STOP = 200  # of the suffix, what the overlap check reads (its first line)
 ALTERNATIVE_TEMPERATURE = 0.8
 HEAVY_REWRITE = 0.5  # a rewrite at this strength or more writes whole lines again (sfumato.model.line_rewrite)
+# On a CPU a pass's cost grows with the positions it reads, and guesses far ahead seldom hold: passes
+# shown at most this many guesses write the same text sooner (docs/performance.md, session 40).
+CPU_GUESSES = 2
 
 
 def context_ids(tokenizer, snippets) -> list[int]:
@@ -64,7 +67,7 @@ class LmDenoiserBackend:
         self.special = SpecialIds.of(tokenizer)
         self.vocabulary = CanvasVocabulary(tokenizer, self.special, device)
         self.table = self.vocabulary.table
-        self.settler = Settler(self.vocabulary, self.special)
+        self.settler = Settler(self.vocabulary, self.special, CPU_GUESSES if device == "cpu" else None)
         self.prompt_cache = PromptCache()
         self._prompt_logits: tuple[tuple[int, ...], torch.Tensor | None] = ((), None)
         self._valid = torch.ones(0, 0, dtype=torch.bool)  # [R, cached]: which cached keys each row sees

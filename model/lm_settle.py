@@ -12,7 +12,9 @@ and so on while the guesses hold. The text is what one token a pass would write;
 how many tokens a pass settles. They come from the text itself: where its last tokens occur earlier
 in the prompt or the text, what followed them there (prompt lookup; on held-out lines 1.10 -> 1.61
 tokens a pass over the denoiser's own parallel guesses, which then added almost nothing, so masked
-positions after the guesses are no longer read: ``lm_row.read_end``).
+positions after the guesses are no longer read: ``lm_row.read_end``). On a CPU a pass's cost grows
+with the positions it reads while guesses far ahead seldom hold, so there a pass is shown at most
+``most_guesses`` (the engine's ``CPU_GUESSES``): the same text, in more passes that cost less.
 
 With a sampler bound (``InfillRequest.sampler_bound``) no guess is shown: every masked position
 whose token is at least that likely settles (Fast-dLLM's threshold rule), at least the leftmost.
@@ -38,8 +40,9 @@ BRANCH_SEARCH = 64  # tokens a branch's first word is looked for among
 class Settler:
     """Settles a row's tokens from one pass's logits and guesses the rest for the next pass (``settle``)."""
 
-    def __init__(self, vocabulary: CanvasVocabulary, special: SpecialIds):
+    def __init__(self, vocabulary: CanvasVocabulary, special: SpecialIds, most_guesses: int | None = None):
         self.vocabulary, self.special, self.table = vocabulary, special, vocabulary.table
+        self.most_guesses = most_guesses  # positions a pass is shown guesses at (None: to the canvas's end)
 
     def settle(self, row: Row, logits: torch.Tensor) -> None:
         """Settle what this pass's ``logits`` [C, V] (i-1 predicts i; zero where not read) decide, then guess on."""
@@ -70,7 +73,8 @@ class Settler:
             key = history[-n:]
             found = next((j for j in range(len(history) - n - 1, -1, -1) if history[j : j + n] == key), None)
             if len(key) == n and found is not None:
-                for i, token in enumerate(history[found + n : found + n + len(row.canvas) - start], start):
+                room = len(row.canvas) - start if self.most_guesses is None else min(len(row.canvas) - start, self.most_guesses)
+                for i, token in enumerate(history[found + n : found + n + room], start):
                     if row.masked[i]:
                         row.guess[i] = token
                 self._draw_guesses(row, logits)

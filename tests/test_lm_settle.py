@@ -48,6 +48,16 @@ def test_a_pass_settles_one_token_and_guesses_on_from_where_the_text_occurred_be
     assert [row.guess[i] for i in range(1, len(ids))] == ids[1:]
 
 
+def test_a_settler_that_guesses_at_most_k_positions_shows_the_first_k(smol_tokenizer):
+    special = SpecialIds.of(smol_tokenizer)
+    settler = Settler(CanvasVocabulary(smol_tokenizer, special), special, most_guesses=2)
+    ids = word_ids(smol_tokenizer, " return width * height")
+    row = open_row(len(ids) + 1)
+    row.prompt = [0, *ids]
+    settler.settle(row, logits_for(ids + [settler.special.end], len(settler.table)))
+    assert row.canvas[0] == ids[0] and row.guess == {1: ids[1], 2: ids[2]}
+
+
 def test_without_an_earlier_occurrence_nothing_is_guessed(settler, smol_tokenizer):
     ids = word_ids(smol_tokenizer, " return width * height")
     row = open_row(len(ids) + 1)
@@ -105,10 +115,13 @@ def test_speculation_writes_the_text_of_one_token_a_pass(smol_tokenizer, tiny_lm
     for seed, request in enumerate([InfillRequest(prefix="def f(x):\n    ", suffix="\n", one_line=True, max_new_tokens=12),
                                     InfillRequest(prefix="value = ", suffix="\nprint(value)\n", max_new_tokens=40)]):
         request = replace(request, seed=seed)
+        backend.settler.most_guesses = None  # guesses to the canvas's end, as on a GPU
         fast = list(backend.stream([request]))[-1][0]
         slow = list(backend.stream([replace(request, sampler_bound=1e-9)]))[-1][0]
-        assert fast.text == slow.text
-        assert fast.forward_passes <= slow.forward_passes
+        backend.settler.most_guesses = 2
+        capped = list(backend.stream([request]))[-1][0]
+        assert fast.text == slow.text == capped.text
+        assert fast.forward_passes <= capped.forward_passes <= slow.forward_passes
 
 
 def test_a_draft_shows_the_guesses_unsettled_and_the_result_holds_none(smol_tokenizer, tiny_lm):
