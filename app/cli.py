@@ -190,6 +190,7 @@ def parse_request_line(line: str, steps: int | None, seed: int | None) -> tuple[
     for key, kind in fields.items():
         if key in data and data[key] is not None and (not isinstance(data[key], kind) or (kind is not bool and isinstance(data[key], bool))):
             raise _WithId(request_id, f"field {key!r} has the wrong type")
+    data = {key: value for key, value in data.items() if value is not None}  # a null field is an absent one
     if (data.get("max_new_tokens") or 0) > MAX_NEW_TOKENS:
         raise _WithId(request_id, f"max_new_tokens must be at most {MAX_NEW_TOKENS}")
     try:
@@ -235,9 +236,10 @@ def run_infill(args) -> int:
         source = sys.stdin.buffer if args.input == "-" else open_regular(args.input)
     with source:
         lines = _input_lines(source)
-    backend = _load(args) if lines else None
+    parsed = [_parsed_line(line, number, args) for number, line in lines]
+    backend = _load(args) if any(request is not None for _, request, _ in parsed) else None
     answered = 0
-    for record in _infill_records(backend, lines, args):
+    for record in _infill_records(backend, parsed, args):
         answered += "error" not in record
         _write_out(terminal_safe(json.dumps(record, ensure_ascii=False)) + "\n")
     if lines and not answered:  # some errors are the run's answer; only errors mean it did not run
@@ -256,37 +258,52 @@ def _named(path: str) -> Iterator[None]:
         raise EngineError(f"{path}: {error}") from None
 
 
-def _input_lines(source) -> list[str]:
-    """The non-blank lines of ``source`` (bytes), UTF-8; EngineError for a line over
+def _input_lines(source) -> list[tuple[int, bytes]]:
+    """(line number, bytes) for the non-blank lines of ``source``; EngineError for a line over
     ``MAX_LINE_BYTES`` or an input over ``MAX_INPUT_BYTES``, checked as it is read (``/dev/zero``
     or an endless pipe is refused, never read into memory)."""
-    lines, total = [], 0
+    lines, total, number = [], 0, 0
     while line := source.readline(MAX_LINE_BYTES + 1):
+        number += 1
         if len(line) > MAX_LINE_BYTES:
             raise EngineError(f"a line of the input is longer than {MAX_LINE_BYTES >> 20} MB; stopped reading")
         total += len(line)
         if total > MAX_INPUT_BYTES:
             raise EngineError(f"the input is larger than {MAX_INPUT_BYTES >> 20} MB; stopped reading")
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise EngineError(f"the input is not valid UTF-8 ({error.reason} at byte {total - len(line) + error.start})") from None
-        if text.strip():
-            lines.append(text)
+        if line.strip():
+            lines.append((number, line))
     return lines
 
 
-def _infill_records(backend, lines: list[str], args) -> Iterator[dict]:
+def _parsed_line(line: bytes, number: int, args) -> tuple[object, InfillRequest | None, str | None]:
+    """(id, request, None) for a request line, (id, None, why) for a bad one. A line that is not
+    UTF-8 is one bad line, its id given when the rest of the line reads as a request's."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        why = f"line {number} is not valid UTF-8 ({error.reason} at byte {error.start} of the line)"
+        return _readable_id(line.decode("utf-8", "replace")), None, why
+    try:
+        request_id, request = parse_request_line(text, args.steps, args.seed)
+        return request_id, request, None
+    except _WithId as error:
+        return error.request_id, None, str(error)
+    except ValueError as error:
+        return None, None, str(error)
+
+
+def _readable_id(text: str) -> object:
+    """The id of a request line read with its bad bytes replaced, unless they fell in the id."""
+    try:
+        data = json.loads(text, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):
+        return None
+    request_id = data.get("id") if isinstance(data, dict) else None
+    return None if "\ufffd" in json.dumps(request_id, ensure_ascii=False) else request_id
+
+
+def _infill_records(backend, parsed: list[tuple[object, InfillRequest | None, str | None]], args) -> Iterator[dict]:
     """Output records in input order; valid requests run in batches, bad lines get an error record."""
-    parsed: list[tuple[object, InfillRequest | None, str | None]] = []
-    for line in lines:
-        try:
-            request_id, request = parse_request_line(line, args.steps, args.seed)
-            parsed.append((request_id, request, None))
-        except _WithId as error:
-            parsed.append((error.request_id, None, str(error)))
-        except ValueError as error:
-            parsed.append((None, None, str(error)))
     for start in range(0, len(parsed), args.batch_size):
         chunk = parsed[start : start + args.batch_size]
         requests = [request for _, request, _ in chunk if request is not None]

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from sfumato.model.untrusted_text import clean_model_text
+from sfumato.model.untrusted_text import clean_model_text, without_lone_surrogates
 
 # A model spec that names a server (``http(s)://host[:port][/path]/v1``): the model runs there, and
 # nothing, not even model discovery, goes to it before the user allows that server.
@@ -83,6 +83,10 @@ class InfillRequest:
             raise ValueError("n_alternatives must be at least 1")
         if self.steps is not None and self.steps < 1:
             raise ValueError("steps must be at least 1")
+        for name in ("prefix", "suffix", "init_text", "instruction"):  # what a model reads is text it can encode
+            if (value := getattr(self, name)) is not None:
+                object.__setattr__(self, name, without_lone_surrogates(value))
+        object.__setattr__(self, "context", tuple(map(without_lone_surrogates, self.context)))
 
     @property
     def is_rewrite(self) -> bool:
@@ -111,6 +115,7 @@ class TemplateRequest:
             raise ValueError("a template with n gaps has n + 1 segments")
         if any(n < 1 for n in self.max_new_tokens):
             raise ValueError("every gap needs max_new_tokens of at least 1")
+        object.__setattr__(self, "segments", tuple(map(without_lone_surrogates, self.segments)))
 
 
 @dataclass(frozen=True)

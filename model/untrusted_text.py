@@ -7,6 +7,9 @@
 * Bidi controls and zero-width characters (``INVISIBLE``) are kept, because right-to-left text
   and emoji sequences need them, but they are never hidden: ``invisible_report`` names them for
   the warning that goes with a result (the editor's status bar, ``sfumato fill``'s stderr).
+* ``without_lone_surrogates``: what a model may read. The user's text reaches a model as it is,
+  but for a lone surrogate (a pasted half of a pair), which no tokenizer or encoder takes: it
+  becomes U+FFFD in every request (``InfillRequest``, ``TemplateRequest``).
 * ``terminal_safe``: what may be written to a terminal: every control, invisible or surrogate
   character becomes a visible ``\\uXXXX`` escape, so no text can move the cursor, set a window
   title or reorder a line.
@@ -28,6 +31,15 @@ def clean_model_text(text: str) -> str:
     if UNSAFE.search(text) is None:
         return text
     return UNSAFE.sub(lambda match: "" if DROPPED.match(match.group()) else "\ufffd", text)
+
+
+SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def without_lone_surrogates(text: str) -> str:
+    """``text`` with its lone surrogates (half of a pair, pasted or sent as ``"\\ud800"``), which no
+    tokenizer or encoder takes, as U+FFFD; the rest as it is."""
+    return SURROGATE.sub("\ufffd", text) if SURROGATE.search(text) else text
 
 
 def invisible_report(text: str, limit: int = 3) -> str:

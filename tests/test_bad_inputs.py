@@ -335,17 +335,30 @@ def test_a_jsonl_request_for_a_billion_tokens_gets_an_error_line_and_the_rest_ru
     assert "text" in fine
 
 
-def test_jsonl_input_that_is_not_utf8_is_one_error_line(tmp_path):
+def test_a_jsonl_line_that_is_not_utf8_is_an_error_line_and_the_model_is_not_loaded_for_it(tmp_path):
     requests = tmp_path / "requests.jsonl"
     requests.write_bytes(b'{"id": 1, "prefix": "caf\xe9"}\n')
     result = subprocess.run(
         [sys.executable, "-m", "sfumato.app.cli", "infill", "--jsonl", str(requests), "--model", str(tmp_path / "never-loaded")],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )
-    assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr.count("\n") == 1 and "not valid UTF-8" in result.stderr
+    assert result.returncode == 1 and result.stderr.count("\n") == 1 and "none of the 1 requests" in result.stderr
+    assert json.loads(result.stdout) == {"id": 1, "error": "line 1 is not valid UTF-8 (invalid continuation byte at byte 24 of the line)"}
 
 
+def test_a_jsonl_line_that_is_not_utf8_costs_only_its_own_answer(monkeypatch, capsys, tiny_model_dir):
+    import io
+
+    stream = b"\n".join([json.dumps({"id": "before", "max_new_tokens": 2}).encode(),
+                          b'{"id": "latin-1", "prefix": "caf\xe9", "max_new_tokens": 2}',
+                          b'{"id": "caf\xe9", "max_new_tokens": 2}',  # the bad byte in the id: no id to give
+                          json.dumps({"id": "after", "max_new_tokens": 2}).encode()]) + b"\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stream)))
+    assert main(["infill", "--jsonl", "--model", str(tiny_model_dir), "--steps", "2", "--seed", "1"]) == 0
+    before, latin, unnamed, after = [json.loads(out) for out in capsys.readouterr().out.splitlines()]
+    assert "text" in before and "text" in after
+    assert latin == {"id": "latin-1", "error": "line 2 is not valid UTF-8 (invalid continuation byte at byte 32 of the line)"}
+    assert unnamed["id"] is None and unnamed["error"].startswith("line 3 is not valid UTF-8")
 
 
 def sfumato(tmp_path, *args, stdin=None) -> subprocess.CompletedProcess:
@@ -404,3 +417,20 @@ def test_reloading_a_file_that_now_holds_a_paragraph_separator_keeps_the_text(wi
     qtbot.waitUntil(lambda: window.notices.box is not None and "U+2029" in window.notices.box.text(), timeout=10000)
     assert "Your text is kept" in window.notices.box.text()
     assert document_text(document.editor.document()) == "calm\n"
+
+
+def test_a_lone_surrogate_in_the_text_reaches_the_model_as_a_replacement_character(monkeypatch, capsys, tiny_model_dir):
+    """A pasted half of a surrogate pair is in the user's text, which no tokenizer takes: the
+    request runs on the text around it (the editor sends such text the same way)."""
+    import io
+
+    from sfumato.model.api import InfillRequest, TemplateRequest
+
+    request = InfillRequest(prefix="x\ud800 = ", suffix="\udc80", init_text="a\ud83d", context=("# b.py\n\ud800",))
+    assert (request.prefix, request.suffix, request.init_text, request.context) == ("x\ufffd = ", "\ufffd", "a\ufffd", ("# b.py\n\ufffd",))
+    assert TemplateRequest(("a\ud800", "b"), (4,)).segments == ("a\ufffd", "b")
+    lines = [json.dumps({"id": "lone", "prefix": "x\ud800 = ", "max_new_tokens": 2}), json.dumps({"id": "null prefix", "prefix": None, "max_new_tokens": 2})]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(("\n".join(lines) + "\n").encode())))
+    assert main(["infill", "--jsonl", "--model", str(tiny_model_dir), "--steps", "2", "--seed", "1"]) == 0
+    records = [json.loads(out) for out in capsys.readouterr().out.splitlines()]
+    assert [record["id"] for record in records] == ["lone", "null prefix"] and all("text" in record for record in records)
