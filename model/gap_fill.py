@@ -1,15 +1,20 @@
 """Template filling for backends that cannot denoise several gaps in one sequence.
 
 Each gap becomes its own ``InfillRequest`` whose prefix and suffix are the whole template around
-it, the other gaps left blank, and the requests run as one batch through ``backend.stream``; so
-gaps are filled in parallel but do not see each other's fills.
+it, the other gaps left blank, and the requests run as batches through ``backend.stream``; so
+gaps are filled in parallel but do not see each other's fills. A batch holds at most
+``GAPS_AT_ONCE`` gaps (``in_groups``): each gap's row keeps its own prompt's cache, so a template's
+memory grew with its gaps (5,000 gaps on the embedded model: 5.7 GB after 5 minutes, and growing).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 
-from sfumato.model.api import Backend, CancelFlag, Draft, InfillRequest, TemplateRequest
+from sfumato.model.api import Backend, CancelFlag, Candidate, Draft, InfillRequest, TemplateRequest
+
+GAPS_AT_ONCE = 8  # a template's gaps denoised as one batch; the later ones wait their turn
 
 
 def gap_requests(template: TemplateRequest) -> list[InfillRequest]:
@@ -31,4 +36,23 @@ def fill_gaps_separately(
     backend: Backend, template: TemplateRequest, cancel: CancelFlag | None = None
 ) -> Iterator[tuple[Draft, ...]]:
     """``stream_template`` through ``stream``: one draft per gap after every pass."""
-    return backend.stream(gap_requests(template), cancel)
+    return in_groups(backend.stream, gap_requests(template), cancel)
+
+
+def in_groups(stream: Callable[..., Iterator[tuple[Draft, ...]]], requests: Sequence[InfillRequest],
+              cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
+    """``stream(requests, cancel)`` run ``GAPS_AT_ONCE`` requests at a time, as one stream: after
+    every pass a draft for each request (a group's last drafts once it is done, an empty one for a
+    request not started yet); ``batch_passes`` counts on across groups, and only the last tuple
+    is final."""
+    waiting = Draft(batch_passes=0, candidates=(Candidate("", ()),))
+    drafts, offset = [waiting] * len(requests), 0
+    for start in range(0, len(requests), GAPS_AT_ONCE):
+        group, passes = requests[start : start + GAPS_AT_ONCE], 0
+        last = start + len(group) == len(requests)
+        for group_drafts in stream(group, cancel):
+            passes = max(draft.batch_passes for draft in group_drafts)
+            drafts[start : start + len(group)] = group_drafts
+            final = last and all(draft.final for draft in group_drafts)
+            yield tuple(replace(draft, batch_passes=offset + passes, final=final) for draft in drafts)
+        offset += passes

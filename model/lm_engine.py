@@ -23,6 +23,7 @@ import torch
 
 from sfumato.model.api import CancelFlag, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
 from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, gap_queries, is_branched, is_inside_line, rank_branches, row_count
+from sfumato.model.gap_fill import in_groups
 from sfumato.model.gap_scope import indentation
 from sfumato.model.light_rewrite import proposals, read_sequences, settle, typed_prior
 from sfumato.model.line_rewrite import chosen_lines, line_means, read_log_probs, rewrite_plan, selection_lines
@@ -139,7 +140,8 @@ class LmDenoiserBackend:
         return parts + [parts[0]] * (row_count(parts[0], lines) - len(parts))
 
     def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
-        """Every gap is a canvas of one batch, its prompt the template around it (other gaps empty).
+        """Every gap is a canvas of one batch (``GAPS_AT_ONCE`` at a time: ``gap_fill.in_groups``), its
+        prompt the template around it (other gaps empty).
         A gap with text before or after it on its line (``math.[MASK](16)``, ``ubuntu-[MASK]``) is
         filled within the line, as Ctrl+K at a cursor is; a gap alone on its line may write several."""
         segments = template.segments
@@ -150,7 +152,7 @@ class LmDenoiserBackend:
                                           seed=template.seed, steps=template.steps,
                                           first_alternative=template.first_alternative,
                                           one_line=within_its_line(prefix, suffix)))
-        yield from self.stream(requests, cancel)
+        yield from in_groups(self.stream, requests, cancel)
 
     # ---- building rows --------------------------------------------------------------------
 
