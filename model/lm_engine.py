@@ -36,7 +36,7 @@ from sfumato.model.lm_vocabulary import CanvasVocabulary
 from sfumato.model.memory import release_freed_heap
 from sfumato.model.project_context import CONTEXT_SHARE, context_tokens
 from sfumato.model.prompt_cache import PromptCache
-from sfumato.model.rewrite_parts import part_request, split_selection, text_after
+from sfumato.model.rewrite_parts import part_request, reading_windows, refuse_long_lines, split_selection, text_after
 from sfumato.model.template import within_its_line
 
 PREFIX_TOKENS, SUFFIX_TOKENS = TRAINED_PREFIX, 96  # what training shows it (sfumato.model.training.adapt)
@@ -124,12 +124,16 @@ class LmDenoiserBackend:
             return None, [(None, "")]
         lines = selection_lines(request.init_text)
         if request.strength < HEAVY_REWRITE or not any(line.strip() for line, _ in lines):
-            return None, split_selection(request.init_text, self._count)
-        prompt, heal = self._prompt(request)
-        ids = self._encode(heal.decode("utf-8", "replace") + request.init_text)
-        with torch.inference_mode():
-            log_probs = read_log_probs(self.model, *self._read_prompt(prompt), len(prompt), ids)
-        means = line_means(lines, [len(self.table[t]) for t in ids], log_probs, len(heal))
+            parts = split_selection(request.init_text, self._count)
+            refuse_long_lines([part for part, _ in parts], self._count)
+            return None, parts
+        means: list[float] = []
+        for before, window, after in reading_windows(request.init_text, self._count):  # each after its own prompt
+            prompt, heal = self._prompt(replace(request, prefix=request.prefix + before, suffix=after + request.suffix))
+            ids = self._encode(heal.decode("utf-8", "replace") + window)
+            with torch.inference_mode():
+                log_probs = read_log_probs(self.model, *self._read_prompt(prompt), len(prompt), ids)
+            means += line_means(selection_lines(window), [len(self.table[t]) for t in ids], log_probs, len(heal))
         return rewrite_plan(lines, chosen_lines(lines, means, request.strength))
 
     def _parts(self, request: InfillRequest, plan: list[tuple[str | None, str]], index: int,

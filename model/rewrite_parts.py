@@ -5,7 +5,9 @@ The embedded model learnt to denoise canvases of 16-32 tokens; a selection of ma
 canvas is outside that. The selection is cut at line starts (after the line break and the
 indentation) into parts of at most ``PART_TOKENS`` tokens; the engine fixes part k (a light
 rewrite) with the parts before it, as fixed, in its prefix and the parts after it, as they are,
-in its suffix.
+in its suffix. A heavy rewrite reads its selection to choose the lines it writes again, at most
+``READ_TOKENS`` at a time (``reading_windows``); a line longer than that is refused
+(``refuse_long_lines``), by a light rewrite too.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
-from sfumato.model.api import InfillRequest
+from sfumato.model.api import EngineError, InfillRequest
 
 PART_TOKENS = 24  # with the canvas's room to grow (a quarter more), within the 32 of training
+# Of a selection, the most tokens one forward reads (read whole, 100 KB took 18 GB), and the longest
+# line a rewrite takes
+READ_TOKENS = 2048
 LINE_START = re.compile(r"(?:\n[ \t]*)+(?=\S)")  # line breaks, blank lines and the indentation after them
 
 
@@ -55,3 +60,20 @@ def part_request(request: InfillRequest, plan: list[tuple[str | None, str]], ind
 def text_after(plan: list[tuple[str | None, str]], index: int) -> str:
     """The selection's text after part ``index``, as it was: its line break and the parts after it."""
     return plan[index][1] + "".join(part + brk for part, brk in plan[index + 1 :])
+
+
+def reading_windows(text: str, count_tokens: Callable[[str], int]) -> list[tuple[str, str, str]]:
+    """``text`` as (the text before, a window, the text after): windows of whole lines, at most
+    ``READ_TOKENS`` tokens each (one when the text fits); a longer line is refused."""
+    parts = split_selection(text, count_tokens, READ_TOKENS)
+    refuse_long_lines([part for part, _ in parts], count_tokens)
+    return [("".join(p + b for p, b in parts[:k]), part, text_after(parts, k)) for k, (part, _) in enumerate(parts)]
+
+
+def refuse_long_lines(parts: list[str], count_tokens: Callable[[str], int]) -> None:
+    """EngineError for a part (whole lines) over ``READ_TOKENS`` tokens: one line that long
+    (minified code, a data blob) is more than a rewrite reads at once."""
+    for part in parts:
+        if len(part.encode("utf-8")) > READ_TOKENS and (tokens := count_tokens(part)) > READ_TOKENS:  # a token is a byte or more
+            raise EngineError(f"the selection has a line of {tokens:,} tokens; a rewrite reads lines of at most "
+                              f"{READ_TOKENS:,} (select less, or break the line)")

@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from sfumato.model.api import Cancelled, CancelFlag, InfillRequest, ModelInfo, TemplateRequest  # noqa: E402
+from sfumato.model.api import Cancelled, CancelFlag, EngineError, InfillRequest, ModelInfo, TemplateRequest  # noqa: E402
 from sfumato.model.lm_layout import SpecialIds, canvas_mask, prompt_ids  # noqa: E402
 from sfumato.model.lm_row import heal_position, stop_loop  # noqa: E402
 
@@ -545,3 +545,33 @@ def test_a_template_with_more_gaps_than_a_batch_fills_each_in_groups(backend, mo
     assert all(len(drafts) == 3 for drafts in steps) and all(d.final for d in steps[-1])
     monkeypatch.setattr(gap_fill, "GAPS_AT_ONCE", 8)
     assert [d.text for d in steps[-1]] == [d.text for d in list(backend.stream_template(template))[-1]]  # one batch: the same texts
+
+
+def test_a_heavy_rewrite_reads_a_long_selection_a_window_at_a_time(backend, monkeypatch):
+    """The line choice reads ``READ_TOKENS`` of the selection at once (100 KB read whole took 18 GB)."""
+    from sfumato.model import lm_engine, rewrite_parts
+
+    reads = []
+    read = lm_engine.read_log_probs
+    monkeypatch.setattr(lm_engine, "read_log_probs", lambda model, logits, cache, held, ids: reads.append(len(ids)) or read(model, logits, cache, held, ids))
+    monkeypatch.setattr(rewrite_parts, "READ_TOKENS", 14)
+    lines = ["alpha = compute(1)", "beta = compute(2)", "gamma = compute(3)", "delta = compute(4)"]
+    request = InfillRequest(prefix="def f():\n    ", suffix="\n    return alpha\n", max_new_tokens=60,
+                            init_text="\n    ".join(lines), strength=0.5, seed=4)
+    _, plan = backend._plan(request)
+    assert len(reads) >= 2 and max(reads) <= 14 + 2  # (the healed token before each window)
+    assert len(plan) == 2
+    _, final = run(backend, request)
+    out = final.text.split("\n    ")
+    assert len(out) == len(lines) and sum(a == b for a, b in zip(out, lines)) >= 2
+
+
+@pytest.mark.parametrize("strength", [0.3, 0.6])
+def test_a_rewrite_refuses_a_line_longer_than_it_reads_with_a_message(backend, monkeypatch, strength):
+    from sfumato.model import rewrite_parts
+
+    monkeypatch.setattr(rewrite_parts, "READ_TOKENS", 8)
+    request = InfillRequest(prefix="x = 1\n", suffix="\n", init_text="short = 1\nvalues = [" + ", ".join(map(str, range(30))) + "]",
+                            strength=strength, seed=1)
+    with pytest.raises(EngineError, match=r"the selection has a line of \d+ tokens; a rewrite reads lines of at most 8"):
+        run(backend, request)
