@@ -9,7 +9,7 @@ memory grew with its gaps (5,000 gaps on the embedded model: 5.7 GB after 5 minu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from sfumato.model.api import Backend, CancelFlag, Candidate, Draft, InfillRequest, TemplateRequest
@@ -17,39 +17,32 @@ from sfumato.model.api import Backend, CancelFlag, Candidate, Draft, InfillReque
 GAPS_AT_ONCE = 8  # a template's gaps denoised as one batch; the later ones wait their turn
 
 
-def gap_requests(template: TemplateRequest) -> list[InfillRequest]:
-    """One infill request per gap, with the text around it."""
+def gap_request(template: TemplateRequest, gap: int) -> InfillRequest:
+    """Gap ``gap``'s infill request, with the text around it."""
     segments = template.segments
-    return [
-        InfillRequest(
-            prefix="".join(segments[: gap + 1]),
-            suffix="".join(segments[gap + 1 :]),
-            max_new_tokens=max_new_tokens,
-            steps=template.steps,
-            seed=template.seed,
-        )
-        for gap, max_new_tokens in enumerate(template.max_new_tokens)
-    ]
+    return InfillRequest(prefix="".join(segments[: gap + 1]), suffix="".join(segments[gap + 1 :]),
+                         max_new_tokens=template.max_new_tokens[gap], steps=template.steps, seed=template.seed)
 
 
 def fill_gaps_separately(
     backend: Backend, template: TemplateRequest, cancel: CancelFlag | None = None
 ) -> Iterator[tuple[Draft, ...]]:
     """``stream_template`` through ``stream``: one draft per gap after every pass."""
-    return in_groups(backend.stream, gap_requests(template), cancel)
+    return in_groups(backend.stream, len(template.max_new_tokens), lambda gap: gap_request(template, gap), cancel)
 
 
-def in_groups(stream: Callable[..., Iterator[tuple[Draft, ...]]], requests: Sequence[InfillRequest],
+def in_groups(stream: Callable[..., Iterator[tuple[Draft, ...]]], count: int, request_at: Callable[[int], InfillRequest],
               cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
-    """``stream(requests, cancel)`` run ``GAPS_AT_ONCE`` requests at a time, as one stream: after
-    every pass a draft for each request (a group's last drafts once it is done, an empty one for a
-    request not started yet); ``batch_passes`` counts on across groups, and only the last tuple
-    is final."""
+    """``stream(requests, cancel)`` for ``count`` requests (``request_at(i)``, each made when its
+    group starts: every one holds the whole template around its gap), ``GAPS_AT_ONCE`` at a time,
+    as one stream: after every pass a draft for each request (a group's last drafts once it is
+    done, an empty one for a request not started yet); ``batch_passes`` counts on across groups,
+    and only the last tuple is final."""
     waiting = Draft(batch_passes=0, candidates=(Candidate("", ()),))
-    drafts, offset = [waiting] * len(requests), 0
-    for start in range(0, len(requests), GAPS_AT_ONCE):
-        group, passes = requests[start : start + GAPS_AT_ONCE], 0
-        last = start + len(group) == len(requests)
+    drafts, offset = [waiting] * count, 0
+    for start in range(0, count, GAPS_AT_ONCE):
+        group, passes = [request_at(i) for i in range(start, min(count, start + GAPS_AT_ONCE))], 0
+        last = start + len(group) == count
         for group_drafts in stream(group, cancel):
             passes = max(draft.batch_passes for draft in group_drafts)
             drafts[start : start + len(group)] = group_drafts

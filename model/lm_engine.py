@@ -23,7 +23,7 @@ import torch
 
 from sfumato.model.api import CancelFlag, Draft, InfillRequest, ModelInfo, TemplateRequest, TokenState
 from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, gap_queries, is_branched, is_inside_line, rank_branches, row_count
-from sfumato.model.gap_fill import in_groups
+from sfumato.model.gap_fill import gap_request, in_groups
 from sfumato.model.gap_scope import indentation
 from sfumato.model.light_rewrite import proposals, read_sequences, settle, typed_prior
 from sfumato.model.line_rewrite import chosen_lines, line_means, read_log_probs, rewrite_plan, selection_lines
@@ -148,15 +148,12 @@ class LmDenoiserBackend:
         prompt the template around it (other gaps empty).
         A gap with text before or after it on its line (``math.[MASK](16)``, ``ubuntu-[MASK]``) is
         filled within the line, as Ctrl+K at a cursor is; a gap alone on its line may write several."""
-        segments = template.segments
-        requests = []
-        for i, cap in enumerate(template.max_new_tokens):
-            prefix, suffix = "".join(segments[: i + 1]), "".join(segments[i + 1 :])
-            requests.append(InfillRequest(prefix=prefix, suffix=suffix, max_new_tokens=cap,
-                                          seed=template.seed, steps=template.steps,
-                                          first_alternative=template.first_alternative,
-                                          one_line=within_its_line(prefix, suffix)))
-        yield from in_groups(self.stream, requests, cancel)
+        def request_at(gap: int) -> InfillRequest:
+            request = gap_request(template, gap)
+            return replace(request, first_alternative=template.first_alternative,
+                           one_line=within_its_line(request.prefix, request.suffix))
+
+        yield from in_groups(self.stream, len(template.max_new_tokens), request_at, cancel)
 
     # ---- building rows --------------------------------------------------------------------
 

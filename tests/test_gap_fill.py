@@ -39,5 +39,5 @@ def test_a_template_with_many_gaps_runs_them_a_group_at_a_time_and_every_draft_h
 def test_few_gaps_are_one_batch():
     backend = Recording()
     requests = [InfillRequest(max_new_tokens=n) for n in (1, 2, 3)]
-    assert [d.text for d in list(gap_fill.in_groups(backend.stream, requests))[-1]] == ["11", "22", "33"]
+    assert [d.text for d in list(gap_fill.in_groups(backend.stream, 3, requests.__getitem__))[-1]] == ["11", "22", "33"]
     assert backend.batches == [3]

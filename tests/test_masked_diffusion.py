@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from sfumato.model.api import CancelFlag, Cancelled, EngineError, InfillRequest, TemplateRequest
-from sfumato.model.gap_fill import gap_requests
+from sfumato.model.gap_fill import gap_request
 from sfumato.model.loading import load_backend
 from sfumato.model.masked_diffusion import (
     MaskedDiffusionBackend,
@@ -189,7 +189,7 @@ def test_template_too_long_for_the_window_falls_back_to_one_request_per_gap(tmp_
         drafts = list(backend.stream_template(template))
     assert [ids.shape[0] for ids in seen] == [3, 3]  # the three gaps as three rows of one batch
     assert all(len(t) == 3 for t in drafts) and all(draft.final for draft in drafts[-1])
-    requests = gap_requests(template)
+    requests = [gap_request(template, gap) for gap in range(3)]
     assert [r.prefix for r in requests] == ["a ", "a  b ", "a  b  c "]
     assert [r.suffix for r in requests] == [" b  c  d", " c  d", " d"]
 
