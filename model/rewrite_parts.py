@@ -75,5 +75,4 @@ def refuse_long_lines(parts: list[str], count_tokens: Callable[[str], int]) -> N
     (minified code, a data blob) is more than a rewrite reads at once."""
     for part in parts:
         if len(part.encode("utf-8")) > READ_TOKENS and (tokens := count_tokens(part)) > READ_TOKENS:  # a token is a byte or more
-            raise EngineError(f"the selection has a line of {tokens:,} tokens; a rewrite reads lines of at most "
-                              f"{READ_TOKENS:,} (select less, or break the line)")
+            raise EngineError(f"a selected line has {tokens:,} tokens; a rewrite takes lines of at most {READ_TOKENS:,}")

@@ -573,5 +573,5 @@ def test_a_rewrite_refuses_a_line_longer_than_it_reads_with_a_message(backend, m
     monkeypatch.setattr(rewrite_parts, "READ_TOKENS", 8)
     request = InfillRequest(prefix="x = 1\n", suffix="\n", init_text="short = 1\nvalues = [" + ", ".join(map(str, range(30))) + "]",
                             strength=strength, seed=1)
-    with pytest.raises(EngineError, match=r"the selection has a line of \d+ tokens; a rewrite reads lines of at most 8"):
+    with pytest.raises(EngineError, match=r"a selected line has \d+ tokens; a rewrite takes lines of at most 8"):
         run(backend, request)
