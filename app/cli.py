@@ -277,12 +277,13 @@ def _input_lines(source) -> list[tuple[int, bytes]]:
 
 def _parsed_line(line: bytes, number: int, args) -> tuple[object, InfillRequest | None, str | None]:
     """(id, request, None) for a request line, (id, None, why) for a bad one. A line that is not
-    UTF-8 is one bad line, its id given when the rest of the line reads as a request's."""
+    UTF-8 is one bad line, its id given when the line, its bad bytes replaced, names one they spare."""
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as error:
-        why = f"line {number} is not valid UTF-8 ({error.reason} at byte {error.start} of the line)"
-        return _readable_id(line.decode("utf-8", "replace")), None, why
+        request_id = _parsed_line(line.decode("utf-8", "replace").encode("utf-8"), number, args)[0]
+        readable = "\ufffd" not in json.dumps(request_id, ensure_ascii=False)
+        return request_id if readable else None, None, f"line {number} is not valid UTF-8 ({error.reason} at byte {error.start} of the line)"
     try:
         request_id, request = parse_request_line(text, args.steps, args.seed)
         return request_id, request, None
@@ -290,16 +291,6 @@ def _parsed_line(line: bytes, number: int, args) -> tuple[object, InfillRequest 
         return error.request_id, None, str(error)
     except ValueError as error:
         return None, None, str(error)
-
-
-def _readable_id(text: str) -> object:
-    """The id of a request line read with its bad bytes replaced, unless they fell in the id."""
-    try:
-        data = json.loads(text, parse_constant=_refuse_constant)
-    except (ValueError, RecursionError):
-        return None
-    request_id = data.get("id") if isinstance(data, dict) else None
-    return None if "\ufffd" in json.dumps(request_id, ensure_ascii=False) else request_id
 
 
 def _infill_records(backend, parsed: list[tuple[object, InfillRequest | None, str | None]], args) -> Iterator[dict]:

@@ -65,6 +65,8 @@ def text_after(plan: list[tuple[str | None, str]], index: int) -> str:
 def reading_windows(text: str, count_tokens: Callable[[str], int]) -> list[tuple[str, str, str]]:
     """``text`` as (the text before, a window, the text after): windows of whole lines, at most
     ``READ_TOKENS`` tokens each (one when the text fits); a longer line is refused."""
+    if count_tokens(text) <= READ_TOKENS:  # one count (cutting into windows counts each one's lines again and again)
+        return [("", text, "")]
     parts = split_selection(text, count_tokens, READ_TOKENS)
     refuse_long_lines([part for part, _ in parts], count_tokens)
     return [("".join(p + b for p, b in parts[:k]), part, text_after(parts, k)) for k, (part, _) in enumerate(parts)]
