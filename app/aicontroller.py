@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from functools import partial
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QToolButton
@@ -24,6 +25,7 @@ from sfumato.app.textpositions import document_text
 from sfumato.app.worker_adapter import WorkerAdapter, load_from_spec, model_label
 from sfumato.model.api import SERVER_URL, Candidate
 from sfumato.model.remote.credentials import origin, shown_url
+from sfumato.model.rewrite_effect import rewrite_effect
 from sfumato.model.project_context import Chunk, file_chunks
 
 
@@ -233,7 +235,9 @@ class AiController(QObject):
         editor.end_session()
         instruction_tuned = self.worker.info is not None and self.worker.info.instruction_tuned
         if editor.textCursor().hasSelection() or instruction_tuned:
-            box = InlineBox(editor, self.settings.rewrite_strength, instruction_tuned)
+            info, selection = self.worker.info, editor.textCursor().selectedText().replace("\u2029", "\n")
+            effect = partial(rewrite_effect, info, selection=selection) if info is not None else None
+            box = InlineBox(editor, self.settings.rewrite_strength, instruction_tuned, effect)
             box.submitted.connect(lambda strength, text: self._rewrite_with(editor, strength, text))
             box.open()
         else:

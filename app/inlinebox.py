@@ -1,7 +1,10 @@
-"""The small box shown at the selection on Ctrl+K: rewrite strength and, for instruction-tuned
-models, an instruction. Enter runs the rewrite, Esc closes the box."""
+"""The small box shown at the selection on Ctrl+K: rewrite strength, what it will do to the
+selection, and, for instruction-tuned models, an instruction. Enter runs the rewrite, Esc closes
+the box."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QTextCursor
@@ -13,7 +16,9 @@ from sfumato.app.codeeditor import CodeEditor
 class InlineBox(QFrame):
     submitted = Signal(float, str)  # strength, instruction ("" when none)
 
-    def __init__(self, editor: CodeEditor, strength: float, with_instruction: bool):
+    def __init__(self, editor: CodeEditor, strength: float, with_instruction: bool,
+                 effect: Callable[[float], str] | None = None):
+        """``effect``: what a strength does to the selection, in words (none when the model is not known yet)."""
         super().__init__(editor.viewport())
         self._editor = editor
         self.setFrameShape(QFrame.Shape.StyledPanel)
@@ -22,10 +27,10 @@ class InlineBox(QFrame):
         self.strength.setRange(5, 100)
         self.strength.setValue(round(strength * 100))
         self.strength.setFixedWidth(120)
-        self.strength.setToolTip("How much of the selection is renoised: low keeps most of it")
-        value = QLabel()
-        self.strength.valueChanged.connect(lambda v: value.setText(f"{v}%"))
-        value.setText(f"{self.strength.value()}%")
+        self.strength.setToolTip("How much of the selection changes: low keeps most of it")
+        self._effect = effect
+        self.value = QLabel(self._value_text(self.strength.value()))
+        self.strength.valueChanged.connect(self._on_strength)
         self.instruction = QLineEdit(placeholderText="Instruction (optional)")
         self.instruction.setVisible(with_instruction)
         self.instruction.setMinimumWidth(220)
@@ -33,9 +38,18 @@ class InlineBox(QFrame):
         layout.setContentsMargins(6, 3, 6, 3)
         layout.addWidget(QLabel("Rewrite strength"))
         layout.addWidget(self.strength)
-        layout.addWidget(value)
+        layout.addWidget(self.value)
         layout.addWidget(self.instruction)
+        layout.addSpacing(12)
         layout.addWidget(QLabel("⏎ run · Esc close"))
+        self.adjustSize()
+        self._place()
+
+    def _value_text(self, percent: int) -> str:
+        return f"{percent}% · {self._effect(percent / 100)}" if self._effect else f"{percent}%"
+
+    def _on_strength(self, percent: int) -> None:
+        self.value.setText(self._value_text(percent))
         self.adjustSize()
         self._place()
 

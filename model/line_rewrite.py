@@ -11,11 +11,10 @@ and the indentation stay exactly as they were.
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from sfumato.model.log_probs import block_positions, target_log_probs
+from sfumato.model.rewrite_effect import lines_to_write
 from sfumato.model.rewrite_parts import split_selection
 
 
@@ -63,7 +62,7 @@ def chosen_lines(lines: list[tuple[str, str]], means: list[float], strength: flo
     order, taken among the lines that stand alone (``standalone_lines``) while there are any."""
     written = [k for k, (line, _) in enumerate(lines) if line.strip()]
     alone = [k for k, whole in zip(written, standalone_lines([lines[k] for k in written])) if whole] or written
-    count = min(len(alone), max(1, math.ceil(strength * len(written)))) if written else 0
+    count = min(len(alone), lines_to_write(strength, len(written)))
     return sorted(sorted(alone, key=means.__getitem__)[:count])
 
 

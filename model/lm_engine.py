@@ -36,6 +36,7 @@ from sfumato.model.lm_vocabulary import CanvasVocabulary
 from sfumato.model.memory import release_freed_heap
 from sfumato.model.project_context import CONTEXT_SHARE, context_tokens
 from sfumato.model.prompt_cache import PromptCache
+from sfumato.model.rewrite_effect import HEAVY_REWRITE
 from sfumato.model.rewrite_parts import part_request, reading_windows, refuse_long_lines, split_selection, text_after
 from sfumato.model.template import within_its_line
 
@@ -47,7 +48,6 @@ PREFILL_CHUNK = 128  # prompt tokens read between two cancel checks
 STOP_CHARS, MIN_STOP_CHARS = 16, 4  # how much of the suffix's start ends a text that runs into it
 LONGEST_STOP = 200  # of the suffix, what the overlap check reads (its first line)
 ALTERNATIVE_TEMPERATURE = 0.8
-HEAVY_REWRITE = 0.5  # a rewrite at this strength or more writes whole lines again (sfumato.model.line_rewrite)
 # On a CPU a pass's cost grows with the positions it reads, and guesses far ahead seldom hold: passes
 # shown at most this many guesses write the same text sooner (docs/performance.md, session 40).
 CPU_GUESSES = 2

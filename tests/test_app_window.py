@@ -206,6 +206,19 @@ def test_ctrl_k_with_a_selection_opens_the_strength_box_and_enter_runs_it(window
     assert editor.toPlainText() == "alpha " + FakeBackend.result(0) + " gamma\n"
 
 
+def test_the_strength_box_says_what_the_rewrite_will_do_to_the_selection(window, qtbot):
+    from dataclasses import replace
+
+    backend = FakeBackend()
+    backend.info = replace(FakeBackend.info, backend="lm-denoiser")
+    with_fake_model(window, qtbot, backend)
+    window.settings.rewrite_strength = 0.6
+    editor, box = press_ctrl_k_on_beta(window, qtbot)
+    assert box.value.text() == "60% · writes the line anew"
+    box.strength.setValue(30)
+    assert box.value.text() == "30% · fixes slips, keeps the rest"
+
+
 def test_settings_survive_a_restart(tmp_path, qasync_loop, qtbot):  # noqa: F811
     store = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
     from sfumato.app.settings import Settings
