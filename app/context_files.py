@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathspec import GitIgnoreSpec
 
 from sfumato.app.folder import is_skipped_folder
+from sfumato.model.regular_file import open_regular
 
 SECRET_PATTERNS = (
     ".env*", "*.env", ".netrc", "_netrc", ".pgpass", ".npmrc", ".pypirc", ".git-credentials",
@@ -79,7 +80,7 @@ class ContextRules:
 
 def _lines(path: str) -> list[str]:
     try:
-        with open(path, "rb") as file:
+        with open_regular(path) as file:  # a named pipe would block a plain open
             return file.read(MAX_IGNORE_FILE_BYTES).decode("utf-8", "replace").splitlines()
     except OSError:
         return []

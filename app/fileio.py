@@ -23,6 +23,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from sfumato.model import regular_file
+
 # Tried in order after the BOM checks; latin-1 is deliberately absent: it decodes anything,
 # so a binary file would open as garbage instead of being refused.
 FALLBACK_ENCODINGS = ("utf-8", "cp1252")
@@ -131,13 +133,14 @@ def open_regular(path: str):
     larger file, OSError as raised."""
     if os.path.isdir(path):
         raise IsADirectoryError(f"{path} is a folder")
-    handle = os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)), "rb")
-    info = os.fstat(handle.fileno())
-    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+    try:
+        handle = regular_file.open_regular(path)
+    except regular_file.NotRegularFile:
+        raise NotTextError("it is not a regular file (a device, a pipe or a socket)") from None
+    size = os.fstat(handle.fileno()).st_size
+    if size > MAX_FILE_BYTES:
         handle.close()
-        if not stat.S_ISREG(info.st_mode):
-            raise NotTextError("it is not a regular file (a device, a pipe or a socket)")
-        raise NotTextError(f"the file is {info.st_size / 2**20:.0f} MB; Sfumato opens files up to {MAX_FILE_BYTES >> 20} MB")
+        raise NotTextError(f"the file is {size / 2**20:.0f} MB; Sfumato opens files up to {MAX_FILE_BYTES >> 20} MB")
     return handle
 
 

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from sfumato.model.regular_file import open_regular
 from sfumato.model.template import GAP_PATTERN
 
 CHUNK_LINES = 16
@@ -117,10 +118,10 @@ def read_folder_files(root: str, files: Iterable[str], previous: Mapping[str, Fo
             stamp = (status.st_mtime_ns, status.st_size)
             known = previous.get(path)
             if known is None or known.stamp != stamp:
-                with open(path, "rb") as file:
+                with open_regular(path) as file:
                     text = as_context_text(file.read(MAX_FOLDER_FILE_BYTES + 1))
                 known = FolderFile(stamp, file_chunks(relative, text) if text is not None else ())
-        except OSError:  # gone, unreadable or not a regular file: left out
+        except OSError:  # gone, unreadable or not a regular file (a named pipe would block the read): left out
             continue
         found[path] = known
         if known.chunks:

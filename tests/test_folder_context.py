@@ -38,6 +38,20 @@ def test_reading_a_folder_skips_binary_invalid_and_huge_files(tmp_path, monkeypa
     assert str(tmp_path / "big.py") not in files  # too big: not even read
 
 
+def test_a_named_pipe_in_the_folder_or_as_its_gitignore_is_left_out_and_blocks_nothing(tmp_path):
+    """Opening a named pipe for reading waits until a program writes to it: the folder's read
+    never ended, and the editor could not quit (its reading thread is waited for)."""
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    os.mkfifo(tmp_path / "pipe.py")
+    os.mkfifo(tmp_path / ".gitignore")
+    read: list[dict] = []
+    reader = threading.Thread(target=lambda: read.append(read_folder(str(tmp_path), {})), daemon=True)
+    reader.start()
+    reader.join(30)
+    assert read, "the folder's read is still waiting on a named pipe"
+    assert snippets_of(read[0]) == [f"# helpers.py\n{HELPERS}\n"]
+
+
 def test_hidden_secret_git_ignored_and_linked_files_never_become_context(tmp_path):
     secrets = [".env", ".env.local", "prod.env", "id_rsa", "id_ed25519.pub", "server.pem", "api.key", ".netrc",
                "aws_credentials.py", "client_secret.json", ".config/tokens.py", "build/generated.py",
