@@ -20,6 +20,19 @@ DEFAULT_KEYS = {
     "toggle_diff": "Alt+D",
 }
 MAX_RECENT = 10
+# The numbers the Settings dialog offers. A stored value outside them (a settings file edited by
+# hand or damaged: 100,000 alternatives made the engine batch 100,000 rows, 8 GB at 2,000) keeps
+# its default, as a value that does not read as a number does.
+BOUNDS: dict[str, tuple[float, float]] = {
+    "steps": (0, 1024),
+    "sampler_bound": (0.0, 10.0),
+    "max_new_tokens": (1, 4096),
+    "alternatives": (1, 8),
+    "rewrite_strength": (0.05, 1.0),
+    "slow_motion_ms": (0, 3000),
+    "indent_width": (1, 16),
+    "font_size": (0, 96),
+}
 # What a server the user allowed receives: 1, the text around the region and snippets of the other
 # open files; 2, snippets of the open folder's files too. Answers given under a smaller scope are
 # asked again.
@@ -77,9 +90,12 @@ class Settings:
                 continue
             value = store.value(item.name)
             try:
-                setattr(settings, item.name, _coerce(value, default))
+                value = _coerce(value, default)
             except (TypeError, ValueError):
                 continue  # a damaged value keeps its default
+            low, high = BOUNDS.get(item.name, (value, value))
+            if low <= value <= high:  # (not a NaN)
+                setattr(settings, item.name, value)
         settings.server_url = shown_url(settings.server_url)  # a password in the URL is never kept
         if not store.contains("consent_scope"):  # written before the scope was kept
             settings.consent_scope = 1

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from sfumato.app.server_page import ServerPage
-from sfumato.app.settings import DEFAULT_KEYS, Settings
+from sfumato.app.settings import BOUNDS, DEFAULT_KEYS, Settings
 from sfumato.app.theme import THEMES, editor_font, style_names
 from sfumato.model.api import EngineError
 from sfumato.model.remote.credentials import store_api_key
@@ -122,10 +122,10 @@ class SettingsDialog(QDialog):
         self.trust_remote_code.setChecked(s.trust_remote_code)
         self.trust_remote_code.toggled.connect(self._confirm_remote_code)
         form.addRow("", self.trust_remote_code)
-        self.steps = _spin(0, 1024, s.steps, "model default")
+        self.steps = _spin(*BOUNDS["steps"], s.steps, "model default")
         form.addRow("Denoising steps", self.steps)
         self.sampler_bound = QDoubleSpinBox()
-        self.sampler_bound.setRange(0.0, 10.0)
+        self.sampler_bound.setRange(*BOUNDS["sampler_bound"])
         self.sampler_bound.setDecimals(2)
         self.sampler_bound.setSingleStep(0.1)
         self.sampler_bound.setSpecialValueText("model default")
@@ -134,16 +134,16 @@ class SettingsDialog(QDialog):
                                       "Model default: the embedded model settles only the guesses its own left-to-right "
                                       "reading confirms, the same text as one token a pass")
         form.addRow("Sampler bound (speed vs quality)", self.sampler_bound)
-        self.max_new_tokens = _spin(1, 4096, s.max_new_tokens)
+        self.max_new_tokens = _spin(*BOUNDS["max_new_tokens"], s.max_new_tokens)
         form.addRow("Infill length cap (max new tokens)", self.max_new_tokens)
-        self.alternatives = _spin(1, 8, s.alternatives)
+        self.alternatives = _spin(*BOUNDS["alternatives"], s.alternatives)
         form.addRow("Alternatives per run", self.alternatives)
         self.rewrite_strength = QDoubleSpinBox()
-        self.rewrite_strength.setRange(0.05, 1.0)
+        self.rewrite_strength.setRange(*BOUNDS["rewrite_strength"])
         self.rewrite_strength.setSingleStep(0.05)
         self.rewrite_strength.setValue(s.rewrite_strength)
         form.addRow("Rewrite strength (the box keeps the last one used)", self.rewrite_strength)
-        self.slow_motion_ms = _spin(0, 3000, s.slow_motion_ms, "off")
+        self.slow_motion_ms = _spin(*BOUNDS["slow_motion_ms"], s.slow_motion_ms, "off")
         self.slow_motion_ms.setSuffix(" ms per pass")
         form.addRow("Slow motion", self.slow_motion_ms)
         self.underline = QCheckBox("Underline low-confidence tokens in results")
@@ -161,7 +161,7 @@ class SettingsDialog(QDialog):
         self.indent_with_spaces = QCheckBox("Indent with spaces (soft tabs), unless a file shows its own indentation")
         self.indent_with_spaces.setChecked(s.indent_with_spaces)
         form.addRow("", self.indent_with_spaces)
-        self.indent_width = _spin(1, 16, s.indent_width)
+        self.indent_width = _spin(*BOUNDS["indent_width"], s.indent_width)
         form.addRow("Indent width", self.indent_width)
         self.auto_close = QCheckBox("Close brackets and quotes as they are typed")
         self.auto_close.setChecked(s.auto_close)
@@ -182,7 +182,7 @@ class SettingsDialog(QDialog):
         self.font_family = QFontComboBox()
         self.font_family.setFontFilters(QFontComboBox.FontFilter.MonospacedFonts)
         self.font_family.setCurrentFont(editor_font(s.font_family, 0))
-        self.font_size = _spin(0, 96, s.font_size, f"default ({round(editor_font(s.font_family, 0).pointSizeF())} pt)")
+        self.font_size = _spin(*BOUNDS["font_size"], s.font_size, f"default ({round(editor_font(s.font_family, 0).pointSizeF())} pt)")
         self.font_size.setSuffix(" pt")
         row = QHBoxLayout()
         row.addWidget(self.font_family, 1)

@@ -233,6 +233,20 @@ def test_settings_survive_a_restart(tmp_path, qasync_loop, qtbot):  # noqa: F811
     assert (again.steps, again.slow_motion_ms, again.keys["rewrite"], again.recent_files) == (12, 100, "Ctrl+J", ["/tmp/a.txt"])
 
 
+def test_a_settings_file_edited_by_hand_keeps_numbers_within_what_the_dialog_offers(tmp_path, qasync_loop, qtbot):  # noqa: F811
+    """100,000 alternatives made the engine batch that many rows; a NaN strength broke the Ctrl+K box."""
+    (tmp_path / "s.ini").write_text("[General]\nalternatives=100000\nrewrite_strength=nan\nmax_new_tokens=0\n"
+                                    "font_size=-3\nslow_motion_ms=99999999\nsteps=abc\nindent_width=2\nsampler_bound=0.5\n")
+    from sfumato.app.settings import Settings
+
+    loaded = Settings.load(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    default = Settings()
+    assert (loaded.alternatives, loaded.rewrite_strength, loaded.max_new_tokens, loaded.font_size, loaded.slow_motion_ms,
+            loaded.steps) == (default.alternatives, default.rewrite_strength, default.max_new_tokens, default.font_size,
+                              default.slow_motion_ms, default.steps)
+    assert (loaded.indent_width, loaded.sampler_bound) == (2, 0.5)  # values within the bounds are kept
+
+
 def test_a_file_changed_on_disk_reloads_when_unmodified_and_asks_when_modified(window, qtbot, tmp_path):
     path = tmp_path / "shared.txt"
     path.write_text("first\n")
