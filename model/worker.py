@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sfumato.model.api import Backend, CancelFlag, Cancelled, Draft, InfillRequest, TemplateRequest
+from sfumato.model.gap_fill import in_groups
 
 DraftCallback = Callable[[tuple[Draft, ...]], None]
 DoneCallback = Callable[[tuple[Draft, ...]], None]
@@ -136,8 +137,8 @@ class InferenceWorker:
         try:
             if isinstance(job.work, TemplateRequest):
                 stream = self.backend.stream_template(job.work, job.cancel_flag)
-            else:
-                stream = self.backend.stream(job.work, job.cancel_flag)
+            else:  # many regions (a cursor each) run a group at a time, as a template's gaps do
+                stream = in_groups(self.backend.stream, len(job.work), job.work.__getitem__, job.cancel_flag)
             for drafts in stream:
                 last = drafts
                 if all(draft.final for draft in drafts):
