@@ -26,7 +26,7 @@ from sfumato.app.worker_adapter import WorkerAdapter, load_from_spec, model_labe
 from sfumato.model.api import SERVER_URL, Candidate
 from sfumato.model.remote.credentials import origin, shown_url
 from sfumato.model.rewrite_effect import rewrite_effect
-from sfumato.model.project_context import Chunk, file_chunks
+from sfumato.model.project_context import Chunk, ProjectChunks, file_chunks
 
 
 REST_MS = 400  # the cursor is still this long: Ctrl+K may come there
@@ -104,7 +104,7 @@ class AiController(QObject):
                 document.editor.session.set_underline(s.underline_low_confidence)
                 document.editor.session.set_diff(s.review_diff)
 
-    def project_chunks(self, editor: CodeEditor, refresh: bool = True) -> list[Chunk]:
+    def project_chunks(self, editor: CodeEditor, refresh: bool = True) -> ProjectChunks:
         """The project context's chunks for a request from ``editor``: the other open tabs', then
         the open folder's files that no tab holds (a tab's unsaved text wins over the file); a tab
         of a hidden, secret or git-ignored file is left out. The folder's are what its cache holds
@@ -117,7 +117,7 @@ class AiController(QObject):
         self._tab_chunks = {key: held for key, held in self._tab_chunks.items() if key in open_now}
         if refresh:
             self.folder_context.refresh()
-        return tabs + self.folder_context.chunks({document.path for document in documents if document.path})
+        return ProjectChunks(tabs, self.folder_context.index, frozenset(document.path for document in documents if document.path))
 
     def _chunks_of_tab(self, document) -> tuple[Chunk, ...]:
         """A tab's chunks, cut again only when its name or text changed (a warm asks for them at

@@ -18,13 +18,18 @@ import os
 
 from sfumato.app.context_files import ContextRules, is_hidden_or_secret
 from sfumato.app.folder import MAX_FILES
-from sfumato.model.project_context import Chunk, FolderFile, read_folder_files
+from sfumato.model.project_context import ChunkIndex, FolderFile, read_folder_files
 
 
 def read_folder(root: str, previous: dict[str, FolderFile]) -> dict[str, FolderFile]:
     """Absolute path -> ``FolderFile`` for ``root``'s files that may be sent, within the bounds;
     files unchanged since ``previous`` keep their chunks unread."""
     return read_folder_files(root, itertools.islice(ContextRules(root).files(), MAX_FILES), previous)
+
+
+def _read_and_index(root: str, previous: dict[str, FolderFile]) -> tuple[dict[str, FolderFile], ChunkIndex]:
+    files = read_folder(root, previous)
+    return files, ChunkIndex((path, chunk) for path, file in files.items() for chunk in file.chunks)
 
 
 class FolderContext:
@@ -34,13 +39,14 @@ class FolderContext:
         self._loop = loop
         self.root = ""
         self.files: dict[str, FolderFile] = {}
+        self.index = ChunkIndex(())  # the files' chunks by the names in them
         self._rules = ContextRules("")
         self._refreshing: asyncio.Task | None = None
         self._again = False  # something changed while a refresh ran: run one more
 
     def open(self, root: str) -> asyncio.Task | None:
         self.root = os.path.abspath(root)
-        self.files = {}
+        self.files, self.index = {}, ChunkIndex(())
         return self.refresh()
 
     def refresh(self) -> asyncio.Task | None:
@@ -59,9 +65,9 @@ class FolderContext:
         while self._again:
             self._again = False
             root = self.root
-            files = await self._loop.run_in_executor(None, read_folder, root, self.files)
+            files, index = await self._loop.run_in_executor(None, _read_and_index, root, self.files)
             if root == self.root:  # another folder opened meanwhile: its own refresh fills it
-                self.files = files
+                self.files, self.index = files, index
 
     def admits(self, path: str) -> bool:
         """An open tab's file at ``path`` may go as context: not hidden or secret, nor git-ignored
@@ -73,7 +79,3 @@ class FolderContext:
         """The open folder's files whose text goes as context now, relative to it."""
         return sorted(os.path.relpath(path, self.root) for path, file in self.files.items() if file.chunks)
 
-    def chunks(self, left_out: set[str]) -> list[Chunk]:
-        """The cached chunks of every file but those at the absolute paths ``left_out`` (the open
-        tabs: their text in the editor wins over the file on disk)."""
-        return [chunk for path, file in self.files.items() if path not in left_out for chunk in file.chunks]

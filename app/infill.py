@@ -11,7 +11,7 @@ from sfumato.app.worker_adapter import WorkerAdapter
 from sfumato.app.commandkeys import SessionKeys
 from sfumato.app.session import EditSession
 from sfumato.model.api import InfillRequest, TemplateRequest
-from sfumato.model.project_context import Chunk, nearest_chunks
+from sfumato.model.project_context import ProjectChunks
 from sfumato.model.template import Gap, find_gaps, segments_of
 
 CONTEXT_CHARS = 6000  # text sent on each side of the region; the engine trims to the model's window
@@ -37,12 +37,12 @@ def rewrite_length(original: str, at_least: int) -> int:
     return min(MAX_REWRITE_TOKENS, max(at_least, int(len(original) / CHARS_PER_TOKEN * 1.5) + 8))
 
 
-def surroundings(text: str, start: int, end: int, chunks: list[Chunk]) -> dict[str, object]:
+def surroundings(text: str, start: int, end: int, chunks: ProjectChunks) -> dict[str, object]:
     """A request's fields that place the Qt span ``start``-``end`` in ``text``: the text before
     and after it, and the project's ``chunks`` (open files, the open folder) nearest to it."""
     start, end = index_of(text, start), index_of(text, end)
     prefix, suffix = text[max(0, start - CONTEXT_CHARS) : start], text[end : end + CONTEXT_CHARS]
-    return {"prefix": prefix, "suffix": suffix, "context": nearest_chunks(prefix, suffix, chunks)}
+    return {"prefix": prefix, "suffix": suffix, "context": chunks.nearest(prefix, suffix)}
 
 
 class EditStarter:
@@ -53,7 +53,7 @@ class EditStarter:
         self.options = options
         self.keys = keys
         # chunks of the other open files and the open folder, for the project context; set by the window
-        self.project_chunks: Callable[[CodeEditor], list[Chunk]] = lambda editor: []
+        self.project_chunks: Callable[[CodeEditor], ProjectChunks] = lambda editor: ProjectChunks()
 
     def rewrite(self, editor: CodeEditor, strength: float = 1.0, instruction: str | None = None) -> EditSession | None:
         """Rewrite the selection (or infill at the cursor when nothing is selected). With more
@@ -67,7 +67,7 @@ class EditStarter:
         requests = [self._rewrite_request(text, start, end, strength, instruction, chunks) for start, end in spans]
         return self._run(editor, spans, requests)
 
-    def cursor_request(self, editor: CodeEditor, chunks: list[Chunk]) -> InfillRequest | None:
+    def cursor_request(self, editor: CodeEditor, chunks: ProjectChunks) -> InfillRequest | None:
         """What Ctrl+K at ``editor``'s one cursor would ask for its prompt, project context
         (``chunks``) included, so the prompt warmed is the one Ctrl+K sends; None with a selection
         or more cursors."""
@@ -77,7 +77,7 @@ class EditStarter:
         return self._rewrite_request(document_text(editor.document()), cursor.position(), cursor.position(), 1.0, None, chunks)
 
     def _rewrite_request(self, text: str, start: int, end: int, strength: float, instruction: str | None,
-                         chunks: list[Chunk]) -> InfillRequest:
+                         chunks: ProjectChunks) -> InfillRequest:
         """The request for the Qt span ``start``-``end`` of ``text``: its original, what is around
         it, and the project's ``chunks`` nearest to it."""
         original = text[index_of(text, start) : index_of(text, end)]

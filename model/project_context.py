@@ -63,15 +63,60 @@ def file_chunks(name: str, text: str) -> tuple[Chunk, ...]:
 def nearest_chunks(prefix: str, suffix: str, candidates: Iterable[Chunk], limit: int = PROMPT_SNIPPETS) -> tuple[str, ...]:
     """The snippets of the ``candidates`` (chunks of files other than the document) sharing the
     most names with the text around the cursor (by Jaccard similarity), nearest first."""
-    wanted = _names(prefix[-AROUND_CHARS:] + suffix[:AROUND_CHARS])
-    if not wanted:
-        return ()
-    scored = []
-    for chunk in candidates:
-        shared = len(chunk.names & wanted)
-        if shared:  # |names & wanted| / |names | wanted|
-            scored.append((shared / (len(chunk.names) + len(wanted) - shared), chunk.snippet))
-    return tuple(snippet for _, snippet in heapq.nlargest(limit, scored, key=lambda item: item[0]))
+    return ProjectChunks(tuple(candidates)).nearest(prefix, suffix, limit)
+
+
+class ChunkIndex:
+    """Chunks of files (an open folder's) looked up by the names in them, so that choosing a
+    request's snippets touches only the chunks that share a name with the text around the cursor:
+    scored one by one, a folder's 11,000 chunks took 40 ms of the UI thread at every cursor rest."""
+
+    def __init__(self, chunks: Iterable[tuple[str, Chunk]]):
+        self.chunks = list(chunks)  # (the file's path, a chunk of it)
+        self._holding: dict[str, list[int]] = {}
+        for position, (_, chunk) in enumerate(self.chunks):
+            for name in chunk.names:
+                self._holding.setdefault(name, []).append(position)
+
+    def shared(self, wanted: set[str]) -> dict[int, int]:
+        """Position of each chunk that holds a name of ``wanted`` -> how many it holds."""
+        counts: dict[int, int] = {}
+        for name in wanted:
+            for position in self._holding.get(name, ()):
+                counts[position] = counts.get(position, 0) + 1
+        return counts
+
+
+@dataclass(frozen=True)
+class ProjectChunks:
+    """What a request's snippets are chosen from: ``listed`` chunks (the other open tabs'), then
+    those of ``index`` (the open folder's) but the files in ``left_out`` (open in a tab: the tab's
+    text wins over the file on disk)."""
+
+    listed: Sequence[Chunk] = ()
+    index: ChunkIndex | None = None
+    left_out: frozenset[str] = frozenset()
+
+    def __iter__(self):
+        yield from self.listed
+        if self.index is not None:
+            yield from (chunk for path, chunk in self.index.chunks if path not in self.left_out)
+
+    def nearest(self, prefix: str, suffix: str, limit: int = PROMPT_SNIPPETS) -> tuple[str, ...]:
+        """The ``limit`` snippets sharing the most names with the text around the cursor (by
+        Jaccard similarity), nearest first; of equals, the one listed first."""
+        wanted = _names(prefix[-AROUND_CHARS:] + suffix[:AROUND_CHARS])
+        if not wanted:
+            return ()
+        shared = [(position, chunk, len(chunk.names & wanted)) for position, chunk in enumerate(self.listed)]
+        if self.index is not None:
+            for position, count in self.index.shared(wanted).items():
+                path, chunk = self.index.chunks[position]
+                if path not in self.left_out:
+                    shared.append((len(self.listed) + position, chunk, count))
+        scored = [(count / (len(chunk.names) + len(wanted) - count), -position, chunk.snippet)  # |names & wanted| / |names | wanted|
+                  for position, chunk, count in shared if count]
+        return tuple(snippet for _, _, snippet in heapq.nlargest(limit, scored))
 
 
 def context_tokens(tokenizer, snippets: Sequence[str], budget: int) -> list[int]:
