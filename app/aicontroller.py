@@ -26,7 +26,7 @@ from sfumato.app.worker_adapter import WorkerAdapter, load_from_spec, model_labe
 from sfumato.model.api import SERVER_URL, Candidate
 from sfumato.model.remote.credentials import origin, shown_url
 from sfumato.model.rewrite_effect import rewrite_effect
-from sfumato.model.project_context import Chunk, ProjectChunks, file_chunks
+from sfumato.model.project_context import MAX_FOLDER_FILE_BYTES, Chunk, ProjectChunks, file_chunks
 
 
 REST_MS = 400  # the cursor is still this long: Ctrl+K may come there
@@ -62,7 +62,7 @@ class AiController(QObject):
         self.starter = EditStarter(self.worker, InfillOptions(), session_keys(settings.keys))
         self.folder_context = folder_context
         self.starter.project_chunks = self.project_chunks
-        self._tab_chunks: dict[int, tuple[tuple[str, int], tuple[Chunk, ...]]] = {}  # a tab's, by its text
+        self._tab_chunks: dict[int, tuple[tuple[str, int], tuple[Chunk, ...]]] = {}  # a tab's, by its name and revision
         self._ended: EditSession | None = None  # the last session that ended (an empty one may run again)
         self._starts = 0  # counts ``start`` calls: one waiting for a server's address yields to a later one
         self.model_label = QLabel("No model")
@@ -121,13 +121,15 @@ class AiController(QObject):
 
     def _chunks_of_tab(self, document) -> tuple[Chunk, ...]:
         """A tab's chunks, cut again only when its name or text changed (a warm asks for them at
-        every cursor rest, on the UI thread)."""
-        text = document_text(document.editor.document())
-        key = (document.name, hash(text))
-        held = self._tab_chunks.get(id(document.editor.document()))
+        every cursor rest, on the UI thread); none for a text larger than a folder file the context
+        reads (a 40 MB log's text was copied at every rest, its 600,000 chunks scored)."""
+        text_document = document.editor.document()
+        key = (document.name, text_document.revision())
+        held = self._tab_chunks.get(id(text_document))
         if held is None or held[0] != key:
-            held = (key, file_chunks(document.name, text))
-            self._tab_chunks[id(document.editor.document())] = held
+            large = text_document.characterCount() > MAX_FOLDER_FILE_BYTES
+            held = (key, () if large else file_chunks(document.name, document_text(text_document)))
+            self._tab_chunks[id(text_document)] = held
         return held[1]
 
     def cursor_moved(self) -> None:

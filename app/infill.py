@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from sfumato.app.codeeditor import CodeEditor
-from sfumato.app.textpositions import document_text, index_of, position_of
+from sfumato.app.textpositions import document_text, index_of, position_of, text_around, text_between
 from sfumato.app.worker_adapter import WorkerAdapter
 from sfumato.app.commandkeys import SessionKeys
 from sfumato.app.session import EditSession
@@ -37,11 +37,10 @@ def rewrite_length(original: str, at_least: int) -> int:
     return min(MAX_REWRITE_TOKENS, max(at_least, int(len(original) / CHARS_PER_TOKEN * 1.5) + 8))
 
 
-def surroundings(text: str, start: int, end: int, chunks: ProjectChunks) -> dict[str, object]:
-    """A request's fields that place the Qt span ``start``-``end`` in ``text``: the text before
+def surroundings(document, start: int, end: int, chunks: ProjectChunks) -> dict[str, object]:
+    """A request's fields that place the Qt span ``start``-``end`` in ``document``: the text before
     and after it, and the project's ``chunks`` (open files, the open folder) nearest to it."""
-    start, end = index_of(text, start), index_of(text, end)
-    prefix, suffix = text[max(0, start - CONTEXT_CHARS) : start], text[end : end + CONTEXT_CHARS]
+    prefix, suffix = text_around(document, start, end, CONTEXT_CHARS)
     return {"prefix": prefix, "suffix": suffix, "context": chunks.nearest(prefix, suffix)}
 
 
@@ -58,13 +57,12 @@ class EditStarter:
     def rewrite(self, editor: CodeEditor, strength: float = 1.0, instruction: str | None = None) -> EditSession | None:
         """Rewrite the selection (or infill at the cursor when nothing is selected). With more
         cursors (Ctrl+D, Alt+click) every one of them at once: one region each, one batch."""
-        text = document_text(editor.document())
         spans = []
         for start, end in sorted({(c.selectionStart(), c.selectionEnd()) for c in (editor.textCursor(), *editor.extra_cursors.cursors)}):
             if not spans or start >= spans[-1][1]:  # a cursor inside another's selection adds nothing
                 spans.append((start, end))
         chunks = self.project_chunks(editor)
-        requests = [self._rewrite_request(text, start, end, strength, instruction, chunks) for start, end in spans]
+        requests = [self._rewrite_request(editor.document(), start, end, strength, instruction, chunks) for start, end in spans]
         return self._run(editor, spans, requests)
 
     def cursor_request(self, editor: CodeEditor, chunks: ProjectChunks) -> InfillRequest | None:
@@ -74,16 +72,16 @@ class EditStarter:
         cursor = editor.textCursor()
         if cursor.hasSelection() or editor.extra_cursors.cursors:
             return None
-        return self._rewrite_request(document_text(editor.document()), cursor.position(), cursor.position(), 1.0, None, chunks)
+        return self._rewrite_request(editor.document(), cursor.position(), cursor.position(), 1.0, None, chunks)
 
-    def _rewrite_request(self, text: str, start: int, end: int, strength: float, instruction: str | None,
+    def _rewrite_request(self, document, start: int, end: int, strength: float, instruction: str | None,
                          chunks: ProjectChunks) -> InfillRequest:
-        """The request for the Qt span ``start``-``end`` of ``text``: its original, what is around
-        it, and the project's ``chunks`` nearest to it."""
-        original = text[index_of(text, start) : index_of(text, end)]
+        """The request for the Qt span ``start``-``end`` of ``document``: its original, what is
+        around it, and the project's ``chunks`` nearest to it."""
+        original = text_between(document, start, end)
         cap = self.options.max_new_tokens
         return InfillRequest(
-            **surroundings(text, start, end, chunks),
+            **surroundings(document, start, end, chunks),
             max_new_tokens=rewrite_length(original, cap) if original else cap,
             init_text=original or None,
             strength=strength if original else 1.0,
@@ -121,15 +119,14 @@ class EditStarter:
             return None
         session.reject()
         editor = session.editor
-        text = document_text(editor.document())
         if isinstance(session.request, TemplateRequest):
-            template = session.request
+            template, text = session.request, document_text(editor.document())
             gaps = [Gap(index_of(text, start), index_of(text, end), tokens)
                     for (start, end), tokens in zip(spans, template.max_new_tokens)]
             return self._run(editor, spans, replace(template, segments=segments_of(text, gaps),
                                                     first_alternative=template.first_alternative + 1))
         chunks = self.project_chunks(editor)
-        requests = [replace(request, **surroundings(text, start, end, chunks),
+        requests = [replace(request, **surroundings(editor.document(), start, end, chunks),
                             first_alternative=request.first_alternative + request.n_alternatives)
                     for request, (start, end) in zip(session.request, spans)]
         return self._run(editor, spans, requests)
