@@ -68,8 +68,9 @@ def nearest_chunks(prefix: str, suffix: str, candidates: Iterable[Chunk], limit:
 
 class ChunkIndex:
     """Chunks of files (an open folder's) looked up by the names in them, so that choosing a
-    request's snippets touches only the chunks that share a name with the text around the cursor:
-    scored one by one, a folder's 11,000 chunks took 40 ms of the UI thread at every cursor rest."""
+    request's snippets touches only the chunks that share a name with the text around the cursor.
+    Scored one by one, a folder at the context's bound (14,000 chunks) took 45 ms of the UI thread
+    at every cursor rest; looked up, 28 ms (common names such as ``self`` sit in most chunks)."""
 
     def __init__(self, chunks: Iterable[tuple[str, Chunk]]):
         self.chunks = list(chunks)  # (the file's path, a chunk of it)
