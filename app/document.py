@@ -13,7 +13,7 @@ from sfumato.app import fileio
 from sfumato.app.codeeditor import CodeEditor
 from sfumato.app.textpositions import document_text
 from sfumato.app.comments import line_comment_marker
-from sfumato.app.gitdiff import committed_text, line_changes
+from sfumato.app.gitdiff import MAX_COMPARED_CHARS, committed_text, line_changes
 from sfumato.app.highlighter import attach_highlighter
 from sfumato.app.indentation import detect_indentation
 from sfumato.app.syntax_check import check_for
@@ -68,7 +68,9 @@ class Document:
 
     def update_marks(self) -> None:
         """Mark the lines that differ from the committed text (none outside git)."""
-        changes = line_changes(self.committed, document_text(self.editor.document())) if self.committed is not None else {}
+        document = self.editor.document()  # a text too large to compare is not even copied (40 MB: 250 ms)
+        comparable = self.committed is not None and len(self.committed) + document.characterCount() <= MAX_COMPARED_CHARS
+        changes = line_changes(self.committed, document_text(document)) if comparable else {}
         self.editor.set_line_marks(changes)
 
     def rehighlight(self) -> None:

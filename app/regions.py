@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from PySide6.QtGui import QTextCursor, QTextDocument
 
-from sfumato.app.textpositions import as_stored, document_text, index_of, utf16_length
+from sfumato.app.textpositions import as_stored, document_text, index_of, text_between, utf16_length
 from sfumato.model.api import Candidate, TokenState
 
 log = logging.getLogger(__name__)
@@ -43,9 +43,7 @@ class Region:
         start, end = self.span()
         if start > end or end - start != utf16_length(self.original):
             return True
-        cursor = QTextCursor(self.start)
-        cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
-        return cursor.selectedText().replace("\u2029", "\n") != self.original
+        return text_between(self.start.document(), start, end) != self.original
 
     def ending_as_original(self, candidate: Candidate) -> Candidate:
         """``candidate``, with a line break at its end where the original has one: lines selected
@@ -70,8 +68,7 @@ class DraftRegions:
 
     def __init__(self, document: QTextDocument, spans: Sequence[tuple[int, int]]):
         self.document = document
-        text = document_text(document)
-        self.regions = [Region(document, s, e, text[index_of(text, s) : index_of(text, e)]) for s, e in sorted(spans)]
+        self.regions = [Region(document, s, e, text_between(document, s, e)) for s, e in sorted(spans)]
         self._draft_undo_steps: int | None = None  # None: no draft in the document
         self._draft_revision = -1
 
