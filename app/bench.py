@@ -5,7 +5,7 @@
 With a server URL as the model, the figures are the server's: first-chunk latency, tokens/s and
 cancel-to-closed time (``sfumato.model.remote.figures``).
 
-Process-level figures (window shown, model ready, GUI stall, peak memory) come from
+Process-level figures (window shown, model ready, GUI stall while denoising and while typing in a large file, peak memory) come from
 ``sfumato.app.bench_probe`` subprocesses, medians of several runs; engine figures (first pass cold and
 warm, a whole line, a rewrite, tokens per pass against one per pass at their exact match) from
 ``sfumato.model.training.benchmark`` on a loaded model. The load average at the start and the end goes
@@ -35,6 +35,7 @@ GOALS = {  # issue 22, item 5 (2 cores); the window and the GUI stall from befor
     "exact_loss_points": "<= 2 (vs one token per pass)",
     "window_ms": "<= 500",
     "ui_max_stall_ms": "<= 16",
+    "ui_max_stall_typing_large_ms": "<= 16 (typing in a 40 MB file)",
 }
 
 
@@ -67,10 +68,12 @@ def process_figures(spec: str, runs: int, infills: int) -> dict:
         began, loaded = probe("ready", spec)
         ready.append(1000 * (loaded["ready_at"] - began))
     stalls = [probe("stall", spec)[1]["max_stall_ms"] for _ in range(runs)]
+    typing = [probe("typing", spec)[1]["max_stall_ms"] for _ in range(runs)]
     return {
         "window_ms": round(statistics.median(window), 1),
         "model_ready_ms": round(statistics.median(ready), 1),
         "ui_max_stall_ms": round(statistics.median(stalls), 1),
+        "ui_max_stall_typing_large_ms": round(statistics.median(typing), 1),
         "rss_mb": round(probe("rss", spec, str(infills))[1]["peak_rss_mb"], 1),
     }
 
