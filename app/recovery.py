@@ -7,7 +7,8 @@ Every running editor owns one session folder under the recovery root::
 
 The root is ``$SFUMATO_RECOVERY_DIR`` when set (tests), else ``recovery`` in the platform's
 application-data folder; the root and the session folders are 0700, the copies 0600. Every ``SNAPSHOT_MS`` and when the application quits, each modified
-document whose text changed since the last copy is written atomically (``fileio.write_atomic``),
+document whose text changed since the last copy is written atomically (``fileio.write_atomic``;
+a large document, whose copy stalls the window, at most once every ``COPY_SHARE`` times its last copy's time),
 and copies of documents that were saved or closed are removed. A copy holds
 ``editor.saved_text()``: the user's text, never an infill draft (docs/architecture.md, "The rules that protect the user's text").
 
@@ -24,6 +25,7 @@ import json
 import logging
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +40,10 @@ from sfumato.app.document import Document
 log = logging.getLogger(__name__)
 
 SNAPSHOT_MS = 2000
+# A copy is made on the UI thread (the document's text cannot be read from another): a document's
+# next copy waits this many times as long as its last took, so copies take at most 1/COPY_SHARE
+# of the time. A 40 MB document's copy takes about a second: it was made every 2 s while typing.
+COPY_SHARE = 50
 ROOT_VARIABLE = "SFUMATO_RECOVERY_DIR"
 LOCK_NAME = "lock"
 SUFFIX = ".recovery"
@@ -191,6 +197,7 @@ class Recovery(QObject):
         self._names: dict[Document, str] = {}
         self._written: dict[Document, tuple] = {}
         self._dirty: set[Document] = set()
+        self._due: dict[Document, float] = {}  # when a document's next copy may be made (time.monotonic)
         self._count = 0
         self.box: QMessageBox | None = None
         self._timer = QTimer(self)
@@ -218,22 +225,29 @@ class Recovery(QObject):
                     del self._written[document]
                 continue
             stamp = (document.path, document.format)
-            if document in self._dirty or self._written.get(document) != stamp:
+            due = self._due.get(document, 0.0) <= time.monotonic()
+            if due and (document in self._dirty or self._written.get(document) != stamp):
+                began = time.monotonic()
                 try:
                     self._folder.write(name, encode_copy(document))
                 except OSError as error:  # a full disk must not stop the editor; the next tick retries
                     log.warning("cannot write the recovery copy of %s: %s", document.name, error)
                     continue
+                finally:  # a copy quicker than a tick's share waits for no more than the next tick
+                    wait = COPY_SHARE * (time.monotonic() - began)
+                    self._due[document] = time.monotonic() + wait if wait > self._timer.interval() / 1000 else 0.0
                 self._dirty.discard(document)
                 self._written[document] = stamp
         for document in [d for d in self._names if d not in live]:
             self._folder.remove(self._names.pop(document))
             self._written.pop(document, None)
             self._dirty.discard(document)
+            self._due.pop(document, None)
 
     def close(self) -> None:
         """On quit: a last snapshot (documents still unsaved stay recoverable), then unlock."""
         self._timer.stop()
+        self._due.clear()  # every change is copied now, however large its document
         self.snapshot()
         self._folder.close()
 

@@ -310,3 +310,22 @@ def test_a_restored_file_takes_its_names_language_prose_review_changed_lines_and
     assert window.language_label.text() == "Markdown" and restored.editor.prose
     assert restored.editor.line_marks == {0: "modified"}  # "unsaved " typed before the crash
     assert str(path) in window.tabs.watcher.files()  # another program's write is noticed
+
+
+def test_a_document_whose_copy_is_slow_is_copied_less_often_and_on_quit_whatever_its_size(qtbot, tmp_path, monkeypatch):
+    """A copy is made on the UI thread: a 40 MB document's took a second, every 2 s while typing."""
+    document = untitled(qtbot, "first")
+    store = recovery.Recovery(lambda: [document], tmp_path / "recovery")
+    slow = recovery.encode_copy
+
+    def slow_copy(copied):
+        time.sleep(0.1)  # its next copy waits COPY_SHARE times as long: 5 s
+        return slow(copied)
+
+    monkeypatch.setattr(recovery, "encode_copy", slow_copy)
+    store.snapshot()
+    document.editor.insertPlainText(" second")
+    store.snapshot()
+    assert [copy.text for copy in copies(store.folder)] == ["first"]  # not yet due
+    store.close()  # quitting copies every change
+    assert [copy.text for copy in copies(store.folder)] == ["first second"]
