@@ -47,6 +47,7 @@ class MainWindow(QMainWindow):
     def __init__(self, loop: asyncio.AbstractEventLoop, store: QSettings, model_spec: str | None = None,
                  device: str | None = None, quantize: str | None = None):
         super().__init__()
+        self._loop = loop
         self.store = store
         self.settings = Settings.load(store)
         self.notices = Notices(self)
@@ -285,12 +286,18 @@ class MainWindow(QMainWindow):
         editor.setTextCursor(cursor)
         editor.setFocus()
 
-    def go_to_file(self) -> None:
-        """A picker over the open folder's files (or, with no folder, the current file's folder)."""
+    def go_to_file(self) -> asyncio.Task:
+        """A picker over the open folder's files (or, with no folder, the current file's folder),
+        filled once a worker thread has listed them: walked on the UI thread, a home folder's
+        50,000 files froze the window for 0.7-6.6 s at every Ctrl+P."""
         root = self.folder.root or self.tabs.folder()
-        entries = [(path, "", lambda p=path: self.tabs.open_path(os.path.join(root, p))) for path in folder_files(root)]
-        self.picker = Picker("Go to File", entries, self)
-        self.picker.open()
+        self.picker = picker = Picker("Go to File", [], self, waiting="Reading the folder…")
+        picker.open()
+        return self._loop.create_task(self._list_files(picker, root))
+
+    async def _list_files(self, picker: Picker, root: str) -> None:
+        files = await self._loop.run_in_executor(None, folder_files, root)
+        picker.set_entries([(path, "", lambda p=path: self.tabs.open_path(os.path.join(root, p))) for path in files])
 
     def fill_recent(self) -> None:
         menu = self.menu_actions.recent

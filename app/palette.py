@@ -46,10 +46,12 @@ def rank(query: str, label: str) -> tuple[int, int] | None:
     query, label = query.lower().strip(), label.lower()
     if not query:
         return (0, 0)
-    at_word = [i for i in range(len(label)) if (i == 0 or label[i - 1] in _WORD_BREAKS) and label.startswith(query, i)]
-    if at_word:
-        return (0, at_word[0])
     whole = label.find(query)
+    at = whole
+    while at >= 0:  # the places the query occurs, the first at a word's start ranks best
+        if at == 0 or label[at - 1] in _WORD_BREAKS:
+            return (0, at)
+        at = label.find(query, at + 1)
     if whole >= 0:
         return (1, whole)
     position, first = 0, None
@@ -65,11 +67,13 @@ def rank(query: str, label: str) -> tuple[int, int] | None:
 class Picker(QDialog):
     """A filter box over ``entries``; Enter runs the highlighted one, Esc closes."""
 
-    def __init__(self, title: str, entries: list[Entry], parent: QWidget | None = None):
+    def __init__(self, title: str, entries: list[Entry], parent: QWidget | None = None, waiting: str | None = None):
+        """``waiting``: the line shown until ``set_entries`` brings the entries (read off the UI thread)."""
         super().__init__(parent)
         self.setWindowTitle(title)
         self.resize(560, 380)
         self._entries = entries
+        self._waiting = waiting
         self.query = QLineEdit()
         self.query.setPlaceholderText(f"{title}: type a few letters…")
         self.results = QListWidget()
@@ -105,8 +109,13 @@ class Picker(QDialog):
         if ranked:
             self.results.setCurrentRow(0)
         else:  # a line that says so, not an empty list (Enter closes the picker, running nothing)
-            self.results.addItem(QListWidgetItem("No matches"))
+            self.results.addItem(QListWidgetItem(self._waiting or "No matches"))
             self.results.item(0).setFlags(Qt.ItemFlag.NoItemFlags)
+
+    def set_entries(self, entries: list[Entry]) -> None:
+        """The entries, now they are read; what is typed so far filters them."""
+        self._entries, self._waiting = entries, None
+        self._refilter(self.query.text())
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt override
         """Up and Down in the filter box move through the results."""

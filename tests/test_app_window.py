@@ -471,6 +471,8 @@ def test_palette_ranking_puts_a_word_start_first_then_one_piece_then_letters_in_
     assert rank("vww", "View: Word Wrap") is not None
     assert rank("zzz", "View: Word Wrap") is None
     assert rank("", "anything") == (0, 0)
+    assert rank("ap", "snap/apply.py") == (0, 5)  # inside "snap" first, at the start of "apply" after
+    assert rank("ap", "snap/map.py") == (1, 2)  # never at a word's start: the first place it occurs
 
 
 def test_an_open_folder_shows_in_the_sidebar_and_go_to_file_opens_its_files(window, qtbot, tmp_path):
@@ -480,13 +482,39 @@ def test_an_open_folder_shows_in_the_sidebar_and_go_to_file_opens_its_files(wind
         (project / relative).write_text("x = 1\n")
     window.open_folder(str(project))
     assert window.folder.tree_dock.isVisible() and window.folder.tree_dock.windowTitle() == "project"
-    window.go_to_file()
+    window.go_to_file()  # the files are listed off the UI thread, then shown
     picker = window.picker
-    listed = sorted(picker.results.item(i).text() for i in range(picker.results.count()))
-    assert listed == [".gitignore", "README.md", "src/app.py"]
+
+    def listed() -> list[str]:
+        return sorted(picker.results.item(i).text() for i in range(picker.results.count()))
+
+    qtbot.waitUntil(lambda: listed() == [".gitignore", "README.md", "src/app.py"], timeout=10000)
     qtbot.keyClicks(picker.query, "sap")
     qtbot.keyClick(picker.query, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: window.tabs.current_document() is not None and window.tabs.current_document().path == str(project / "src" / "app.py"))
+
+
+def test_go_to_file_opens_at_once_and_lists_the_files_once_a_worker_thread_has_read_them(window, qtbot, tmp_path, monkeypatch):
+    """Walked on the UI thread, a home folder's 50,000 files froze the window for seconds at each Ctrl+P."""
+    import threading
+
+    import sfumato.app.mainwindow as mainwindow
+
+    release, walked_on = threading.Event(), []
+
+    def slow_listing(root):
+        walked_on.append(threading.current_thread())
+        release.wait(30)
+        return ["notes.md", "src/app.py"]
+
+    monkeypatch.setattr(mainwindow, "folder_files", slow_listing)
+    window.open_folder(str(tmp_path))
+    window.go_to_file()
+    picker = window.picker
+    assert picker.isVisible() and picker.results.item(0).text() == "Reading the folder…"
+    release.set()
+    qtbot.waitUntil(lambda: picker.results.count() == 2 and picker.results.item(0).text() == "notes.md", timeout=10000)
+    assert walked_on and walked_on[0] is not threading.main_thread()
 
 
 def test_the_folder_tree_opens_a_file_and_the_folder_comes_back_at_the_next_start(qtbot, qasync_loop, tmp_path):  # noqa: F811
