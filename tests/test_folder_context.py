@@ -3,8 +3,10 @@ nearest snippets in a request and in its prompt."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
+import time
 
 from PySide6.QtCore import Qt
 
@@ -101,6 +103,28 @@ def test_a_folder_is_read_within_its_file_and_byte_bounds(tmp_path, monkeypatch)
     size = (tmp_path / "module0.py").stat().st_size
     monkeypatch.setattr(project_context, "MAX_FOLDER_BYTES", 2 * size)
     assert len(snippets_of(read_folder(str(tmp_path), {}))) == 2
+
+
+def test_a_folder_slow_to_read_is_not_read_again_until_its_quiet_time_has_passed(qasync_loop, tmp_path, monkeypatch):  # noqa: F811
+    """A home folder took 4-7 s of Python a read, and every request and save started one."""
+    reads = []
+
+    def slow_read(root, previous):
+        reads.append(root)
+        time.sleep(folder_context.SLOW_READ_S + 0.05)
+        return {}, project_context.ChunkIndex(())
+
+    monkeypatch.setattr(folder_context, "_read_and_index", slow_read)
+    context = folder_context.FolderContext(qasync_loop)
+    qasync_loop.run_until_complete(context.open(str(tmp_path)))
+    qasync_loop.run_until_complete(context.refresh() or asyncio.sleep(0))  # a request right after: no new read
+    assert len(reads) == 1
+    now = time.monotonic
+    monkeypatch.setattr(time, "monotonic", lambda: now() + 60 * folder_context.READ_SHARE)
+    qasync_loop.run_until_complete(context.refresh())  # once the quiet time has passed
+    assert len(reads) == 2
+    qasync_loop.run_until_complete(context.open(str(tmp_path)))  # opening a folder always reads it
+    assert len(reads) == 3
 
 
 def test_an_unchanged_file_is_not_read_again_and_a_changed_one_is(tmp_path):
