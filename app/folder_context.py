@@ -21,7 +21,6 @@ from sfumato.app.context_files import ContextRules, is_hidden_or_secret
 from sfumato.app.folder import MAX_FILES
 from sfumato.model.project_context import ChunkIndex, FolderFile, read_folder_files
 
-
 # A folder whose read takes longer than SLOW_READ_S (a home folder: 4-7 s of Python, beside the
 # model's thread and the window's) is not read again until READ_SHARE times that has passed: every
 # request and save started one, and one asked for while another ran followed it at once.
