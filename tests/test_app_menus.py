@@ -67,3 +67,21 @@ def test_the_palette_says_so_when_nothing_matches(qtbot):
     assert not picker.results.item(0).flags() & Qt.ItemFlag.ItemIsSelectable
     picker.query.setText("save")
     assert [picker.results.item(i).text() for i in range(picker.results.count())] == ["File: Save    Ctrl+S"]
+
+
+def test_typing_on_narrows_the_last_matches_and_lists_what_a_fresh_picker_would(qtbot):
+    names = ["src/app.py", "snap/map.py", "apply.py", "docs/api.md", "lib/happy.py", "a/p/p.txt", "zzz.py"]
+
+    def listed(picker) -> list[str]:
+        return [picker.results.item(i).text() for i in range(picker.results.count())]
+
+    typed = Picker("Go to File", [(name, "", lambda: None) for name in names])
+    qtbot.addWidget(typed)
+    for text in ("a", "ap", "app", "ap", "apy", "a p", ""):
+        typed.query.setText(text)
+        fresh = Picker("Go to File", [(name, "", lambda: None) for name in names])
+        qtbot.addWidget(fresh)
+        fresh.query.setText(text)
+        assert listed(typed) == listed(fresh), text
+    typed.query.setText("app")
+    assert listed(typed) == ["apply.py", "src/app.py", "lib/happy.py", "a/p/p.txt", "snap/map.py"]
