@@ -115,6 +115,7 @@ def test_a_folder_slow_to_read_is_not_read_again_until_its_quiet_time_has_passed
         return {}, project_context.ChunkIndex(())
 
     monkeypatch.setattr(folder_context, "_read_and_index", slow_read)
+    monkeypatch.setattr(folder_context, "READ_SHARE", 1000)  # quiet for 5 minutes: a slow test machine cannot outlast it
     context = folder_context.FolderContext(qasync_loop)
     qasync_loop.run_until_complete(context.open(str(tmp_path)))
     qasync_loop.run_until_complete(context.refresh() or asyncio.sleep(0))  # a request right after: no new read
