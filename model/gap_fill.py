@@ -3,7 +3,7 @@
 Each gap becomes its own ``InfillRequest`` whose prefix and suffix are the whole template around
 it, the other gaps left blank, and the requests run as batches through ``backend.stream``; so
 gaps are filled in parallel but do not see each other's fills. A batch holds at most
-``GAPS_AT_ONCE`` gaps (``in_groups``): each gap's row keeps its own prompt's cache, so a template's
+``REQUESTS_AT_ONCE`` gaps (``in_groups``): each gap's row keeps its own prompt's cache, so a template's
 memory grew with its gaps (5,000 gaps on the embedded model: 5.7 GB after 5 minutes, and growing).
 """
 
@@ -16,7 +16,7 @@ from sfumato.model.api import Backend, CancelFlag, Candidate, Draft, InfillReque
 
 # A template's gaps, or the regions of one edit (a cursor each), denoised as one batch; the later
 # ones wait their turn. Each row holds its own prompt's cache: 2,000 regions of one pass took 8 GB.
-GAPS_AT_ONCE = 8
+REQUESTS_AT_ONCE = 8
 
 
 def gap_request(template: TemplateRequest, gap: int) -> InfillRequest:
@@ -36,14 +36,14 @@ def fill_gaps_separately(
 def in_groups(stream: Callable[..., Iterator[tuple[Draft, ...]]], count: int, request_at: Callable[[int], InfillRequest],
               cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
     """``stream(requests, cancel)`` for ``count`` requests (``request_at(i)``, each made when its
-    group starts: a gap's holds the whole template around it), ``GAPS_AT_ONCE`` at a time,
+    group starts: a gap's holds the whole template around it), ``REQUESTS_AT_ONCE`` at a time,
     as one stream: after every pass a draft for each request (a group's last drafts once it is
     done, an empty one for a request not started yet); ``batch_passes`` counts on across groups,
     and only the last tuple is final."""
     waiting = Draft(batch_passes=0, candidates=(Candidate("", ()),))
     drafts, offset = [waiting] * count, 0
-    for start in range(0, count, GAPS_AT_ONCE):
-        group, passes = [request_at(i) for i in range(start, min(count, start + GAPS_AT_ONCE))], 0
+    for start in range(0, count, REQUESTS_AT_ONCE):
+        group, passes = [request_at(i) for i in range(start, min(count, start + REQUESTS_AT_ONCE))], 0
         last = start + len(group) == count
         for group_drafts in stream(group, cancel):
             passes = max(draft.batch_passes for draft in group_drafts)

@@ -144,7 +144,7 @@ class LmDenoiserBackend:
         return parts + [parts[0]] * (row_count(parts[0], lines) - len(parts))
 
     def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
-        """Every gap is a canvas of one batch (``GAPS_AT_ONCE`` at a time: ``gap_fill.in_groups``), its
+        """Every gap is a canvas of one batch (``REQUESTS_AT_ONCE`` at a time: ``gap_fill.in_groups``), its
         prompt the template around it (other gaps empty).
         A gap with text before or after it on its line (``math.[MASK](16)``, ``ubuntu-[MASK]``) is
         filled within the line, as Ctrl+K at a cursor is; a gap alone on its line may write several."""

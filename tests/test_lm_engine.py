@@ -539,11 +539,11 @@ def test_a_gap_of_several_lines_ends_where_its_text_leaves_the_gaps_block(backen
 def test_a_template_with_more_gaps_than_a_batch_fills_each_in_groups(backend, monkeypatch):
     from sfumato.model import gap_fill
 
-    monkeypatch.setattr(gap_fill, "GAPS_AT_ONCE", 2)
+    monkeypatch.setattr(gap_fill, "REQUESTS_AT_ONCE", 2)
     template = TemplateRequest(segments=("a = ", "\nb = ", "\nc = ", "\n"), max_new_tokens=(4, 4, 4), seed=0)
     steps = list(backend.stream_template(template))
     assert all(len(drafts) == 3 for drafts in steps) and all(d.final for d in steps[-1])
-    monkeypatch.setattr(gap_fill, "GAPS_AT_ONCE", 8)
+    monkeypatch.setattr(gap_fill, "REQUESTS_AT_ONCE", 8)
     assert [d.text for d in steps[-1]] == [d.text for d in list(backend.stream_template(template))[-1]]  # one batch: the same texts
 
 

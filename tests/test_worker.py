@@ -116,7 +116,7 @@ def test_template_jobs_go_to_stream_template(tiny_backend):
 
 def test_an_edit_of_many_regions_runs_a_group_at_a_time_and_answers_every_region(tiny_backend):
     """One region a cursor: 2,000 cursors in one batch took 8 GB of the embedded model's memory."""
-    from sfumato.model.gap_fill import GAPS_AT_ONCE
+    from sfumato.model.gap_fill import REQUESTS_AT_ONCE
 
     batches = []
 
@@ -130,11 +130,11 @@ def test_an_edit_of_many_regions_runs_a_group_at_a_time_and_answers_every_region
     worker = InferenceWorker(Counting)
     worker.start()
     recorder = Recorder()
-    requests = [InfillRequest(prefix=f"x{i} = ", max_new_tokens=3, seed=i) for i in range(2 * GAPS_AT_ONCE + 3)]
+    requests = [InfillRequest(prefix=f"x{i} = ", max_new_tokens=3, seed=i) for i in range(2 * REQUESTS_AT_ONCE + 3)]
     worker.submit(requests, recorder.drafts.append, recorder._done, recorder._error, recorder._cancelled)
     assert recorder.finished.wait(120)
     worker.stop()
-    assert batches == [GAPS_AT_ONCE, GAPS_AT_ONCE, 3]
+    assert batches == [REQUESTS_AT_ONCE, REQUESTS_AT_ONCE, 3]
     assert not recorder.errors and len(recorder.done[0]) == len(requests) and all(d.final for d in recorder.done[0])
     assert all(len(drafts) == len(requests) for drafts in recorder.drafts)
 
