@@ -21,7 +21,7 @@ from sfumato.app.server_consent import ServerConsent
 from sfumato.app.session import EditSession, Outcome
 from sfumato.app.settings import Settings
 from sfumato.app.suggester import Suggester
-from sfumato.app.textpositions import document_text
+from sfumato.app.textpositions import document_text, text_between
 from sfumato.app.worker_adapter import WorkerAdapter, load_from_spec, model_label
 from sfumato.model.api import SERVER_URL, Candidate
 from sfumato.model.remote.credentials import origin, shown_url
@@ -237,7 +237,8 @@ class AiController(QObject):
         editor.end_session()
         instruction_tuned = self.worker.info is not None and self.worker.info.instruction_tuned
         if editor.textCursor().hasSelection() or instruction_tuned:
-            info, selection = self.worker.info, editor.textCursor().selectedText().replace("\u2029", "\n")
+            cursor, info = editor.textCursor(), self.worker.info
+            selection = text_between(editor.document(), cursor.selectionStart(), cursor.selectionEnd())
             effect = partial(rewrite_effect, info, selection=selection) if info is not None else None
             box = InlineBox(editor, self.settings.rewrite_strength, instruction_tuned, effect)
             box.submitted.connect(lambda strength, text: self._rewrite_with(editor, strength, text))
