@@ -11,6 +11,7 @@ from sfumato.app.worker_adapter import WorkerAdapter
 from sfumato.app.commandkeys import SessionKeys
 from sfumato.app.session import EditSession
 from sfumato.model.api import InfillRequest, TemplateRequest
+from sfumato.model.gap_scope import at_block_end
 from sfumato.model.project_context import ProjectChunks
 from sfumato.model.template import Gap, find_gaps, segments_of
 
@@ -35,6 +36,20 @@ def rewrite_length(original: str, at_least: int) -> int:
     than ``at_least`` (the cap of an infill at the cursor): a heavy rewrite writes a selected line
     again whole, and a short selection's own size cut it off (``pass`` came back ``dx = b[0] - a[0``)."""
     return min(MAX_REWRITE_TOKENS, max(at_least, int(len(original) / CHARS_PER_TOKEN * 1.5) + 8))
+
+
+def region_request(around: dict[str, object], original: str, cap: int, strength: float, **options) -> InfillRequest:
+    """The request for a region holding ``original`` placed by ``around`` (``surroundings``): a
+    selection is rewritten at ``strength``; at a cursor the rest of its line is written, or at a
+    blank line that ends an indented block (an empty body under ``def f():``) the rest of the block."""
+    return InfillRequest(
+        **around,
+        max_new_tokens=rewrite_length(original, cap) if original else cap,
+        init_text=original or None,
+        strength=strength if original else 1.0,
+        one_line=not original and not at_block_end(around["prefix"], around["suffix"]),
+        **options,
+    )
 
 
 def surroundings(document, start: int, end: int, chunks: ProjectChunks) -> dict[str, object]:
@@ -78,19 +93,10 @@ class EditStarter:
                          chunks: ProjectChunks) -> InfillRequest:
         """The request for the Qt span ``start``-``end`` of ``document``: its original, what is
         around it, and the project's ``chunks`` nearest to it."""
-        original = text_between(document, start, end)
-        cap = self.options.max_new_tokens
-        return InfillRequest(
-            **surroundings(document, start, end, chunks),
-            max_new_tokens=rewrite_length(original, cap) if original else cap,
-            init_text=original or None,
-            strength=strength if original else 1.0,
-            one_line=not original,  # at the cursor: the rest of the line
-            instruction=instruction or None,
-            steps=self.options.steps,
-            n_alternatives=self.options.alternatives,
-            sampler_bound=self.options.sampler_bound,
-        )
+        return region_request(surroundings(document, start, end, chunks), text_between(document, start, end),
+                              self.options.max_new_tokens, strength, instruction=instruction or None,
+                              steps=self.options.steps, n_alternatives=self.options.alternatives,
+                              sampler_bound=self.options.sampler_bound)
 
     def fill_gaps(self, editor: CodeEditor) -> EditSession | None:
         """Fill every [MASK] / [MASK:n] gap of the document in one run; None with a message if none."""

@@ -50,7 +50,8 @@ class Suggester:
                 and only_closers(after_cursor(cursor))):
             return False
         revision, position = editor.document().revision(), cursor.position()
-        self._job = self.worker.submit([replace(request, n_alternatives=1, first_alternative=0)], lambda drafts: None,
+        one = replace(request, n_alternatives=1, first_alternative=0, one_line=True)  # a line, even where Ctrl+K writes a block
+        self._job = self.worker.submit([one], lambda drafts: None,
                                       lambda drafts: self._show(editor, revision, position, drafts),
                                       lambda error: None, lambda: None, owner=editor)
         return self._job is not None

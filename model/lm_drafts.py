@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sfumato.model.api import Candidate, Draft, TokenState
-from sfumato.model.gap_scope import scope_end
+from sfumato.model.gap_scope import repeat_end, scope_end, whole_lines_end
 from sfumato.model.lm_row import Row
 from sfumato.model.suffix_overlap import cut_at_stop, cut_states, without_overlap
 from sfumato.model.token_text import split_text
@@ -43,6 +43,10 @@ def row_states(row: Row, table: list[bytes], end: int, at_stop: bool = True) -> 
         return tuple(states)
     states = cut_at_stop(states, row.stop, row.stop_space)
     states = cut_states(states, scope_end("".join(state.text for state in states), row.scope))
+    if row.lines:
+        states = cut_states(states, repeat_end("".join(state.text for state in states), row.scope))
+        if row.ran_out:
+            states = cut_states(states, whole_lines_end("".join(state.text for state in states), row.scope))
     return without_overlap(states, row.before, row.after)
 
 

@@ -26,6 +26,8 @@ class Row:
     stop: str = ""  # the start of the suffix: a text that runs into it ends before it
     stop_space: bool = False  # the suffix starts with white space (then so does the cut)
     scope: int = 0  # text of several lines ends where a line starts less indented (sfumato.model.gap_scope)
+    lines: bool = False  # an infill of several lines: it ends where its lines repeat, and loses a line its budget cut
+    ran_out: bool = False  # its token budget ended the text, not the model
     before: str = ""  # the prefix's last line and the suffix: a text ending with the suffix's start
     after: str = ""  # is trimmed of the repeat (sfumato.model.suffix_overlap)
     accept: float = 1.0  # with a sampler bound: a pass also settles every masked token at least this likely

@@ -26,7 +26,7 @@ import math
 
 import torch
 
-from sfumato.model.gap_scope import scope_end
+from sfumato.model.gap_scope import repeat_end, scope_end
 from sfumato.model.lm_drafts import row_states
 from sfumato.model.lm_layout import SpecialIds
 from sfumato.model.lm_row import Row, heal_position, stop_loop
@@ -229,12 +229,14 @@ class Settler:
             row.done = True
             return
         if not self.goes_on(row):
+            row.ran_out = not row.done and row.budget <= len(row.canvas)
             row.done = True
-        elif row.stop or row.scope:  # the settled text has run into the suffix or left its block: the rest would be cut
+        elif row.stop or row.scope or row.lines:  # the settled text has run into the suffix, left its block or repeats: the rest would be cut
             settled = []
             for state in row_states(row, self.table, self.special.end, at_stop=False):
                 if not state.accepted:
                     break
                 settled.append(state.text)
             text = "".join(settled)
-            row.done = stop_at(text, row.stop, row.stop_space) >= 0 or scope_end(text, row.scope) >= 0
+            row.done = (stop_at(text, row.stop, row.stop_space) >= 0 or scope_end(text, row.scope) >= 0
+                        or row.lines and repeat_end(text, row.scope) >= 0)

@@ -66,9 +66,12 @@ CASES = [
 
 def request_for(case: Case):
     """The engine request the editor builds for the case (``sfumato.app.infill``'s helpers)."""
-    from sfumato.model.api import InfillRequest, TemplateRequest
+    from PySide6.QtGui import QTextDocument
+
+    from sfumato.app.infill import InfillOptions, region_request, surroundings
+    from sfumato.model.api import TemplateRequest
+    from sfumato.model.project_context import ProjectChunks
     from sfumato.model.template import find_gaps, segments_of
-    from sfumato.app.infill import InfillOptions, rewrite_length, surroundings
 
     if "[MASK]" in case.text:
         gaps = find_gaps(case.text, InfillOptions().gap_tokens)
@@ -77,11 +80,9 @@ def request_for(case: Case):
     selection = marked.group(1)
     text = case.text[: marked.start()] + selection + case.text[marked.end() :]
     start, end = marked.start(), marked.start() + len(selection)  # the cases are ASCII around the marks
-    cap = InfillOptions().max_new_tokens
-    return InfillRequest(**surroundings(text, start, end, []),
-                         max_new_tokens=rewrite_length(selection, cap) if selection else cap,
-                         init_text=selection or None, strength=case.strength if selection else 1.0,
-                         one_line=not selection)
+    document = QTextDocument(text)
+    return region_request(surroundings(document, start, end, ProjectChunks()), selection, InfillOptions().max_new_tokens,
+                          case.strength)
 
 
 def run(backend, case: Case) -> tuple[str, float]:

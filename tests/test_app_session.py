@@ -343,6 +343,20 @@ def test_infill_at_the_cursor_inserts_at_the_cursor(qtbot, setup):
     assert document_text(editor.document()) == TEXT[:15] + FakeBackend.result(0) + TEXT[15:]
 
 
+def test_infill_at_a_blank_line_that_ends_its_block_asks_for_the_rest_of_the_block(qtbot, setup):
+    text = "def mean(values):\n    total = sum(values)\n    \n    return total\n\n\ndef area(w, h):\n    \n\nprint(1)\n"
+    editor, starter, backend, _ = setup(text)
+    for position, one_line in ((text.index("    \n") + 4, True), (text.rindex("    \n") + 4, False)):
+        backend.requests.clear()
+        cursor = editor.textCursor()
+        cursor.setPosition(position)
+        editor.setTextCursor(cursor)
+        session = starter.rewrite(editor)
+        wait_ready(qtbot, session)
+        assert backend.requests[0][0].one_line is one_line  # the body of mean goes on below; area's is empty
+        session.reject()
+
+
 def test_saved_text_never_holds_a_draft(qtbot, setup):
     editor, starter, backend, _ = setup()
     session = start_held_rewrite(qtbot, editor, starter, backend)

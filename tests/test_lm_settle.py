@@ -181,3 +181,26 @@ def test_a_line_ends_only_where_its_ends_together_are_likely_not_where_one_break
     row = open_row(2)  # ... and the end token, likeliest alone at 20%, does not end it either
     settler.settle(row, unsure_end)
     assert settler.table[row.canvas[0]] == b" nice" and not row.done
+
+
+def settled_row(tokenizer, text, **fields):
+    ids = word_ids(tokenizer, text)
+    return Row([0], b"", len(ids), False, 0.0, torch.Generator(), canvas=ids, masked=[False] * len(ids),
+               confidence=[1.0] * len(ids), **fields)
+
+
+def test_a_text_of_several_lines_ends_before_its_lines_repeat_and_its_budget_cuts_it_at_a_closed_line(settler, smol_tokenizer):
+    from sfumato.model.lm_drafts import row_states
+
+    def text(row):
+        return "".join(state.text for state in row_states(row, settler.table, settler.special.end))
+
+    loop = "if x:\n        return None\n    if x:\n        return None\n    if"
+    assert text(settled_row(smol_tokenizer, loop, scope=4, lines=True)) == "if x:\n        return None"
+    assert text(settled_row(smol_tokenizer, loop, scope=4)) == loop  # a line or a rewrite: the user's repeats stay
+    cut = "total = 0\n    for x in xs:\n        total +="
+    row = settled_row(smol_tokenizer, cut, scope=4, lines=True)
+    settler.close_at_end(row)  # the canvas is full and the budget spent: the budget ended it
+    assert row.done and row.ran_out
+    assert text(row) == "total = 0"  # the loop's body was cut, so the loop goes too
+    assert text(settled_row(smol_tokenizer, cut, scope=4, lines=True)) == cut  # still being written: shown whole

@@ -13,11 +13,13 @@ while typing asks (its calibration says how often a bar would show one, and how 
 last 1-8 words of a paragraph of documentation held as one line (Markdown's way), the cursor past column 60; ``repair``: a
 line with one corruption (a swapped, dropped or doubled letter, or a wrong name from the same file),
 rewritten at strength 0.3, fixed when the result is the line exactly; ``body``: a function body from
-its signature and docstring (parse rate of the function with the result, similarity); ``block``:
+its signature and docstring, the cursor on its first line as Ctrl+K there asks (the rest of the block,
+within the editor's 64-token cap; parse rate of the function with the result, similarity); ``block``:
 3-6 whole lines of code that parse on their own, rewritten at the editor's default strength (0.6):
 the result's parse rate and its similarity to the lines it replaced.
 Systems: ``engine`` (what the editor runs), ``engine-context`` (the same, sent the chunks of the
-task's package's other files that the editor's folder context would pick), ``one-per-pass`` (the same model accepting one token a
+task's package's other files that the editor's folder context would pick), ``engine-line`` (the same,
+asked for one line where the editor asks for more: Ctrl+K at a blank line before session 43), ``one-per-pass`` (the same model accepting one token a
 pass: the speed baseline), ``base-greedy`` (the base alone, left to right from the prefix only; for
 prose and sentence ends it is given the reference's word count).
 """
@@ -32,11 +34,13 @@ import statistics
 import textwrap
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 
 from sfumato.model.api import InfillRequest
+from sfumato.model.gap_scope import at_block_end
 from sfumato.model.training.corpus import Document, missing_documentation
 from sfumato.model.training.edit_tasks import REPAIR_STRENGTH, EditTask, corrupt, exact, line_tasks, prose_tasks, sentence_end_tasks, similarity, typed_tasks
 from sfumato.model.project_context import Chunk, file_chunks, nearest_chunks
@@ -78,7 +82,8 @@ def repair_tasks(documents, n: int, seed: int) -> list[tuple[EditTask, str]]:
 
 
 def body_tasks(documents, n: int, seed: int) -> list[EditTask]:
-    """Functions of 2-12 body lines with a docstring: the body after the docstring is the middle."""
+    """Functions of 2-12 body lines with a docstring: the body after the docstring is the middle, the
+    cursor after its first line's indentation (where the editor's Enter puts it)."""
     rng = random.Random(f"{seed}:body")
     found = []
     for doc in documents:
@@ -93,7 +98,7 @@ def body_tasks(documents, n: int, seed: int) -> list[EditTask]:
             if isinstance(node, ast.FunctionDef) and ast.get_docstring(node) and len(node.body) >= 2:
                 first, last = node.body[1].lineno - 1, node.end_lineno
                 if 2 <= last - first <= 12:
-                    start = sum(len(line) + 1 for line in lines[:first])
+                    start = sum(len(line) + 1 for line in lines[:first]) + len(lines[first]) - len(lines[first].lstrip())
                     end = sum(len(line) + 1 for line in lines[:last]) - 1
                     found.append(EditTask("body", doc.name, doc.text[max(0, start - 3000) : start],
                                           doc.text[start:end], doc.text[end : end + 1500]))
@@ -101,6 +106,7 @@ def body_tasks(documents, n: int, seed: int) -> list[EditTask]:
     return found[:n]
 
 
+BODY_TOKENS = 64  # the editor's cap for infill at the cursor (sfumato.app.infill.InfillOptions)
 BLOCK_STRENGTH = 0.6  # the editor's default rewrite strength (sfumato.app.settings)
 
 
@@ -166,7 +172,8 @@ def request_for(task: EditTask, kind: str, broken: str | None = None, **options)
         return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=48, init_text=broken,
                              strength=REPAIR_STRENGTH, **options)
     if kind == "body":
-        return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=128, **options)
+        return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=BODY_TOKENS,
+                             one_line=not at_block_end(task.prefix, task.suffix), **options)
     if kind == "block":
         return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=160, init_text=task.middle,
                              strength=BLOCK_STRENGTH, **options)
@@ -269,7 +276,7 @@ def main(argv=None) -> None:
     systems = args.systems.split(",")
     report: dict = {"adapter": str(args.adapter or "shipped"), "held_out_units": len(files_by_unit("heldout"))}
     engine, base, nearest = None, None, None
-    if {"engine", "engine-context", "one-per-pass"} & set(systems):
+    if {"engine", "engine-context", "engine-line", "one-per-pass"} & set(systems):
         if args.adapter:
             model, tokenizer = load_adapted(args.adapter)
             engine = LmDenoiserBackend(as_run_on_cpu(model, args.int8), tokenizer, _info(args.int8),
@@ -282,13 +289,15 @@ def main(argv=None) -> None:
         tasks = [t for t, _ in items]
         report[kind] = {}
         for system in systems:
-            if system in ("engine", "engine-context") or (system == "one-per-pass" and kind in ("line", "typed", "prose", "end")):
+            if system in ("engine", "engine-context", "engine-line") or (system == "one-per-pass" and kind in ("line", "typed", "prose", "end")):
                 options = {"sampler_bound": 1e-4} if system == "one-per-pass" else {}
                 if system == "engine-context" and nearest is None:
                     nearest = project_context(documents)  # the chunk index, built once
                 context = nearest if system == "engine-context" else lambda task: ()
-                results = run_engine(engine, [request_for(t, kind, b, seed=args.seed, context=context(t), **options)
-                                              for t, b in items])
+                requests = [request_for(t, kind, b, seed=args.seed, context=context(t), **options) for t, b in items]
+                if system == "engine-line":
+                    requests = [replace(request, one_line=not request.is_rewrite) for request in requests]
+                results = run_engine(engine, requests)
                 texts = [r["text"] for r in results]
                 entry = score(kind, tasks, texts)
                 entry["tokens_per_pass"] = round(sum(r["tokens"] for r in results) / max(1, sum(r["passes"] for r in results)), 3)
