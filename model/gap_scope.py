@@ -56,8 +56,10 @@ def repeat_end(text: str, indent: int) -> int:
         starts.append(starts[-1] + len(line) + 1)
     for j in range(1, len(lines)):
         for k in range(1, min(j, len(lines) - j) + 1):
+            if lines[j] != lines[j - k] or lines[j : j + k] != lines[j - k : j]:
+                continue
             run = lines[j - k : j]
-            if lines[j : j + k] != run:
+            if not any(line for _, line in run):  # blank lines are not text written again
                 continue
             if any(any(c.isalnum() for c in line) for _, line in run) or lines[j + k : j + 2 * k] == run:
                 return starts[j] - 1
@@ -69,13 +71,16 @@ def whole_lines_end(text: str, indent: int) -> int:
     after its last line that closes what it opened, the next line written not indented under it
     and its brackets balanced; -1 when it has no such line (a text of one line keeps what it has)."""
     lines = text.split("\n")
+    following, later = [""] * len(lines), ""  # each line's next line with text
+    for k in range(len(lines) - 1, -1, -1):
+        following[k] = later
+        later = lines[k] if lines[k].strip() else later
     end, at, depth = -1, 0, 0
     for k, line in enumerate(lines[:-1]):
         at += len(line)
         depth += sum(line.count(c) for c in "([{") - sum(line.count(c) for c in ")]}")
-        following = next((later for later in lines[k + 1 :] if later.strip()), "")
         width = indentation(line) + (indent if k == 0 else 0)
-        if line.strip() and following and depth <= 0 and indentation(following) <= width:
+        if line.strip() and following[k] and depth <= 0 and indentation(following[k]) <= width:
             end = at
         at += 1
     return end

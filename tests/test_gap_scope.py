@@ -43,6 +43,7 @@ def test_a_text_ends_before_its_lines_start_repeating_the_lines_before_them():
     brackets = "x\n    (\n    (\n    (\n    ("
     assert brackets[: repeat_end(brackets, 4)] == "x\n    ("  # ... not twice
     assert repeat_end("y = 1\ny = 1", 0) == -1  # the second is not whole yet
+    assert repeat_end("a = 1\n\n\n\n\nb = 2\n", 0) == -1  # blank lines are not written again
 
 
 def test_a_text_its_budget_cut_ends_after_its_last_line_that_closes_what_it_opened():
