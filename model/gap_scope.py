@@ -47,8 +47,8 @@ def at_block_end(prefix: str, suffix: str) -> bool:
 def repeat_end(text: str, indent: int) -> int:
     """Where ``text`` (its first line written at column ``indent``) must end because its whole lines
     start repeating the lines just before them: just after the last line before the first repeat
-    (a run of lines with no word in it, ``(``, repeats only at its third copy); -1 when none
-    repeats. The last line is not whole until its line break is written."""
+    (blank lines never repeat; a run of lines with no word in it, ``(``, only at its third copy);
+    -1 when none repeats. The last line is not whole until its line break is written."""
     written = text.split("\n")[:-1]
     lines = [(indentation(line) + (indent if k == 0 else 0), line.strip()) for k, line in enumerate(written)]
     starts = [0]
