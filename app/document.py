@@ -82,7 +82,7 @@ class Document:
 
     @property
     def name(self) -> str:
-        return os.path.basename(self.path) if self.path else f"Untitled {self.untitled_number}"
+        return fileio.shown_path(os.path.basename(self.path)) if self.path else f"Untitled {self.untitled_number}"
 
     @property
     def is_prose(self) -> bool:

@@ -111,7 +111,7 @@ class DocumentTabs(QTabWidget):
             return None
         except OSError as error:
             editor.deleteLater()
-            self.notices.error(f"Cannot open {path}: {error.strerror or error}.")
+            self.notices.error(f"Cannot open {fileio.shown_path(path)}: {error.strerror or error}.")
             return None
         current = self.current_document()
         if current is not None and current.path is None and not current.is_modified() and not current.editor.toPlainText():
@@ -137,7 +137,7 @@ class DocumentTabs(QTabWidget):
             return
         index = self.indexOf(editor)
         self.setTabText(index, document.name + (" •" if document.is_modified() else ""))
-        self.setTabToolTip(index, document.path or document.name)
+        self.setTabToolTip(index, fileio.shown_path(document.path) if document.path else document.name)
         if editor is self.current_editor():
             self.title_changed.emit(f"{document.name}{' •' if document.is_modified() else ''} — Sfumato")
 
@@ -210,9 +210,9 @@ class DocumentTabs(QTabWidget):
         self.update_title(document.editor)
         if document.format.mixed_newlines:  # said once: the file now has one ending
             document.format = dataclasses.replace(document.format, mixed_newlines=False)
-            self.notices.say(f"Saved {document.path}; its mixed line endings are all {document.format.newline_name} now.", 8000)
+            self.notices.say(f"Saved {fileio.shown_path(document.path)}; its mixed line endings are all {document.format.newline_name} now.", 8000)
         else:
-            self.notices.say(f"Saved {document.path}", 3000)
+            self.notices.say(f"Saved {fileio.shown_path(document.path)}", 3000)
         return True
 
     def _overwrite_changed(self, document: Document) -> bool:

@@ -66,6 +66,12 @@ class TextFormat:
         return f"{self.encoding.upper()}{' BOM' if self.bom else ''} · {self.newline_name}"
 
 
+def shown_path(path: str) -> str:
+    """``path`` as text to show: a byte of a file name that is not UTF-8, which Python holds as a lone
+    surrogate and Qt drops from what it draws (``caf\\xe9.txt`` showed as ``caf.txt``), as U+FFFD."""
+    return os.fsencode(path).decode("utf-8", "replace")
+
+
 def detect_newline(text: str) -> str:
     """The most common line ending in ``text`` (LF when there is none)."""
     crlf = text.count("\r\n")

@@ -343,6 +343,18 @@ def test_dropping_a_file_on_the_text_opens_it_in_a_tab(window, tmp_path):
     assert editor.toPlainText() == "unchanged"
 
 
+def test_a_file_whose_name_is_not_utf8_is_shown_by_name_and_saved_under_that_name(window, tmp_path):
+    path = os.fsdecode(bytes(tmp_path) + b"/caf\xe9.txt")  # Latin-1 bytes in a file name
+    Path(path).write_text("hello\n")
+    document = window.tabs.open_path(path)
+    index = window.tabs.indexOf(document.editor)
+    assert window.tabs.tabText(index) == "caf\ufffd.txt" and "caf\ufffd.txt" in window.windowTitle()
+    assert window.tabs.tabToolTip(index).endswith("/caf\ufffd.txt")  # Qt drew these as caf.txt
+    document.editor.insertPlainText("x")
+    assert window.tabs.save()
+    assert b"caf\xe9.txt" in os.listdir(bytes(tmp_path)) and Path(path).read_text() == "xhello\n"
+
+
 def test_text_the_files_encoding_cannot_hold_is_saved_as_utf8_when_the_user_agrees(window, qtbot, tmp_path, monkeypatch):
     from PySide6.QtWidgets import QMessageBox
 
