@@ -8,8 +8,8 @@ A suggestion shown while typing (``app/inline_suggestion.py``) sees them next.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
@@ -94,12 +94,32 @@ class CodeEditor(QPlainTextEdit):
         self._base_font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)  # at zoom 0
         self.setFont(self._base_font)
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.cursorPositionChanged.connect(self._highlight_current_line)
-        self.cursorPositionChanged.connect(self._highlight_brackets)
+        self._held = 0  # while above 0, extra selections wait (``selections_held``)
+        self.cursorPositionChanged.connect(self._mark_cursor)
         self.cursorPositionChanged.connect(self.suggestion.cursor_moved)
         self._numbers.fit()
         self._apply_tab_stop()
-        self._highlight_current_line()
+        self._mark_cursor()
+
+    @contextmanager
+    def selections_held(self) -> Iterator[None]:
+        """Apply the extra selections once, after edits that move the cursor several times and set
+        layers (a draft taken out, written again and painted): setting them lays out every one,
+        a draft's per-token ones too, and each cursor move set them twice (its line, its brackets),
+        which made a pass's redraw miss a frame."""
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+            self._mark_cursor()
+
+    def _mark_cursor(self) -> None:
+        """Mark the cursor's line and the bracket at the cursor with its partner."""
+        if not self._held:
+            self._layers["current-line"] = self._current_line()
+            self.set_layer("brackets", self._brackets())
+            self._numbers.update()
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
@@ -112,7 +132,8 @@ class CodeEditor(QPlainTextEdit):
     def set_layer(self, name: str, selections: list[QTextEdit.ExtraSelection]) -> None:
         """Replace one layer of extra selections (current line, find matches, a session's draft)."""
         self._layers[name] = selections
-        self.setExtraSelections([item for layer in self._layers.values() for item in layer])
+        if not self._held:
+            self.setExtraSelections([item for layer in self._layers.values() for item in layer])
 
     def set_ghosts(self, ghosts: dict[int, Pieces], band: QColor) -> None:
         """Draw ``ghosts`` (block number: the pieces drawn under that block) on ``band``, in room
@@ -135,7 +156,7 @@ class CodeEditor(QPlainTextEdit):
             self.line_marks = marks
             self._numbers.update()
 
-    def _highlight_current_line(self) -> None:
+    def _current_line(self) -> list[QTextEdit.ExtraSelection]:
         selection = QTextEdit.ExtraSelection()
         color = self.palette().color(QPalette.ColorRole.Highlight)
         color.setAlpha(28)
@@ -143,11 +164,10 @@ class CodeEditor(QPlainTextEdit):
         selection.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
         selection.cursor = self.textCursor()
         selection.cursor.clearSelection()
-        self.set_layer("current-line", [selection])
-        self._numbers.update()
+        return [selection]
 
-    def _highlight_brackets(self) -> None:
-        """Mark the bracket at (or just before) the cursor and its partner."""
+    def _brackets(self) -> list[QTextEdit.ExtraSelection]:
+        """The bracket at (or just before) the cursor and its partner."""
         position = self.textCursor().position()
         start = max(0, position - BRACKET_SCAN_CHARS)
         around = QTextCursor(self.document())
@@ -165,7 +185,7 @@ class CodeEditor(QPlainTextEdit):
             selection.cursor.setPosition(start + position_of(text, index))
             selection.cursor.setPosition(start + position_of(text, index + 1), QTextCursor.MoveMode.KeepAnchor)
             selections.append(selection)
-        self.set_layer("brackets", selections)
+        return selections
 
     # --- indentation --------------------------------------------------------------------------
 

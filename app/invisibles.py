@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from PySide6.QtCore import QPointF, QRectF
+from PySide6.QtCore import QPoint, QPointF, QRectF
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QPlainTextEdit
 
@@ -22,23 +22,25 @@ MARK_WIDTH = 2.0
 
 
 def marks(editor: QPlainTextEdit) -> list[tuple[QRectF, str]]:
-    """(where in the viewport, which character) for each invisible character in view."""
+    """(where in the viewport, which character) for each invisible character in view. Only a
+    line that holds one is laid out for it: this runs at every paint, and asking each line in view
+    for its place took most of a paint's time (5 of 8 ms, 40 lines of code, none invisible)."""
     found = []
     offset = editor.contentOffset()
+    last = editor.cursorForPosition(QPoint(0, editor.viewport().height())).blockNumber()
     block = editor.firstVisibleBlock()
-    while block.isValid():
-        top = editor.blockBoundingGeometry(block).translated(offset).top()
-        if top > editor.viewport().height():
-            break
+    while block.isValid() and block.blockNumber() <= last:
         text = block.text()
-        layout = block.layout()
-        for match in INVISIBLE.finditer(text) if block.isVisible() else ():
-            position = position_of(text, match.start())
-            line = layout.lineForTextPosition(position)
-            if line.isValid():
-                x = offset.x() + line.cursorToX(position)[0]
-                name = f"U+{ord(match.group()):04X} {unicodedata.name(match.group(), '')}"
-                found.append((QRectF(x - MARK_WIDTH / 2, top + line.y(), MARK_WIDTH, line.height()), name))
+        if block.isVisible() and INVISIBLE.search(text):
+            top = editor.blockBoundingGeometry(block).translated(offset).top()
+            layout = block.layout()
+            for match in INVISIBLE.finditer(text):
+                position = position_of(text, match.start())
+                line = layout.lineForTextPosition(position)
+                if line.isValid():
+                    x = offset.x() + line.cursorToX(position)[0]
+                    name = f"U+{ord(match.group()):04X} {unicodedata.name(match.group(), '')}"
+                    found.append((QRectF(x - MARK_WIDTH / 2, top + line.y(), MARK_WIDTH, line.height()), name))
         block = block.next()
     return found
 

@@ -451,9 +451,10 @@ class EditSession(QObject):
         self._drafts = drafts
         if self._inside_user_edit:
             return  # written back when the user's edit is done
-        self._regions.take_out()
-        self._regions.write(self.texts(), as_draft=True)
-        self._paint()
+        with self.editor.selections_held():
+            self._regions.take_out()
+            self._regions.write(self.texts(), as_draft=True)
+            self._paint()
 
     def _paint(self) -> None:
         if self.showing_diff:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QTextCursor
 
 from test_app_support import select
@@ -253,3 +253,20 @@ def test_bidi_and_zero_width_characters_are_drawn_where_they_are_and_named(qtbot
     first = marks(editor)[0][0]
     assert invisible_at(editor, first.center()) == "U+202E RIGHT-TO-LEFT OVERRIDE"
     assert invisible_at(editor, first.center() + QPointF(40, 0)) is None
+
+
+def test_only_invisible_characters_in_view_are_marked_the_last_line_in_view_too(qtbot, editor):
+    from sfumato.app.invisibles import marks
+
+    editor.resize(400, 120)
+    editor.show()
+    qtbot.waitExposed(editor)
+    editor.setPlainText("\n".join(f"line {i}" + ("\u200b" if i in (0, 199) else "") for i in range(200)))
+    assert [(rect.top() < 20, name) for rect, name in marks(editor)] == [(True, "U+200B ZERO WIDTH SPACE")]
+    bottom = editor.cursorForPosition(QPoint(0, editor.viewport().height() - 2)).block()  # shown only in part
+    cursor = QTextCursor(bottom)
+    cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock)
+    cursor.insertText("\u202e")
+    assert [name for _, name in marks(editor)] == ["U+200B ZERO WIDTH SPACE", "U+202E RIGHT-TO-LEFT OVERRIDE"]
+    editor.verticalScrollBar().setValue(editor.verticalScrollBar().maximum())
+    assert [name for _, name in marks(editor)] == ["U+200B ZERO WIDTH SPACE"]  # line 199's; line 0 and the other out of view
