@@ -33,9 +33,12 @@ class CanvasVocabulary:
         self.line_ends = self.breaks | self.text_ends  # ... and one line: any token with a line break too
         self._heal_masks: dict[tuple[str, bytes], torch.Tensor] = {}
         self._by_stripped: dict[bytes, list[int]] = {}  # a token's text, white space aside -> the tokens that spell it
+        self._by_text: dict[bytes, list[int]] = {}  # a token's text -> the tokens that spell it
         for token_id, piece in enumerate(table):
             if piece.strip():
                 self._by_stripped.setdefault(piece.strip(), []).append(token_id)
+            if piece:
+                self._by_text.setdefault(piece, []).append(token_id)
         self._longest = max(map(len, self._by_stripped), default=0)
         self._order = sorted(range(len(table)), key=table.__getitem__)  # token ids by their text, for prefix ranges
         self._sorted_texts = [table[i] for i in self._order]
@@ -96,16 +99,14 @@ class CanvasVocabulary:
         `` return``), that leaves whole lines (``\n`` + ``\n``) or that is part of a character.
         Not any start: ``\n`` + indentation healed as ``\n`` and then spaces one at a time took
         the model off its grid, and the spaces looped until the line was cut to nothing."""
-        def allowed(piece: bytes) -> bool:
-            if not piece:
-                return False
-            if piece.startswith(left):
-                return True
-            rest = left[len(piece) :]
-            one_space = rest == b" " and self.space_joins_word
-            return left.startswith(piece) and (one_space or rest.startswith(b"\n") or not _whole_characters(piece))
+        def ids() -> Iterator[int]:
+            yield from (i for i in self._beginning(left) if self.table[i])
+            for n in range(1, len(left)):  # the tokens that spell a start of it
+                piece, rest = left[:n], left[n:]
+                if (rest == b" " and self.space_joins_word) or rest.startswith(b"\n") or not _whole_characters(piece):
+                    yield from self._by_text.get(piece, ())
 
-        return self._heal_mask("allowed", left, allowed)
+        return self._heal_mask("allowed", left, ids)
 
     def heal_spaces(self, left: bytes) -> torch.Tensor:
         """[V] bool, for ``left`` that ends with a space: tokens of white space alone that spell it
@@ -113,16 +114,21 @@ class CanvasVocabulary:
         so (its last space goes with the word: ``\n       `` + `` if``); chosen, the next token
         brought a space of its own, one too many. (After ``\n`` alone, indentation may begin.) None
         for a tokenizer that keeps an indentation whole (Gemma's): its indentation token is the grid."""
-        return self._heal_mask("spaces", left, lambda piece: self.space_joins_word and left.endswith(b" ")
-                               and piece.startswith(left) and not piece.strip() and piece.endswith(b" "))
+        if not (self.space_joins_word and left.endswith(b" ")):
+            return self._heal_mask("spaces", left, tuple)
+        return self._heal_mask("spaces", left, lambda: (i for i in self._beginning(left)
+                                                        if not self.table[i].strip() and self.table[i].endswith(b" ")))
 
     def heal_breaks(self, left: bytes) -> torch.Tensor:
         """[V] bool: tokens that spell ``left`` and then a line break."""
-        return self._heal_mask("breaks", left, lambda piece: piece.startswith(left) and b"\n" in piece[len(left) :])
+        return self._heal_mask("breaks", left, lambda: (i for i in self._beginning(left) if b"\n" in self.table[i][len(left) :]))
 
-    def _heal_mask(self, kind: str, left: bytes, keep) -> torch.Tensor:
+    def _heal_mask(self, kind: str, left: bytes, ids) -> torch.Tensor:
+        """The mask of ``ids()``, made once for each ``left``: from the tokens sorted by text and the
+        starts of ``left``, never a pass over the whole vocabulary (in Python that took 30-70 ms a
+        new heal, holding the GIL, and the window's thread stalled 20 ms waiting for it)."""
         if (kind, left) not in self._heal_masks:
-            self._heal_masks[kind, left] = torch.tensor([keep(piece) for piece in self.table], device=self.device)
+            self._heal_masks[kind, left] = self._mask(ids())
         return self._heal_masks[kind, left]
 
 

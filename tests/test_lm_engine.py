@@ -286,6 +286,28 @@ def test_a_blank_indented_line_is_healed_on_the_tokenizer_grid(tiny_lm, smol_tok
     assert not backend.vocabulary.heal_spaces(b"\n").any()  # after a line break alone indentation may begin
 
 
+def test_the_heal_masks_are_their_definitions_over_the_whole_vocabulary(backend):
+    """Built from the tokens sorted by text and the starts of the healed text, not a pass over
+    every token: the same masks, token by token, as each rule read over the whole vocabulary."""
+    vocabulary, table = backend.vocabulary, backend.table
+
+    def whole(piece):
+        return piece.decode("utf-8", "ignore").encode() == piece
+
+    def allowed(piece, left):
+        rest = left[len(piece):]
+        return bool(piece) and (piece.startswith(left) or left.startswith(piece) and (
+            rest == b" " and vocabulary.space_joins_word or rest.startswith(b"\n") or not whole(piece)))
+
+    for left in (b"\n        ", b"\n       ", b"\n", b"\n\n", b" ", b"    ", b"e", b" re", b"\xc3", b"):\n    "):
+        spaces = [vocabulary.space_joins_word and left.endswith(b" ") and p.startswith(left) and not p.strip()
+                  and p.endswith(b" ") for p in table]
+        breaks = [p.startswith(left) and b"\n" in p[len(left):] for p in table]
+        assert vocabulary.heal_allowed(left).tolist() == [allowed(p, left) for p in table], left
+        assert vocabulary.heal_spaces(left).tolist() == spaces, left
+        assert vocabulary.heal_breaks(left).tolist() == breaks, left
+
+
 def test_a_gap_inside_a_line_or_ending_one_is_filled_within_it(backend, monkeypatch):
     """A gap with text before or after it on its line fills the line (``runs-on: ubuntu-[MASK]``
     went on with lines of its own below it); a gap with its line to itself may write several."""
