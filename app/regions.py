@@ -140,6 +140,11 @@ class DraftRegions:
             log.warning("the document changed outside an infill session's control; restoring the regions")
             self.write(self.originals, as_draft=False)
 
+    def replace_draft(self, texts: list[str]) -> None:
+        """Take the draft out (one undo) and write ``texts`` as the new one."""
+        self.take_out()
+        self.write(texts, as_draft=True)
+
     def _place(self, spans: list[tuple[int, int]], lengths: list[int]) -> None:
         """Re-anchor the regions after their texts (at ``spans``) became ``lengths`` long."""
         shift = 0

@@ -452,8 +452,7 @@ class EditSession(QObject):
         if self._inside_user_edit:
             return  # written back when the user's edit is done
         with self.editor.selections_held():
-            self._regions.take_out()
-            self._regions.write(self.texts(), as_draft=True)
+            self._regions.replace_draft(self.texts())
             self._paint()
 
     def _paint(self) -> None:
