@@ -22,6 +22,7 @@ import stat
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from sfumato.model import regular_file
 
@@ -159,15 +160,21 @@ def read_bounded(path: str) -> bytes:
     return data
 
 
-def read_text(path: str) -> tuple[str, TextFormat]:
+class ReadText(NamedTuple):
+    text: str
+    format: TextFormat
+    longest_line: int  # characters
+
+
+def read_text(path: str) -> ReadText:
     """The text of the file at ``path``; NotTextError for binary, too large or special files, OSError as raised."""
     text, fmt = decode(read_bounded(path))
-    longest = max(len(line) for line in text.split("\n"))
+    longest = max(map(len, text.split("\n")))
     if longest > MAX_LINE_CHARS:
         raise NotTextError(
             f"it has a line of {longest:,} characters; Sfumato opens lines up to {MAX_LINE_CHARS:,} characters"
         )
-    return text, fmt
+    return ReadText(text, fmt, longest)
 
 
 def write_atomic(path: str, data: bytes, mode: int | None = None) -> None:

@@ -50,7 +50,7 @@ def search_folder(root: str, query: str, case_sensitive: bool = False, limit: in
         try:
             if os.path.getsize(path) > MAX_SEARCHED_BYTES:
                 continue
-            text, _ = fileio.read_text(path)
+            text = fileio.read_text(path).text
         except (OSError, ValueError):  # unreadable, binary or not text: not searched
             continue
         for number, line in enumerate(text.split("\n"), start=1):

@@ -107,6 +107,15 @@ def test_only_invisible_characters_the_file_did_not_hold_are_asked_about_on_save
     assert window.tabs.save(document) and len(asked) == 1  # saved once: the file holds it now
 
 
+def test_an_ascii_file_holds_no_invisible_character_and_one_typed_in_is_asked_about(window, tmp_path, monkeypatch):
+    path = tmp_path / "plain.txt"
+    path.write_text("plain ascii\n")
+    document = window.tabs.open_path(str(path))
+    asked = answer_unsaved(monkeypatch, QMessageBox.StandardButton.Yes)
+    document.editor.insertPlainText("\u2067")
+    assert window.tabs.save(document) and len(asked) == 1 and "U+2067" in asked[0]
+
+
 def test_a_python_or_json_file_gets_the_parse_check_its_reviews_use_and_prose_does_not(window, tmp_path):
     from sfumato.app.syntax_check import json_error, python_error
 

@@ -33,10 +33,16 @@ def test_an_unedited_file_saves_byte_identically(tmp_path, name):
     data = ROUND_TRIPS[name]
     path = tmp_path / name
     path.write_bytes(data)
-    text, fmt = fileio.read_text(str(path))
+    text, fmt, _ = fileio.read_text(str(path))
     assert "\r" not in text
     fileio.write_text(str(path), text, fmt)
     assert path.read_bytes() == data
+
+
+def test_the_longest_line_is_measured_once_on_reading(tmp_path):
+    path = tmp_path / "lines.txt"
+    path.write_bytes("ab\r\nabcdé\r\n\r\nabc".encode())
+    assert fileio.read_text(str(path)).longest_line == 5  # characters, the line break not counted
 
 
 def test_mixed_line_endings_take_the_most_common_one():
