@@ -6,16 +6,24 @@ new line rarely fits it. So the ``strength`` fraction of the selection's lines t
 reads as least likely (mean log-probability of their tokens, read left to right after the prompt)
 are written again, one after another, each as a one-line infill with the lines before it (as
 rewritten) above and the lines after it (as they were) below; the other lines, the line breaks
-and the indentation stay exactly as they were.
+and the indentation stay exactly as they were. A written line that leaves its block for good
+(``ends_block``: ``return [x * 2 for x in items]`` written over a loop's first line) drops the
+selection's lines after it in that block (``unreachable_cut``): kept, they would never run.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Iterator
 
 import torch
 
 from sfumato.model.log_probs import block_positions, target_log_probs
 from sfumato.model.rewrite_effect import lines_to_write
 from sfumato.model.rewrite_parts import split_selection
+
+LEAVES_BLOCK = re.compile(r"(?:return|raise|throw)\b")
+CONDITIONAL = re.compile(r"\b(?:if|unless)\b")  # Ruby's and Perl's ``return if done``
 
 
 def read_log_probs(model, prompt_logits: torch.Tensor, cache, held: int, ids: list[int]) -> list[float]:
@@ -80,19 +88,30 @@ def standalone_lines(lines: list[tuple[str, str]]) -> list[bool]:
 
 
 def _bracket_change(line: str) -> int:
-    change, quote, escaped = 0, None, False
+    return ([0] + [depth for _, depth, _ in _scan(line)])[-1]
+
+
+def _outside_brackets(line: str) -> str:
+    """The characters of ``line`` outside brackets, quotes and a ``#`` comment."""
+    return "".join(char for char, depth, quoted in _scan(line) if depth == 0 and not quoted)
+
+
+def _scan(line: str) -> Iterator[tuple[str, int, bool]]:
+    """(character, bracket depth after it, whether it is quoted) for ``line`` up to a ``#``
+    comment: brackets count outside quotes only, an escaped quote does not end its string."""
+    depth, quote, escaped = 0, None, False
     for char in line:
         if quote:
             escaped, quote = char == "\\" and not escaped, None if char == quote and not escaped else quote
         elif char in "\"'`":
             quote = char
         elif char == "#":
-            break
-        elif char in "([{":
-            change += 1
-        elif char in ")]}":
-            change -= 1
-    return change
+            return
+        else:
+            depth += (char in "([{") - (char in ")]}")
+            yield char, depth, False
+            continue
+        yield char, depth, True
 
 
 def rewrite_plan(lines: list[tuple[str, str]], chosen: list[int]) -> tuple[str, list[tuple[str, str]]]:
@@ -104,3 +123,50 @@ def rewrite_plan(lines: list[tuple[str, str]], chosen: list[int]) -> tuple[str, 
         until = chosen[i + 1] if i + 1 < len(chosen) else len(lines)
         plan.append((lines[k][0], lines[k][1] + "".join(line + brk for line, brk in lines[k + 1 : until])))
     return lead, plan
+
+
+def ends_block(line: str) -> bool:
+    """Whether ``line`` (with its indentation) leaves its block for good: an indented return, raise
+    or throw whose brackets close on the line and that no ``if`` / ``unless`` makes conditional
+    (Python's ``return a if b else c`` is not); a line of prose is not indented so."""
+    text = line.lstrip(" \t").rstrip()
+    if text == line.rstrip() or not LEAVES_BLOCK.match(text) or text.endswith("\\") or _bracket_change(text):
+        return False
+    outside = _outside_brackets(text)  # a comprehension's ``if`` is no condition on the return
+    return not CONDITIONAL.search(outside) or " else " in outside
+
+
+def drop_unreachable(plan: list[tuple[str, str]], index: int, indent: str) -> list[tuple[str, str]]:
+    """``plan`` (``rewrite_plan``'s parts) without the selection's lines after part ``index`` that
+    sit in its block, the part's line written as one that leaves it (``ends_block``, indented
+    ``indent``): the lines indented ``indent`` or deeper up to the first line indented less (blank
+    lines between them go too; those before it stay). Chosen lines among them are not written."""
+    rest = [plan[index][1]] + [line + after for line, after in plan[index + 1 :]]
+    first, *lines = "".join(rest).split("\n")
+    end = at = 0
+    for line in lines:
+        at += 1 + len(line)
+        if line.strip():
+            if not line.startswith(indent):
+                break
+            end = at
+    if first or not end:
+        return plan
+    start = 0  # of part k's kept text, in the selection's rest
+    for k in range(index, len(plan)):
+        start += len(rest[k - index]) - len(plan[k][1])
+        if end <= start + len(plan[k][1]):
+            return [*plan[:index], (plan[index][0], plan[k][1][end - start :]), *plan[k + 1 :]]
+        start += len(plan[k][1])
+    return plan
+
+
+def unreachable_cut(plan: list[tuple[str, str]], index: int, texts: list[str]) -> list[tuple[str, str]] | None:
+    """``plan`` without the lines that part ``index``'s written line made unreachable, when every
+    alternative's line (the last line of each of ``texts``: the text up to its end, from at least
+    the start of the selection's first line) leaves its block; None when nothing is dropped."""
+    lines = [text.rsplit("\n", 1)[-1] for text in texts]
+    if not all(map(ends_block, lines)):
+        return None
+    cut = drop_unreachable(plan, index, lines[0][: len(lines[0]) - len(lines[0].lstrip(" \t"))])
+    return cut if cut != plan else None

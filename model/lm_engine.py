@@ -26,7 +26,7 @@ from sfumato.model.gap_cut import SUFFIX_SCORE_TOKENS, gap_queries, is_branched,
 from sfumato.model.gap_fill import gap_request, in_groups
 from sfumato.model.gap_scope import indentation
 from sfumato.model.light_rewrite import proposals, read_sequences, settle, typed_prior
-from sfumato.model.line_rewrite import chosen_lines, line_means, read_log_probs, rewrite_plan, selection_lines
+from sfumato.model.line_rewrite import chosen_lines, line_means, read_log_probs, rewrite_plan, selection_lines, unreachable_cut
 from sfumato.model.lm_base import TRAINED_PREFIX
 from sfumato.model.lm_drafts import Spent, group_draft, row_states
 from sfumato.model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
@@ -90,11 +90,11 @@ class LmDenoiserBackend:
                    for lead, r in zip(leads, requests)]
         spent = [Spent() for _ in requests]
         drafts: list[Draft] = [None] * len(requests)  # type: ignore[list-item]
-        rounds, offset = max(map(len, plans)), 0
+        plans, index, offset = list(plans), 0, 0
         # lines at a blank line are branched (gap_cut), but a heavy rewrite's alternatives are sampled
         lines = [lead is None or r.n_alternatives == 1 for lead, r in zip(leads, requests)]
         with torch.inference_mode():
-            for index in range(rounds):
+            while index < max(map(len, plans)):
                 live = [i for i, plan in enumerate(plans) if index < len(plan)]
                 parts = [self._parts(requests[i], plans[i], index, written[i], leads[i] is not None, lines[i]) for i in live]
                 groups = [[self._row(part, k, lines[i]) for k, part in enumerate(group)] for i, group in zip(live, parts)]
@@ -102,7 +102,11 @@ class LmDenoiserBackend:
                 after = {i: text_after(plans[i], index) for i in live}  # the same for every pass of the round
                 passes = 0
                 for passes in self._denoise(rows, [group[0] for group in parts], groups, cancel):
-                    final = index == rounds - 1 and all(row.done for row in rows)
+                    for i, group in zip(live, groups) if all(row.done for row in rows) else ():
+                        if leads[i] is not None and (cut := unreachable_cut(plans[i], index, [requests[i].prefix.rsplit("\n", 1)[-1] + "".join(
+                                s.text for s in (*done, *self._states(row))) for done, row in zip(written[i], group)])):
+                            plans[i], after[i] = cut, text_after(cut, index)
+                    final = index == max(map(len, plans)) - 1 and all(row.done for row in rows)
                     for i, group in zip(live, groups):
                         drafts[i] = group_draft(group, [self._states(row) for row in group], offset + passes, final,
                                                 written[i], after[i], spent[i])
@@ -112,6 +116,7 @@ class LmDenoiserBackend:
                     for k, row in enumerate(group):
                         written[i][k] += [*self._states(row), TokenState(plans[i][index][1], 1.0, True)]
                     spent[i].add(group[0], self._states(group[0]))
+                index += 1
 
     def _count(self, text: str) -> int:
         return len(self._encode(text))

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from sfumato.model.line_rewrite import chosen_lines, line_means, rewrite_plan, selection_lines, standalone_lines
+from sfumato.model.line_rewrite import (
+    chosen_lines,
+    ends_block,
+    line_means,
+    rewrite_plan,
+    selection_lines,
+    standalone_lines,
+    unreachable_cut,
+)
 
 TEXT = "a = 1\n    b = 2\n\n    c = 3\n    d = 4"
 
@@ -39,3 +47,37 @@ def test_a_line_of_a_longer_statement_is_not_written_again_alone():
     assert standalone_lines(lines) == [False, False, True, False, False, True]
     assert chosen_lines(lines, [-9.0, -8.0, -1.0, -7.0, -6.0, -2.0], 0.3) == [2, 5]
     assert chosen_lines(selection_lines("f(a,\n  b)"), [-1.0, -2.0], 0.5) == [1]  # none stands alone: any line
+
+
+def test_a_line_that_leaves_its_block_is_an_indented_unconditional_return_raise_or_throw():
+    assert ends_block("    return [x * 2 for x in items]")
+    assert ends_block("\t\traise ValueError('bad')") and ends_block("  throw new Error(\"no\");")
+    assert ends_block("        return a if b else c")  # Python's conditional expression still returns
+    assert not ends_block("return 1")  # not indented: prose, or no block to leave
+    assert not ends_block("    return (a +")  # the statement goes on
+    assert ends_block("    return [x for x in xs if x]")  # a comprehension's if is no condition on it
+    assert not ends_block("    return if done") and not ends_block("    raise Error unless ok")  # Ruby
+    assert not ends_block("    returned = 3") and not ends_block("    # return here")
+
+
+BODY = "result = []\n    for item in items:\n        result.append(item * 2)\n\n    return result\n\n\nprint(1)\n"
+
+
+def test_the_lines_a_written_return_makes_unreachable_are_dropped_and_not_written():
+    lines = selection_lines(BODY)
+    lead, plan = rewrite_plan(lines, [0, 2])  # "result = []" and "result.append(...)" chosen
+    written = "def doubled(items):\n    return [item * 2 for item in items]"
+    cut = unreachable_cut(plan, 0, [written])
+    assert cut == [("result = []", "\n\n\nprint(1)\n")]  # the loop, its chosen line and the old return go
+    assert unreachable_cut(plan, 0, ["def doubled(items):\n    total = 0"]) is None
+
+
+def test_a_line_indented_less_ends_what_is_unreachable():
+    text = "if a:\n        return 1\n        b = 2\n\n    else:\n        c = 3"
+    lines = selection_lines(text)
+    lead, plan = rewrite_plan(lines, [1, 4])
+    cut = unreachable_cut(plan, 0, ["    if a:\n        return 2"])
+    assert cut == [("return 1", "\n\n    else:\n        "), ("c = 3", "")]  # the else branch is still written
+    assert lead + "".join(line + after for line, after in cut) == "if a:\n        return 1\n\n    else:\n        c = 3"
+    # every alternative must leave the block
+    assert unreachable_cut(plan, 0, ["    if a:\n        return 2", "    if a:\n        x = 2"]) is None
