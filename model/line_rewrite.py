@@ -136,7 +136,7 @@ def ends_block(line: str) -> bool:
     return not CONDITIONAL.search(outside) or " else " in outside
 
 
-def drop_unreachable(plan: list[tuple[str, str]], index: int, indent: str) -> list[tuple[str, str]]:
+def drop_unreachable(plan: list[tuple[str, str]], index: int, indent: str) -> list[tuple[str, str]] | None:
     """``plan`` (``rewrite_plan``'s parts) without the selection's lines after part ``index`` that
     sit in its block, the part's line written as one that leaves it (``ends_block``, indented
     ``indent``): the lines indented ``indent`` or deeper up to the first line indented less (blank
@@ -151,14 +151,14 @@ def drop_unreachable(plan: list[tuple[str, str]], index: int, indent: str) -> li
                 break
             end = at
     if first or not end:
-        return plan
+        return None
     start = 0  # of part k's kept text, in the selection's rest
     for k in range(index, len(plan)):
         start += len(rest[k - index]) - len(plan[k][1])
         if end <= start + len(plan[k][1]):
             return [*plan[:index], (plan[index][0], plan[k][1][end - start :]), *plan[k + 1 :]]
         start += len(plan[k][1])
-    return plan
+    return None
 
 
 def unreachable_cut(plan: list[tuple[str, str]], index: int, texts: list[str]) -> list[tuple[str, str]] | None:
@@ -168,5 +168,4 @@ def unreachable_cut(plan: list[tuple[str, str]], index: int, texts: list[str]) -
     lines = [text.rsplit("\n", 1)[-1] for text in texts]
     if not all(map(ends_block, lines)):
         return None
-    cut = drop_unreachable(plan, index, lines[0][: len(lines[0]) - len(lines[0].lstrip(" \t"))])
-    return cut if cut != plan else None
+    return drop_unreachable(plan, index, lines[0][: len(lines[0]) - len(lines[0].lstrip(" \t"))])

@@ -102,11 +102,12 @@ class LmDenoiserBackend:
                 after = {i: text_after(plans[i], index) for i in live}  # the same for every pass of the round
                 passes = 0
                 for passes in self._denoise(rows, [group[0] for group in parts], groups, cancel):
-                    for i, group in zip(live, groups) if all(row.done for row in rows) else ():
+                    done = all(row.done for row in rows)
+                    for i, group in zip(live, groups) if done else ():
                         if leads[i] is not None and (cut := unreachable_cut(plans[i], index, [requests[i].prefix.rsplit("\n", 1)[-1] + "".join(
                                 s.text for s in (*done, *self._states(row))) for done, row in zip(written[i], group)])):
                             plans[i], after[i] = cut, text_after(cut, index)
-                    final = index == max(map(len, plans)) - 1 and all(row.done for row in rows)
+                    final = done and index == max(map(len, plans)) - 1
                     for i, group in zip(live, groups):
                         drafts[i] = group_draft(group, [self._states(row) for row in group], offset + passes, final,
                                                 written[i], after[i], spent[i])
