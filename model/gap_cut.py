@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import torch
 
 from sfumato.model.api import InfillRequest
+from sfumato.model.line_rewrite import fits_its_place
 from sfumato.model.lm_row import Row
 from sfumato.model.log_probs import block_positions, log_probs_at
 from sfumato.model.template import within_its_line
@@ -220,12 +221,16 @@ def row_count(request: InfillRequest, whole_lines: bool = True) -> int:
     return request.n_alternatives
 
 
-def rank_branches(group: list[Row], request: InfillRequest) -> None:
+def rank_branches(group: list[Row], request: InfillRequest, text_of: Callable[[Row], str]) -> None:
     """A request's branches (rows with a suffix to score) in the order of their scores, the best
-    first: its alternatives are the best, from the ``first_alternative``-th on (Try Again shows the
-    ones after those shown). Any other request's rows are its alternatives already."""
+    first, where a heavy rewrite writes a line again those that keep the line's structure
+    (``line_rewrite.fits_its_place``) before those that do not: its alternatives are the best, from
+    the ``first_alternative``-th on (Try Again shows the ones after those shown). Any other
+    request's rows are its alternatives already."""
     if not group[0].gap_suffix:
         return
     if all(row.score is not None for row in group):
-        group.sort(key=lambda row: -row.score)
+        fits = {id(row): row.replaces is None or fits_its_place(text_of(row), row.replaces, request.prefix, request.suffix)
+                for row in group}
+        group.sort(key=lambda row: (not fits[id(row)], -row.score))
     group[:] = group[request.first_alternative : request.first_alternative + request.n_alternatives]

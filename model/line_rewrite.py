@@ -24,6 +24,8 @@ from sfumato.model.rewrite_parts import split_selection
 
 LEAVES_BLOCK = re.compile(r"(?:return|raise|throw)\b")
 CONDITIONAL = re.compile(r"\b(?:if|unless)\b")  # Ruby's and Perl's ``return if done``
+COMMENT = re.compile(r"\s*(?:#|//|/\*|--)")
+GOES_ON = re.compile(r"(?:\b(?:and|or|not|in|is)|[-+*/%&|^=<>,\\])\s*$")  # a statement its next line continues
 
 
 def read_log_probs(model, prompt_logits: torch.Tensor, cache, held: int, ids: list[int]) -> list[float]:
@@ -123,6 +125,38 @@ def rewrite_plan(lines: list[tuple[str, str]], chosen: list[int]) -> tuple[str, 
         until = chosen[i + 1] if i + 1 < len(chosen) else len(lines)
         plan.append((lines[k][0], lines[k][1] + "".join(line + brk for line, brk in lines[k + 1 : until])))
     return lead, plan
+
+
+def fits_its_place(written: str, original: str, prefix: str, suffix: str) -> bool:
+    """Whether a line written over ``original`` (after ``prefix``, before ``suffix``) keeps the
+    structure the original held: it opens or closes as many brackets; it holds as many double
+    quotes but for an even number (a lone ``\"\"\"`` opens a string the next lines would sit in); it
+    ends as a statement going on (``if a and``), or is a comment, only where the original did or
+    was (code written as a comment is a line gone); and where the original opens a block exactly
+    when the next line with text is indented deeper, it does the same (``if found:`` above a line
+    as deep is no code) or leaves the block (``unreachable_cut`` drops the deeper lines)."""
+    if _bracket_change(written) != _bracket_change(original) or _quotes(written) % 2 != _quotes(original) % 2:
+        return False
+    if GOES_ON.search(_outside_brackets(written)) and not GOES_ON.search(_outside_brackets(original)):
+        return False
+    if COMMENT.match(written) and not COMMENT.match(original):  # code as a comment: a line gone
+        return False
+    start = prefix.rsplit("\n", 1)[-1]  # the line's indentation, unless the selection holds it
+    following = [line for line in suffix.split("\n")[1:] if line.strip()]
+    deeper = bool(following) and _indentation(following[0]) > _indentation(start + original)
+    return _opens_block(original) != deeper or _opens_block(written) == deeper or deeper and ends_block(start + written)
+
+
+def _indentation(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _opens_block(line: str) -> bool:
+    return _outside_brackets(line).rstrip().endswith(":")
+
+
+def _quotes(line: str) -> int:
+    return line.count('"') - line.count('\\"')
 
 
 def ends_block(line: str) -> bool:

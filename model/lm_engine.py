@@ -97,7 +97,8 @@ class LmDenoiserBackend:
             while index < max(map(len, plans)):
                 live = [i for i, plan in enumerate(plans) if index < len(plan)]
                 parts = [self._parts(requests[i], plans[i], index, written[i], leads[i] is not None, lines[i]) for i in live]
-                groups = [[self._row(part, k, lines[i]) for k, part in enumerate(group)] for i, group in zip(live, parts)]
+                groups = [[self._row(part, k, lines[i], plans[i][index][0] if leads[i] is not None else None)
+                           for k, part in enumerate(group)] for i, group in zip(live, parts)]
                 rows = [row for group in groups for row in group]
                 after = {i: text_after(plans[i], index) for i in live}  # the same for every pass of the round
                 passes = 0
@@ -150,10 +151,9 @@ class LmDenoiserBackend:
         return parts + [parts[0]] * (row_count(parts[0], lines) - len(parts))
 
     def stream_template(self, template: TemplateRequest, cancel: CancelFlag | None = None) -> Iterator[tuple[Draft, ...]]:
-        """Every gap is a canvas of one batch (``REQUESTS_AT_ONCE`` at a time: ``gap_fill.in_groups``), its
-        prompt the template around it (other gaps empty).
-        A gap with text before or after it on its line (``math.[MASK](16)``, ``ubuntu-[MASK]``) is
-        filled within the line, as Ctrl+K at a cursor is; a gap alone on its line may write several."""
+        """Every gap is a canvas of one batch (``REQUESTS_AT_ONCE`` at a time: ``gap_fill.in_groups``), its prompt
+        the template around it (other gaps empty). A gap with text before or after it on its line (``math.[MASK](16)``,
+        ``ubuntu-[MASK]``) is filled within the line, as Ctrl+K at a cursor is; a gap alone on its line may write several."""
         def request_at(gap: int) -> InfillRequest:
             request = gap_request(template, gap)
             return replace(request, first_alternative=template.first_alternative,
@@ -175,7 +175,7 @@ class LmDenoiserBackend:
         context = context_ids(self.tokenizer, request.context)
         return prompt_ids(self.special, context + prefix, suffix), heal
 
-    def _row(self, request: InfillRequest, index: int, lines: bool = True) -> Row:
+    def _row(self, request: InfillRequest, index: int, lines: bool = True, replaces: str | None = None) -> Row:
         """Row ``index`` of a request: its alternative ``first_alternative + index`` (the first greedy,
         the others sampled), or for a branched request (``gap_cut.is_branched``) the branch of its
         first word's ``index``-th choice."""
@@ -197,7 +197,7 @@ class LmDenoiserBackend:
         row = Row(prompt, heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks, must_write=must_write,
                    avoid=avoid, avoid_healed=avoid_healed,
                    temperature=0.0 if alternative == 0 or branched else ALTERNATIVE_TEMPERATURE,
-                   first_word_rank=index if branched else 0, whole_line=whole_line,
+                   first_word_rank=index if branched else 0, whole_line=whole_line, replaces=replaces,
                    generator=torch.Generator().manual_seed(seed), accept=bar,
                    stop=stop if len(stop.strip()) >= MIN_STOP_CHARS else "", stop_space=request.suffix[:1].isspace(),
                    scope=0 if request.one_line or request.is_rewrite else indentation(request.prefix.rsplit("\n", 1)[-1]),
@@ -253,7 +253,7 @@ class LmDenoiserBackend:
             if all(row.done for row in rows):
                 self._cut_gaps(rows, prompt_logits, cache)
                 for request, group in zip(requests, groups):
-                    rank_branches(group, request)
+                    rank_branches(group, request, lambda row: "".join(state.text for state in self._states(row)))
             elif any(self.settler.goes_on(row) for row in rows):
                 last_logits = self._commit(rows, cache, last_logits)
             yield passes

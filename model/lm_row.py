@@ -39,6 +39,7 @@ class Row:
     cut_chars: int = 0  # ... and the last of them loses this many characters (a gap's end scored inside it)
     gap_suffix: list[int] = field(default_factory=list)  # a branch (sfumato.model.gap_cut): the suffix's start its score reads
     whole_line: bool = False  # a line a heavy rewrite writes again: scored whole (to its line break), never cut
+    replaces: str | None = None  # ... and the line it writes again (its branches that keep its structure rank first)
     first_word_rank: int = 0  # a branch: its first word is the k-th likeliest after the likeliest
     score: float | None = None  # a branch's: its best cut's, or a whole line's (sfumato.model.gap_cut)
     fix_rounds: int = 0  # a light rewrite: rounds of proposed edits read so far

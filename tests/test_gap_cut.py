@@ -136,15 +136,32 @@ def test_a_gaps_branches_are_ranked_by_score_and_as_many_kept_as_alternatives_we
     rows = [Row([], b"", 4, True, 0.0, torch.Generator(), score=score, gap_suffix=[7]) for score in (-5.0, -2.0, float("inf"), -9.0)]
     gap = InfillRequest(prefix="listens on ", suffix=" port 8080\n", one_line=True, n_alternatives=2)
     group = list(rows)
-    rank_branches(group, gap)
+    rank_branches(group, gap, lambda row: "")
     assert group == [rows[2], rows[1]]  # a text that closes the line as the suffix does first, then the likeliest
     group = list(rows)
-    rank_branches(group, replace(gap, n_alternatives=1, first_alternative=1))
+    rank_branches(group, replace(gap, n_alternatives=1, first_alternative=1), lambda row: "")
     assert group == [rows[1]]  # Try Again: the next best
     alternatives = [replace(row, gap_suffix=[]) for row in rows]
     group = list(alternatives)
-    rank_branches(group, InfillRequest(prefix="x = ", suffix="\n", n_alternatives=4))
+    rank_branches(group, InfillRequest(prefix="x = ", suffix="\n", n_alternatives=4), lambda row: "")
     assert group == alternatives  # not branches (no suffix to score): the alternatives as they were
+
+
+def test_a_heavy_rewrites_line_keeps_its_structure_before_its_score():
+    """Of a rewritten line's branches, one that would leave the next lines no code (a block opened
+    above a line as deep, a lone docstring quote) ranks after one that fits, whatever their scores;
+    where none fits, the scores decide."""
+    request = InfillRequest(prefix="def f(items):\n    ", suffix="\n    return total\n", one_line=True)
+    texts = {-1.0: "if not items:", -4.0: "total = sum(items)", -2.0: '"""'}
+    rows = [Row([], b"", 4, True, 0.0, torch.Generator(), score=score, gap_suffix=[7], whole_line=True,
+                replaces="total = 0") for score in texts]
+    group = list(rows)
+    rank_branches(group, request, lambda row: texts[row.score])
+    assert [row.score for row in group] == [-4.0]
+    texts[-4.0] = "for item in items:"
+    group = list(rows)
+    rank_branches(group, request, lambda row: texts[row.score])
+    assert [row.score for row in group] == [-1.0]  # none fits: the likeliest
 
 
 def test_a_gap_inside_a_line_branches_on_its_first_word_and_the_suffix_chooses(tiny_lm, smol_tokenizer, monkeypatch):
@@ -185,15 +202,16 @@ def test_a_heavy_rewrites_lines_are_written_as_branches_scored_whole(tiny_lm, sm
     assert [backend._row(line, k).first_word_rank for k in range(2)] == [0, 1]
     assert row_count(line, whole_lines=False) == 1 and not backend._row(line, 0, lines=False).gap_suffix
 
-    scored, chosen, rank = [], [], engine.rank_branches
+    scored, chosen, replaced, rank = [], [], [], engine.rank_branches
 
-    def favour_the_second(group, request):
+    def favour_the_second(group, request, text_of):
         if group[0].whole_line:
             assert [row.first_word_rank for row in group] == [0, 1]
+            replaced.append({row.replaces for row in group})
             for row in group:
-                row.score = float(row.first_word_rank == 1)
-            chosen.append("".join(state.text for state in backend._states(group[1])))
-        rank(group, request)
+                row.score, row.replaces = float(row.first_word_rank == 1), None  # the scores alone decide here
+            chosen.append(text_of(group[1]))
+        rank(group, request, text_of)
 
     scores = CutQueries.scores
     monkeypatch.setattr(CutQueries, "scores", lambda self, *read: scored.append(self.cuts) or scores(self, *read))
@@ -202,6 +220,7 @@ def test_a_heavy_rewrites_lines_are_written_as_branches_scored_whole(tiny_lm, sm
                             init_text="    total = sum(values)\n    return total / len(values)", strength=1.0, seed=0)
     final = [d for d in backend.stream([request])][-1][0]
     assert len(chosen) == 2  # both lines written again, each from two branches
+    assert replaced == [{"    total = sum(values)"}, {"return total / len(values)"}]  # each knows the line it replaces
     assert all(len(cuts) == 1 for cuts in scored)  # a whole line: its end is the only cut
     assert [line.strip() for line in final.text.split("\n")] == [text.strip() for text in chosen]  # the favoured, whole
     monkeypatch.setattr(engine, "rank_branches", rank)

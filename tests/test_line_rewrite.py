@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sfumato.model.line_rewrite import (
+    fits_its_place,
     chosen_lines,
     ends_block,
     line_means,
@@ -47,6 +48,21 @@ def test_a_line_of_a_longer_statement_is_not_written_again_alone():
     assert standalone_lines(lines) == [False, False, True, False, False, True]
     assert chosen_lines(lines, [-9.0, -8.0, -1.0, -7.0, -6.0, -2.0], 0.3) == [2, 5]
     assert chosen_lines(selection_lines("f(a,\n  b)"), [-1.0, -2.0], 0.5) == [1]  # none stands alone: any line
+
+
+def test_a_written_line_fits_where_it_keeps_the_structure_of_the_line_it_replaces():
+    body = ("def low_stock(items, limit):\n    ", "\n    for item in items:\n        found.append(item)\n")
+    assert fits_its_place("found = list()", "found = []", *body)
+    assert not fits_its_place("if limit == 0:", "found = []", *body)  # a block opened above a line as deep
+    assert not fits_its_place("found = sorted(items,", "found = []", *body)  # a bracket left open
+    assert not fits_its_place('"""', "found = []", *body)  # the lines below would sit in a string
+    assert not fits_its_place("found = limit and", "found = []", *body)  # a statement going on
+    assert not fits_its_place("# found = []", "found = []", *body)  # the code gone into a comment
+    assert fits_its_place("# Items under the limit", "# Collect the items", *body)
+    loop = ("def low_stock(items, limit):\n    found = []\n    ", "\n        found.append(item)\n    return found\n")
+    assert fits_its_place("for item in sorted(items):", "for item in items:", *loop)
+    assert not fits_its_place("found = items", "for item in items:", *loop)  # the deeper lines left without a head
+    assert fits_its_place("return [item for item in items]", "for item in items:", *loop)  # they go (unreachable)
 
 
 def test_a_line_that_leaves_its_block_is_an_indented_unconditional_return_raise_or_throw():
