@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from sfumato.model.line_rewrite import (
-    fits_its_place,
     chosen_lines,
     ends_block,
+    fits_its_place,
     line_means,
     rewrite_plan,
     selection_lines,
