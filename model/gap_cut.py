@@ -30,9 +30,11 @@ itself: the cut is there, unscored (``own_end``); a likelihood would rather have
 from __future__ import annotations
 
 import math
+import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import accumulate
 
 import torch
 
@@ -49,6 +51,7 @@ SUFFIX_SCORE_TOKENS = 8  # of the suffix, what a cut is scored on
 WORD_BONUS = 1.0
 BRANCHES = 2  # a gap's rows: its first word's likeliest choices
 PUNCTUATION = frozenset(string.punctuation.encode())
+SENTENCE_END = re.compile(rb"[.!?](?:\s|$)")  # a suffix that ends the sentence: the gap's text holds no end of its own
 
 
 def cut_candidates(pieces: list[bytes], first: int = 1) -> list[int]:
@@ -186,12 +189,18 @@ def gap_queries(row: Row, table: list[bytes], encode: Callable[[str], list[int]]
     if ended:
         (row.cut, row.cut_chars), row.score = ended, math.inf
         return None
+    last, inner_end = len(pieces), line_end  # the whole text; a cut inside a token before the line's end
+    if SENTENCE_END.match(suffix.split(b"\n", 1)[0].strip()) and (end := SENTENCE_END.search(b"".join(pieces))):
+        before = sum(1 for spelt in accumulate(map(len, pieces)) if spelt <= end.start())
+        if before < line_end:  # the suffix ends the sentence: no cut past the text's own first sentence end
+            line_end = last = before
+            inner_end = before + 1
     cuts = [Cut(k, row.gap_suffix, words=word_count(pieces[:k])) for k in cut_candidates(pieces, first)
-            if k <= line_end or k == len(pieces)]  # within the gap's line, or the whole text
+            if k <= line_end or k == last]  # within the gap's line, or the whole text
     cuts += [Cut(j, encode((pieces[j][:c] + suffix).decode("utf-8", "replace")), len(pieces[j]) - c,
                  word_count(pieces[:j] + [pieces[j][:c]]))
              for j, c in inner_cuts(pieces, first)
-             if j < line_end and pieces[j] == table[ids[j]]]  # not inside the healed start
+             if j < inner_end and pieces[j] == table[ids[j]]]  # not inside the healed start
     if not cuts:  # no text to keep
         row.score = -math.inf
         return None

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from sfumato.model.api import InfillRequest, ModelInfo  # noqa: E402
 from sfumato.model.gap_cut import (  # noqa: E402
-    WORD_BONUS, Cut, CutQueries, cut_candidates, inner_cuts, own_end, rank_branches, text_pieces, word_count,
+    WORD_BONUS, Cut, CutQueries, cut_candidates, gap_queries, inner_cuts, own_end, rank_branches, text_pieces, word_count,
 )
 from sfumato.model.lm_row import Row  # noqa: E402
 
@@ -37,6 +37,17 @@ def test_a_line_the_model_ends_as_the_suffix_does_is_cut_there():
     assert own_end(ran_on, b".") == (1, 0) and own_end(ran_on[:2], b".") == (1, 0)
     assert own_end([b")"], b")") is None  # nothing would be left
     assert own_end([b"name", b")"], b" and then.") is None
+
+
+def test_a_gap_before_a_full_stop_is_not_cut_past_its_own_first_sentence():
+    """``[MASK].`` filled with sentences its token budget cut (so no line end to find): no cut keeps
+    the text's first sentence end and what ran on after it; a suffix that goes on leaves every cut."""
+    table = [b"Jupiter", b".", b" It", b" is", b" big", b" and"]
+    row = Row([], b"", 0, True, 0.0, torch.Generator(), written=[0, 1, 2, 3, 4], ran_out=True, gap_suffix=[1])
+    cuts = gap_queries(row, table, lambda text: [1], ()).cuts
+    assert {cut.tokens for cut in cuts} == {1}  # "Jupiter", then the suffix's "."
+    row.gap_suffix = [5]  # " and ...": the sentence goes on
+    assert max(cut.tokens for cut in gap_queries(row, table, lambda text: [5], ()).cuts) == 5
 
 
 def reference_score(model, prompt, text, suffix, k) -> float:
