@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 import torch
 
+from sfumato.model.gap_scope import indentation
 from sfumato.model.log_probs import block_positions, target_log_probs
 from sfumato.model.rewrite_effect import lines_to_write
 from sfumato.model.rewrite_parts import split_selection
@@ -143,12 +144,8 @@ def fits_its_place(written: str, original: str, prefix: str, suffix: str) -> boo
         return False
     start = prefix.rsplit("\n", 1)[-1]  # the line's indentation, unless the selection holds it
     following = [line for line in suffix.split("\n")[1:] if line.strip()]
-    deeper = bool(following) and _indentation(following[0]) > _indentation(start + original)
+    deeper = bool(following) and indentation(following[0]) > indentation(start + original)
     return _opens_block(original) != deeper or _opens_block(written) == deeper or deeper and ends_block(start + written)
-
-
-def _indentation(line: str) -> int:
-    return len(line) - len(line.lstrip(" \t"))
 
 
 def _opens_block(line: str) -> bool:
@@ -202,4 +199,4 @@ def unreachable_cut(plan: list[tuple[str, str]], index: int, texts: list[str]) -
     lines = [text.rsplit("\n", 1)[-1] for text in texts]
     if not all(map(ends_block, lines)):
         return None
-    return drop_unreachable(plan, index, lines[0][: len(lines[0]) - len(lines[0].lstrip(" \t"))])
+    return drop_unreachable(plan, index, lines[0][: indentation(lines[0])])
