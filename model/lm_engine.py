@@ -28,8 +28,9 @@ from sfumato.model.gap_scope import indentation
 from sfumato.model.light_rewrite import proposals, read_sequences, settle, typed_prior
 from sfumato.model.line_rewrite import chosen_lines, line_means, read_log_probs, rewrite_plan, selection_lines, unreachable_cut
 from sfumato.model.lm_base import TRAINED_PREFIX
+from sfumato.model.lm_cached_keys import CachedKeys
 from sfumato.model.lm_drafts import Spent, group_draft, row_states
-from sfumato.model.lm_layout import SpecialIds, cached_canvas_mask, prompt_ids
+from sfumato.model.lm_layout import SpecialIds, prompt_ids
 from sfumato.model.lm_row import Row, heal_only_tokens, read_end
 from sfumato.model.lm_settle import Settler
 from sfumato.model.lm_vocabulary import CanvasVocabulary
@@ -71,8 +72,7 @@ class LmDenoiserBackend:
         self.settler = Settler(self.vocabulary, self.special, CPU_GUESSES if device == "cpu" else None)
         self.prompt_cache = PromptCache()
         self._prompt_logits: tuple[tuple[int, ...], torch.Tensor | None] = ((), None)
-        self._valid = torch.ones(0, 0, dtype=torch.bool)  # [R, cached]: which cached keys each row sees
-        self._prompt_width = 0  # of the cached keys, the prompts' (the rest: committed canvases)
+        self.keys = CachedKeys(self.special.end, device)
 
     # ---- the Backend protocol -------------------------------------------------------------
 
@@ -295,60 +295,15 @@ class LmDenoiserBackend:
         Rows with one prompt (a request's alternatives) go through the prompt cache: an identical
         prompt costs no pass at all, one that starts the same way reads only its new tokens."""
         prompts = [row.prompt for row in rows]
-        width = max(len(p) for p in prompts)
-        pads = [width - len(p) for p in prompts]
-        self._prompt_width = width
-        self._valid = torch.tensor([[i >= pad for i in range(width)] for pad in pads], device=self.device)
+        self.keys.start(prompts)
         if all(p == prompts[0] for p in prompts):
             logits, cache = self._read_prompt(prompts[0])
             if len(rows) > 1:
                 cache.batch_repeat_interleave(len(rows))
             return logits.expand(len(rows), -1), cache
-        ids = torch.tensor([[self.special.end] * pad + p for pad, p in zip(pads, prompts)], device=self.device)
-        causal = torch.tril(torch.ones(width, width, dtype=torch.bool, device=self.device))
-        eye = torch.eye(width, dtype=torch.bool, device=self.device)
-        mask = (causal[None] & self._valid[:, None, :]) | eye[None]  # a pad row sees itself, never NaN
-        out = self.model(input_ids=ids, attention_mask=mask[:, None], position_ids=self._positions(0, width) - width,
-                         use_cache=True, logits_to_keep=1)
+        ids, mask, positions = self.keys.padded_prompts(prompts)
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
         return out.logits[:, -1].float(), out.cache
-
-    def _positions(self, queries_from: int, queries: int) -> torch.Tensor:
-        """[R, queries]: each row's positions continue after its own valid cached tokens."""
-        start = self._valid.sum(1) + queries_from
-        return (start[:, None] + torch.arange(queries, device=self.device)[None]).clamp(min=0)
-
-    def _key_mask(self, queries: int, causal: bool = False) -> torch.Tensor:
-        """[R, 1, queries, cached + queries]: every valid cached key, and the queries both ways
-        (or causally, when they are committed into the prompt)."""
-        rows = self._valid.shape[0]
-        mask = cached_canvas_mask(self._valid.shape[1], queries, rows, self.device).clone()
-        mask[:, :, :, : self._valid.shape[1]] &= self._valid[:, None, None, :]
-        if causal:
-            mask[:, :, :, self._valid.shape[1] :] &= torch.tril(torch.ones(queries, queries, dtype=torch.bool, device=self.device))
-        return mask
-
-    def _tails(self, tails: list[list[int]]) -> tuple[torch.Tensor, list[int]]:
-        """([R, W] ids, each row's width): rows of tokens after each row's cached text, padded."""
-        width = max(len(tail) for tail in tails)
-        return torch.tensor([tail + [self.special.end] * (width - len(tail)) for tail in tails],
-                            device=self.device), [len(tail) for tail in tails]
-
-    def _tail_mask(self, widths: list[int], width: int, causal_queries: list[list[bool]]) -> torch.Tensor:
-        """``_key_mask`` for queries that go on from each row's cached text: row b's first
-        ``widths[b]`` queries see one another (a causal one only those up to itself) and never the
-        padding; a padding query sees only itself, so what it leaves in the cache stays finite."""
-        mask = self._key_mask(width)
-        cached = self._valid.shape[1]
-        causal = torch.tril(torch.ones(width, width, dtype=torch.bool, device=self.device))
-        eye = torch.eye(width, dtype=torch.bool, device=self.device)
-        for b, w in enumerate(widths):
-            part = torch.zeros(width, width, dtype=torch.bool, device=self.device)
-            part[:w, :w] = True
-            reads_left = torch.tensor(causal_queries[b] + [False] * (width - w), dtype=torch.bool, device=self.device)
-            part[reads_left] &= causal[reads_left]
-            part[w:] = eye[w:]
-            mask[b, 0, :, cached:] = part
-        return mask
 
     def _canvas_pass(self, rows: list[Row], next_logits: torch.Tensor, cache, both_ways: bool = False):
         """One pass over every open row's canvas after its cached start (``Row.cached``): ([R, C, V]
@@ -360,14 +315,14 @@ class LmDenoiserBackend:
         without a guess (``read_end``). ``next_logits`` [R, V] predict each row's first position not cached."""
         tails = [[] if row.done else [row.guess.get(i, token) for i, token in enumerate(row.canvas)][row.cached : read_end(row, both_ways)]
                  for row in rows]
-        ids, widths = self._tails(tails)
+        ids, widths = self.keys.tails(tails)
         width = ids.shape[1]
         reads_left = [[not both_ways and (not row.masked[i] or i in row.guess) for i in range(row.cached, row.cached + w)]
                       for row, w in zip(rows, widths)]
         out_logits = None
         if width:  # (a canvas's first pass reads nothing: the prompt's logits predict its first token)
-            out_logits = self.model(input_ids=ids, attention_mask=self._tail_mask(widths, width, reads_left),
-                                    position_ids=self._positions(0, width), cache=cache, use_cache=True).logits
+            out_logits = self.model(input_ids=ids, attention_mask=self.keys.tail_mask(widths, width, reads_left),
+                                    position_ids=self.keys.positions(0, width), cache=cache, use_cache=True).logits
         logits = torch.zeros(len(rows), max(len(row.canvas) for row in rows), next_logits.shape[-1], device=self.device)
         for b, (row, w) in enumerate(zip(rows, widths)):
             if not row.done and row.cached < len(row.canvas):
@@ -408,19 +363,19 @@ class LmDenoiserBackend:
                 added[b, :n] = True
                 logits[b] = out_logits[b, n - 1].float()
                 rows[b].cached += n
-        self._valid = torch.cat([self._valid, added], dim=1)
+        self.keys.add(added)
         return logits
 
     def _commit(self, rows: list[Row], cache, next_logits: torch.Tensor) -> torch.Tensor:
         """Read every full canvas's uncached rest into the prompt (causally) and open the next canvas there."""
         going = [self.settler.goes_on(row) for row in rows]
-        ids, widths = self._tails([row.canvas[row.cached :] if go else [] for row, go in zip(rows, going)])
+        ids, widths = self.keys.tails([row.canvas[row.cached :] if go else [] for row, go in zip(rows, going)])
         width = ids.shape[1]
         logits = next_logits.clone()
         if width:
-            out = self.model(input_ids=ids, attention_mask=self._tail_mask(widths, width, [[True] * w for w in widths]),
-                             position_ids=self._positions(0, width), cache=cache, use_cache=True)
-            self._valid = torch.cat([self._valid, torch.arange(width, device=self.device)[None] < torch.tensor(widths, device=self.device)[:, None]], dim=1)
+            out = self.model(input_ids=ids, attention_mask=self.keys.tail_mask(widths, width, [[True] * w for w in widths]),
+                             position_ids=self.keys.positions(0, width), cache=cache, use_cache=True)
+            self.keys.add_widths(widths)
             for b, w in enumerate(widths):
                 if w:
                     logits[b] = out.logits[b, w - 1].float()
@@ -439,7 +394,7 @@ class LmDenoiserBackend:
         queries = {b: q for b, row in enumerate(rows) if row.gap_suffix and (q := gap_queries(row, self.table, self._encode, ends))}
         if not queries:
             return
-        hidden = self._read_queries(queries, len(rows), self._prompt_width, cache)
+        hidden = self._read_queries(queries, len(rows), self.keys.prompt_width, cache)
         for b, q in queries.items():
             cut, rows[b].score = q.best(prompt_logits[b], hidden[b, : len(q.ids)], self.model.lm_head)
             if not rows[b].whole_line:
@@ -450,17 +405,17 @@ class LmDenoiserBackend:
         and ``mask``: which query sees which); their last hidden states [R, L, H] (the vocabulary's
         logits are made a few positions at a time: ``sfumato.model.log_probs``). Cached tokens past
         ``prompt`` (committed canvases) are not seen."""
-        width, cached = max(len(q.ids) for q in queries.values()), self._valid.shape[1]
+        width, cached = max(len(q.ids) for q in queries.values()), self.keys.width
         ids = torch.full((rows, width), self.special.end, device=self.device)
         offsets = torch.zeros(rows, width, dtype=torch.long, device=self.device)
-        mask = self._key_mask(width)
+        mask = self.keys.key_mask(width)
         mask[:, :, :, prompt:] = False
         mask[:, :, :, cached:] = torch.eye(width, dtype=torch.bool, device=self.device)
         for b, q in queries.items():
             ids[b, : len(q.ids)] = torch.tensor(q.ids)
             offsets[b, : len(q.ids)] = torch.tensor(q.offsets)
             mask[b, 0, : len(q.ids), cached : cached + len(q.ids)] = q.mask
-        positions = self._valid[:, :prompt].sum(1, keepdim=True) + offsets
+        positions = self.keys.positions_after(prompt, offsets)
         out = self.model.model(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True)
         cache.crop(-width)
         return out.last_hidden_state
@@ -489,7 +444,7 @@ class LmDenoiserBackend:
         """Every light rewrite's sequences read causally after its prompt, each followed by the suffix's
         start (``light_rewrite.read_sequences``); a row takes the likeliest. Returns the readings run."""
         suffixes = {b: self._encode(requests[b].suffix[: 4 * SUFFIX_SCORE_TOKENS])[:SUFFIX_SCORE_TOKENS] for b in light}
-        read = lambda queries: self._read_queries(queries, len(rows), self._valid.shape[1], cache)
+        read = lambda queries: self._read_queries(queries, len(rows), self.keys.width, cache)
         results = read_sequences(light, suffixes, read, self.model.lm_head, last_logits,
                                  {b: typed_prior(requests[b].strength) for b in light})
         for b, (scores, token_probs, readings) in results.items():
