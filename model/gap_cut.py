@@ -233,13 +233,16 @@ def row_count(request: InfillRequest, whole_lines: bool = True) -> int:
 def rank_branches(group: list[Row], request: InfillRequest, text_of: Callable[[Row], str]) -> None:
     """A request's branches (rows with a suffix to score) in the order of their scores, the best
     first, where a heavy rewrite writes a line again those that keep the line's structure
-    (``line_rewrite.fits_its_place``) before those that do not: its alternatives are the best, from
-    the ``first_alternative``-th on (Try Again shows the ones after those shown). Any other
-    request's rows are its alternatives already."""
+    (``line_rewrite.fits_its_place``) before those that do not, which keep the line as it was
+    (``Row.keeps_line``: a line that breaks the code around it is no rewrite): its alternatives are
+    the best, from the ``first_alternative``-th on (Try Again shows the ones after those shown).
+    Any other request's rows are its alternatives already."""
     if not group[0].gap_suffix:
         return
     if all(row.score is not None for row in group):
         fits = {id(row): row.replaces is None or fits_its_place(text_of(row), row.replaces, request.prefix, request.suffix)
                 for row in group}
         group.sort(key=lambda row: (not fits[id(row)], -row.score))
+        for row in group:
+            row.keeps_line = not fits[id(row)]
     group[:] = group[request.first_alternative : request.first_alternative + request.n_alternatives]

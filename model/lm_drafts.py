@@ -18,6 +18,8 @@ def row_states(row: Row, table: list[bytes], end: int, at_stop: bool = True) -> 
     guess the next pass reads there (``sfumato.model.lm_settle``), or empty; the healed start and
     what follows a closing newline or end are left out, and unless ``at_stop`` is False, what runs
     into the suffix or leaves the gap's block."""
+    if row.keeps_line:
+        return (TokenState(row.replaces, 1.0, True),)
     ids = (row.written + row.canvas)[: row.cut]
     settled = ([True] * len(row.written) + [not m for m in row.masked])[: row.cut]
     confidence = (row.written_confidence + row.confidence)[: row.cut]
@@ -52,6 +54,8 @@ def row_states(row: Row, table: list[bytes], end: int, at_stop: bool = True) -> 
 
 def kept_generated(row: Row) -> int:
     """Tokens the model wrote that the result keeps (not those cut after its end, not pinned ones)."""
+    if row.keeps_line:
+        return 0
     return min(row.generated, len(row.written) + sum(not m for m in row.masked))
 
 

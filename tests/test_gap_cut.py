@@ -9,10 +9,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from sfumato.model.api import InfillRequest, ModelInfo  # noqa: E402
+from sfumato.model.api import InfillRequest, ModelInfo, TokenState  # noqa: E402
 from sfumato.model.gap_cut import (  # noqa: E402
     WORD_BONUS, Cut, CutQueries, cut_candidates, gap_queries, inner_cuts, own_end, rank_branches, text_pieces, word_count,
 )
+from sfumato.model.lm_drafts import row_states  # noqa: E402
 from sfumato.model.lm_row import Row  # noqa: E402
 
 
@@ -161,18 +162,19 @@ def test_a_gaps_branches_are_ranked_by_score_and_as_many_kept_as_alternatives_we
 def test_a_heavy_rewrites_line_keeps_its_structure_before_its_score():
     """Of a rewritten line's branches, one that would leave the next lines no code (a block opened
     above a line as deep, a lone docstring quote) ranks after one that fits, whatever their scores;
-    where none fits, the scores decide."""
+    where none fits, the line stays as it was."""
     request = InfillRequest(prefix="def f(items):\n    ", suffix="\n    return total\n", one_line=True)
     texts = {-1.0: "if not items:", -4.0: "total = sum(items)", -2.0: '"""'}
     rows = [Row([], b"", 4, True, 0.0, torch.Generator(), score=score, gap_suffix=[7], whole_line=True,
                 replaces="total = 0") for score in texts]
     group = list(rows)
     rank_branches(group, request, lambda row: texts[row.score])
-    assert [row.score for row in group] == [-4.0]
+    assert [row.score for row in group] == [-4.0] and not group[0].keeps_line
     texts[-4.0] = "for item in items:"
     group = list(rows)
     rank_branches(group, request, lambda row: texts[row.score])
-    assert [row.score for row in group] == [-1.0]  # none fits: the likeliest
+    assert [row.score for row in group] == [-1.0] and group[0].keeps_line  # none fits: the likeliest keeps the line
+    assert row_states(group[0], [], 0) == (TokenState("total = 0", 1.0, True),)
 
 
 def test_a_gap_inside_a_line_branches_on_its_first_word_and_the_suffix_chooses(tiny_lm, smol_tokenizer, monkeypatch):
