@@ -17,7 +17,8 @@ def row_states(row: Row, table: list[bytes], end: int, at_stop: bool = True) -> 
     """Per-token text of everything the row has written, open positions unsettled: shown the
     guess the next pass reads there (``sfumato.model.lm_settle``), or empty; the healed start and
     what follows a closing newline or end are left out, and unless ``at_stop`` is False, what runs
-    into the suffix or leaves the gap's block."""
+    into the suffix or leaves the gap's block. A heavy rewrite's line that stays (``Row.keeps_line``)
+    is the line as it was."""
     if row.keeps_line:
         return (TokenState(row.replaces, 1.0, True),)
     ids = (row.written + row.canvas)[: row.cut]
