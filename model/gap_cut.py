@@ -240,9 +240,7 @@ def rank_branches(group: list[Row], request: InfillRequest, text_of: Callable[[R
     if not group[0].gap_suffix:
         return
     if all(row.score is not None for row in group):
-        fits = {id(row): row.replaces is None or fits_its_place(text_of(row), row.replaces, request.prefix, request.suffix)
-                for row in group}
-        group.sort(key=lambda row: (not fits[id(row)], -row.score))
         for row in group:
-            row.keeps_line = not fits[id(row)]
+            row.keeps_line = row.replaces is not None and not fits_its_place(text_of(row), row.replaces, request.prefix, request.suffix)
+        group.sort(key=lambda row: (row.keeps_line, -row.score))
     group[:] = group[request.first_alternative : request.first_alternative + request.n_alternatives]
