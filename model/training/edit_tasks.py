@@ -4,9 +4,13 @@
   prefix holds ~3,000 characters before the cursor and the suffix ~1,500 after the line's end.
 * ``typed``: a ``line`` task of which the user has typed the first words (a cut at a word's end,
   at most half the line in): the rest of the line is the middle, as a suggestion while typing asks.
+* ``value``: a ``line`` task cut after its first ``= `` or ``: ``: the rest of the line is the middle.
 * ``prose``: 1-4 words cut from a line of English prose in held-out documentation.
 * ``end``: the last 1-8 words of a paragraph of held-out documentation joined into one line (as a
   Markdown file keeps it), the cursor past column ``END_COLUMN``: a writer finishing a sentence.
+* ``wrapped``: the same in a paragraph as the document holds it, wrapped: the cursor after a word
+  on the paragraph's last line, the rest of that line the middle; ``last``: that paragraph the
+  last one written so far (nothing after it but a line break).
 
 Answers are compared whitespace-normalised (``exact``) and by ``difflib`` character similarity.
 """
@@ -84,6 +88,18 @@ def typed_tasks(documents: Sequence, n: int, seed: int) -> list[EditTask]:
     return tasks
 
 
+def value_tasks(documents: Sequence, n: int, seed: int) -> list[EditTask]:
+    """``line`` tasks cut after the line's first ``= `` or ``: `` (an assignment, a key, an
+    annotation): the cursor after a space, the value the rest of the line, as a template's
+    ``port = [MASK]`` or Ctrl+K after typing ``timeout = `` asks."""
+    tasks = []
+    for task in line_tasks(documents, 4 * n, seed):
+        found = re.search(r"(?<![=!<>:+\-*/%&|^])[=:] (?=\S)", task.middle)
+        if found and len(tasks) < n:
+            tasks.append(EditTask("value", task.document, task.prefix + task.middle[: found.end()], task.middle[found.end() :], task.suffix))
+    return tasks
+
+
 def is_prose(line: str) -> bool:
     """A line of running English text: mostly words, no markup at its start."""
     words = line.split()
@@ -127,6 +143,32 @@ def sentence_end_tasks(documents: Sequence, n: int, seed: int) -> list[EditTask]
         start = match.start() + rng.choice(cuts)
         tasks.append(EditTask("end", doc.name, text[max(0, start - BEFORE_CHARS) : start], text[start : match.end()],
                               text[match.end() : match.end() + AFTER_CHARS]))
+    return tasks
+
+
+def wrapped_end_tasks(documents: Sequence, n: int, seed: int, last: bool = False) -> list[EditTask]:
+    """The cursor after one of the first words of the last line of a wrapped paragraph (two lines
+    or more, ending with a full stop), before its last 1-8 words; the rest of the line is the middle.
+    ``last``: the paragraph is the last one written so far (the suffix a line break)."""
+    rng = random.Random(f"{seed}:wrapped")
+    found = []
+    for doc in documents:
+        if doc.source in PROSE_SOURCES_EXCLUDED:
+            continue
+        for match in re.finditer(r"(?<=\n\n)[^\n]+\n[^\n]+(?:\n[^\n]+)*(?=\n\n)", doc.text):
+            final_line = match.group().rsplit("\n", 1)[-1]
+            if is_prose(match.group().replace("\n", " ")) and final_line.endswith(".") and not final_line[:1].isspace():
+                line_start = match.start() + len(match.group()) - len(final_line)
+                cuts = [line_start + w.start() for w in list(re.finditer(r"\S+", final_line))[1:][-8:]]
+                if cuts:
+                    found.append((doc, match, cuts))
+    tasks = []
+    while found and len(tasks) < n:
+        doc, match, cuts = rng.choice(found)
+        start = rng.choice(cuts)
+        suffix = "\n" if last else doc.text[match.end() : match.end() + AFTER_CHARS]
+        tasks.append(EditTask("last" if last else "wrapped", doc.name, doc.text[max(0, start - BEFORE_CHARS) : start],
+                              doc.text[start : match.end()], suffix))
     return tasks
 
 

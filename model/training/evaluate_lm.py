@@ -42,7 +42,7 @@ import torch
 from sfumato.model.api import InfillRequest
 from sfumato.model.gap_scope import at_block_end
 from sfumato.model.training.corpus import Document, missing_documentation
-from sfumato.model.training.edit_tasks import REPAIR_STRENGTH, EditTask, corrupt, exact, line_tasks, prose_tasks, sentence_end_tasks, similarity, typed_tasks
+from sfumato.model.training.edit_tasks import REPAIR_STRENGTH, EditTask, corrupt, exact, line_tasks, prose_tasks, sentence_end_tasks, similarity, typed_tasks, value_tasks, wrapped_end_tasks
 from sfumato.model.project_context import Chunk, file_chunks, nearest_chunks
 from sfumato.model.training.lm_corpus import files_by_unit, read_text
 
@@ -177,7 +177,7 @@ def request_for(task: EditTask, kind: str, broken: str | None = None, **options)
     if kind == "block":
         return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=160, init_text=task.middle,
                              strength=BLOCK_STRENGTH, **options)
-    return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=32, one_line=kind in ("line", "typed", "prose", "end"), **options)
+    return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=32, one_line=kind in ("line", "typed", "value", "prose", "end", "wrapped", "last"), **options)
 
 
 def run_engine(backend, requests) -> list[dict]:
@@ -198,16 +198,16 @@ def base_greedy(model, tokenizer, task: EditTask, kind: str) -> str:
     """The base model alone, left to right from the prefix (no suffix), greedy. The prefix loses
     its trailing indentation (which would start the model off its tokenizer's grid); the line is
     the first one the model writes that is not blank."""
-    prefix = task.prefix.rstrip(" \t") if kind not in ("prose", "end") else task.prefix.rstrip(" ")
+    prefix = task.prefix.rstrip(" \t") if kind not in ("prose", "end", "wrapped", "last") else task.prefix.rstrip(" ")
     ids = tokenizer(prefix[-2000:], add_special_tokens=False, return_tensors="pt").input_ids[:, -512:]
     if not ids.shape[1]:  # nothing before the gap (the first line of a file): start from a line break
         ids = tokenizer("\n", add_special_tokens=False, return_tensors="pt").input_ids
     limit = 128 if kind == "body" else 32
     out = model.generate(ids, max_new_tokens=limit, do_sample=False, pad_token_id=0)
     text = tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
-    if kind in ("line", "typed", "repair"):
+    if kind in ("line", "typed", "value", "repair"):
         return next((line.strip() for line in text.split("\n") if line.strip()), "")
-    if kind in ("prose", "end"):
+    if kind in ("prose", "end", "wrapped", "last"):
         return " ".join(text.split()[: len(task.middle.split())])
     return text
 
@@ -247,8 +247,11 @@ def main(argv=None) -> None:
     p.add_argument("--adapter", type=Path, default=None, help="adapter folder (default: the shipped one)")
     p.add_argument("--lines", type=int, default=100)
     p.add_argument("--typed", type=int, default=0, help="lines whose first words are typed: the rest as a suggestion")
+    p.add_argument("--values", type=int, default=0, help="lines cut after their first '= ' or ': ': the value as the middle")
     p.add_argument("--prose", type=int, default=100)
     p.add_argument("--ends", type=int, default=0, help="sentence ends in held-out prose held one paragraph a line")
+    p.add_argument("--wrapped-ends", type=int, default=0, help="sentence ends on the last line of a wrapped paragraph")
+    p.add_argument("--last-ends", type=int, default=0, help="the same where that paragraph is the last written so far")
     p.add_argument("--repair", type=int, default=60)
     p.add_argument("--bodies", type=int, default=30)
     p.add_argument("--blocks", type=int, default=0)
@@ -268,8 +271,11 @@ def main(argv=None) -> None:
     documents = held_out_documents()
     kinds = {"line": [(t, None) for t in line_tasks(documents, args.lines, args.seed)],
              "typed": [(t, None) for t in typed_tasks(documents, args.typed, args.seed)],
+             "value": [(t, None) for t in value_tasks(documents, args.values, args.seed)],
              "prose": [(t, None) for t in prose_tasks(documents, args.prose, args.seed)],
              "end": [(t, None) for t in sentence_end_tasks(documents, args.ends, args.seed)],
+             "wrapped": [(t, None) for t in wrapped_end_tasks(documents, args.wrapped_ends, args.seed)],
+             "last": [(t, None) for t in wrapped_end_tasks(documents, args.last_ends, args.seed, last=True)],
              "repair": repair_tasks(documents, args.repair, args.seed),
              "body": [(t, None) for t in body_tasks(documents, args.bodies, args.seed)],
              "block": [(t, None) for t in block_tasks(documents, args.blocks, args.seed)]}
@@ -289,7 +295,7 @@ def main(argv=None) -> None:
         tasks = [t for t, _ in items]
         report[kind] = {}
         for system in systems:
-            if system in ("engine", "engine-context", "engine-line") or (system == "one-per-pass" and kind in ("line", "typed", "prose", "end")):
+            if system in ("engine", "engine-context", "engine-line") or (system == "one-per-pass" and kind in ("line", "typed", "value", "prose", "end", "wrapped", "last")):
                 options = {"sampler_bound": 1e-4} if system == "one-per-pass" else {}
                 if system == "engine-context" and nearest is None:
                     nearest = project_context(documents)  # the chunk index, built once

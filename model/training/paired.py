@@ -24,7 +24,7 @@ RESAMPLES = 2000
 def item_pairs(baseline: dict, candidate: dict, system: str) -> dict[str, list[tuple[dict, dict]]]:
     """Per kind in both reports, each task's (baseline item, candidate item); the tasks must be the same."""
     pairs = {}
-    for kind in FOUR.keys() | {"body", "end"}:
+    for kind in FOUR.keys() | {"body", "end", "wrapped", "last", "value"}:
         a, b = (report.get(kind, {}).get(system) for report in (baseline, candidate))
         if not a or not b:
             continue
