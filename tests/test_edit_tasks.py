@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from sfumato.model.training.corpus import Document
-from sfumato.model.training.edit_tasks import END_COLUMN, sentence_end_tasks, wrapped_end_tasks
+from sfumato.model.training.edit_tasks import (
+    END_COLUMN,
+    sentence_end_tasks,
+    wrapped_end_tasks,
+)
 from sfumato.model.training.lm_corpus import unwrapped
 
 WRAPPED = """Title
