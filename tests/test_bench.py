@@ -13,6 +13,7 @@ from sfumato.model.training.benchmark import (
     first_pass_ms,
     long_context,
     quality_and_speed,
+    rested_line_ms,
     rewrite_ms,
     rewrite_requests,
 )
@@ -54,6 +55,12 @@ def test_the_first_pass_goes_through_the_worker_cold_and_then_from_the_prompt_ca
     figures = first_pass_ms(backend, long[:2], repeats=1)
     assert figures["first_pass_cold_ms"] > 0 and figures["first_pass_warm_ms"] > 0
     assert backend.prompt_cache.reused_tokens > 0  # the repeated request's prompt came from the cache
+
+
+def test_a_rested_line_finds_its_prompt_read(backend, tasks):
+    before = backend.prompt_cache.reused_tokens
+    assert rested_line_ms(backend, tasks[:2]) > 0
+    assert backend.prompt_cache.reused_tokens > before  # each request found its prompt in the cache
 
 
 def test_a_rewrite_selects_five_lines_in_place_at_half_strength(backend, tasks):
