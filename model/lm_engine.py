@@ -194,8 +194,10 @@ class LmDenoiserBackend:
         must_write = request.one_line and not request.is_rewrite and (blank_line or inside_line)
         avoid = self.vocabulary.starting(self._next_line(request)) if must_write else False
         avoid_healed = self.vocabulary.repeating(self._next_line(request), heal) if must_write and inside_line else avoid
+        lone_space = (self.vocabulary.space_joins_word and heal.endswith(b" ")
+                      and not request.prefix.rstrip(" ").endswith((".", "!", "?")))
         row = Row(prompt, heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks, must_write=must_write,
-                   avoid=avoid, avoid_healed=avoid_healed,
+                   avoid=avoid, avoid_healed=avoid_healed, lone_space=lone_space,
                    temperature=0.0 if alternative == 0 or branched else ALTERNATIVE_TEMPERATURE,
                    first_word_rank=index if branched else 0, whole_line=whole_line, replaces=replaces,
                    generator=torch.Generator().manual_seed(seed), accept=bar,

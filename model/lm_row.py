@@ -34,6 +34,9 @@ class Row:
     guess: dict[int, int] = field(default_factory=dict)  # canvas position -> the token the next pass reads there
     cached: int = 0  # leading canvas positions whose keys and values the cache holds (read with their settled tokens)
     no_breaks: bool = False  # a one-line rewrite: no token with a line break may be written
+    # the healed text ends with a space that a space token alone may spell, as a number's (SmolLM2 joins
+    # no space to a digit: `` `` + ``8080``); not after a sentence's end, where that is two spaces' first
+    lone_space: bool = False
     must_write: bool = False  # the cursor on a blank line or inside one: the text may not start with its end
     cut: int | None = None  # the text ends after this many tokens (a loop was stopped, a gap's end was scored)
     cut_chars: int = 0  # ... and the last of them loses this many characters (a gap's end scored inside it)
@@ -121,6 +124,23 @@ def heal_only_tokens(row: Row, table: list[bytes]) -> int:
         if spelt > len(row.heal):
             return i
     return len(row.canvas)
+
+
+def after_lone_space(row: Row, table: list[bytes]) -> int | None:
+    """The canvas position after a space alone that ended the healed text (``Row.lone_space``: `` ``
+    after ``port =``, before a number's digits): the token there may not begin with white space (a
+    space too many). None elsewhere."""
+    left = row.heal
+    if not row.lone_space or row.written:
+        return None
+    for i, token in enumerate(row.canvas):
+        piece = table[token]
+        if row.masked[i] or not piece:
+            return None
+        if len(piece) >= len(left):
+            return i + 1 if piece == b" " else None
+        left = left[len(piece) :]
+    return None
 
 
 def heal_position(row: Row, table: list[bytes]) -> tuple[int | None, bytes]:

@@ -29,7 +29,7 @@ import torch
 from sfumato.model.gap_scope import repeat_end, scope_end
 from sfumato.model.lm_drafts import row_states
 from sfumato.model.lm_layout import SpecialIds
-from sfumato.model.lm_row import Row, heal_position, stop_loop
+from sfumato.model.lm_row import Row, after_lone_space, heal_position, stop_loop
 from sfumato.model.lm_vocabulary import CanvasVocabulary
 from sfumato.model.suffix_overlap import stop_at
 
@@ -95,13 +95,14 @@ class Settler:
     def _choose(self, row: Row, logits: torch.Tensor, positions: list[int]) -> tuple[list[int], list[float]]:
         """(the token each of ``positions`` would take under the row's rules, its probability)."""
         heal_at, left = heal_position(row, self.table)
+        spaced_at = after_lone_space(row, self.table)
         logits = logits[positions].clone()
         blocked = self.vocabulary.blocked(len(positions), row.no_breaks)
         must_write = row.must_write and self._text_start(row) is not None
         for k, position in enumerate(positions):
             if position == heal_at:  # the healed text may be spelt by parts of a character, as the prompt held it
                 logits[k, ~self.vocabulary.heal_allowed(left)] = -math.inf
-                blocked[k] = self.vocabulary.unwritable | self.vocabulary.heal_spaces(left)
+                blocked[k] = self.vocabulary.unwritable | self.vocabulary.heal_spaces(left, row.lone_space)
                 if must_write:
                     blocked[k] |= self.vocabulary.heal_breaks(left) | row.avoid_healed
             elif must_write and row.masked[position]:
@@ -109,6 +110,8 @@ class Settler:
                 # not begin as the text after it does (that copy would be cut as running into it: nothing left)
                 blocked[k] |= self.vocabulary.breaks | row.avoid
                 blocked[k, self.special.end] = True
+            if position == spaced_at:
+                blocked[k] |= self.vocabulary.spaced
         logits[blocked] = -math.inf
         probs = logits.softmax(-1)
         if row.temperature:

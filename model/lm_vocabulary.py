@@ -28,6 +28,7 @@ class CanvasVocabulary:
         self.unwritable[special.end] = False
         self.partial = torch.tensor([bool(piece) and not _whole_characters(piece) for piece in table], device=device)
         self.breaks = torch.tensor([b"\n" in piece for piece in table], device=device)
+        self.spaced = torch.tensor([piece[:1].isspace() for piece in table], device=device)  # begin with white space
         self.text_ends = torch.zeros_like(self.breaks)  # what ends a text of several lines: the end token
         self.text_ends[special.end] = True
         self.line_ends = self.breaks | self.text_ends  # ... and one line: any token with a line break too
@@ -108,16 +109,20 @@ class CanvasVocabulary:
 
         return self._heal_mask("allowed", left, ids)
 
-    def heal_spaces(self, left: bytes) -> torch.Tensor:
+    def heal_spaces(self, left: bytes, lone_space: bool = False) -> torch.Tensor:
         """[V] bool, for ``left`` that ends with a space: tokens of white space alone that spell it
         and end with a space. Before a line's text a byte-level tokenizer never ends an indentation
         so (its last space goes with the word: ``\n       `` + `` if``); chosen, the next token
         brought a space of its own, one too many. (After ``\n`` alone, indentation may begin.) None
-        for a tokenizer that keeps an indentation whole (Gemma's): its indentation token is the grid."""
+        for a tokenizer that keeps an indentation whole (Gemma's): its indentation token is the grid.
+        ``lone_space`` (``Row.lone_space``): not a space alone that spells all that is left (`` `` after
+        ``port =``, or after ``\n   `` of an indentation): SmolLM2 joins no space to a digit, so that is
+        how a number's space is written (`` `` + ``8080``)."""
         if not (self.space_joins_word and left.endswith(b" ")):
             return self._heal_mask("spaces", left, tuple)
-        return self._heal_mask("spaces", left, lambda: (i for i in self._beginning(left)
-                                                        if not self.table[i].strip() and self.table[i].endswith(b" ")))
+        return self._heal_mask("spaces, a lone one allowed" if lone_space else "spaces", left, lambda: (
+            i for i in self._beginning(left)
+            if not self.table[i].strip() and self.table[i].endswith(b" ") and not (lone_space and self.table[i] == b" ")))
 
     def heal_breaks(self, left: bytes) -> torch.Tensor:
         """[V] bool: tokens that spell ``left`` and then a line break."""

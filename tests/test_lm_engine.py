@@ -233,6 +233,25 @@ def test_the_cursor_on_a_blank_line_gets_a_line(tiny_lm, smol_tokenizer):
     assert not backend._row(end_of_line, 0).must_write  # after a whole line, nothing may be the answer
 
 
+def test_a_number_after_a_space_is_written_as_the_base_spells_it(tiny_lm, smol_tokenizer):
+    """``port = `` + Ctrl+K: SmolLM2 joins no space to a digit, so a number there is a space alone
+    and then its digits. The healed space may be that lone token (not two spaces), and the token
+    after it may not bring a space of its own (TOML and YAML values came back quoted, ``port =
+    "80"``, and a held-out ``0,`` came back ``-1,``: `` -`` was the only way to begin a number)."""
+    vocab = smol_tokenizer.get_vocab()
+    backend = biased(tiny_lm, smol_tokenizer, [vocab["Ġ"], vocab["ĠĠ"]], 12.0)
+    backend = biased(backend.model, smol_tokenizer, [vocab["8"]], 6.0)
+    for prefix in ('[server]\nhost = "127.0.0.1"\nport = ', "PORTS = [\n    80,\n    "):
+        request = InfillRequest(prefix=prefix, suffix="\n", max_new_tokens=4, one_line=True, seed=0)
+        assert backend._row(request, 0).lone_space
+        assert run(backend, request)[1].text.startswith("8"), prefix  # after text, and a line's indentation
+    # after a sentence's end a space alone is the first of two (``certificate.  By``): not a number's
+    sentence = InfillRequest(prefix="Trust the proxy's certificate. ", suffix="\n", max_new_tokens=4, one_line=True, seed=0)
+    assert not backend._row(sentence, 0).lone_space
+    assert not run(backend, sentence)[1].text[:1].isspace()
+    assert backend.vocabulary.heal_spaces(b" ")[vocab["Ġ"]] and not backend.vocabulary.heal_spaces(b" ", lone_space=True)[vocab["Ġ"]]
+
+
 def test_a_gap_inside_a_line_does_not_begin_as_the_text_after_it(tiny_lm, smol_tokenizer):
     """``listens on [gap] port 8080``: the gap's first token spells the healed space, and `` port``
     (a model's likeliest) would have begun it as the suffix does: ``listens on port port 8080``."""
