@@ -108,6 +108,8 @@ def body_tasks(documents, n: int, seed: int) -> list[EditTask]:
 
 BODY_TOKENS = 64  # the editor's cap for infill at the cursor (sfumato.app.infill.InfillOptions)
 BLOCK_STRENGTH = 0.6  # the editor's default rewrite strength (sfumato.app.settings)
+ONE_LINE_KINDS = ("line", "typed", "value", "prose", "end", "wrapped", "last")  # the rest of one line, as Ctrl+K at a cursor
+PROSE_KINDS = ("prose", "end", "wrapped", "last")  # words of documentation
 
 
 def block_tasks(documents, n: int, seed: int) -> list[EditTask]:
@@ -177,7 +179,7 @@ def request_for(task: EditTask, kind: str, broken: str | None = None, **options)
     if kind == "block":
         return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=160, init_text=task.middle,
                              strength=BLOCK_STRENGTH, **options)
-    return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=32, one_line=kind in ("line", "typed", "value", "prose", "end", "wrapped", "last"), **options)
+    return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=32, one_line=kind in ONE_LINE_KINDS, **options)
 
 
 def run_engine(backend, requests) -> list[dict]:
@@ -198,7 +200,7 @@ def base_greedy(model, tokenizer, task: EditTask, kind: str) -> str:
     """The base model alone, left to right from the prefix (no suffix), greedy. The prefix loses
     its trailing indentation (which would start the model off its tokenizer's grid); the line is
     the first one the model writes that is not blank."""
-    prefix = task.prefix.rstrip(" \t") if kind not in ("prose", "end", "wrapped", "last") else task.prefix.rstrip(" ")
+    prefix = task.prefix.rstrip(" \t") if kind not in PROSE_KINDS else task.prefix.rstrip(" ")
     ids = tokenizer(prefix[-2000:], add_special_tokens=False, return_tensors="pt").input_ids[:, -512:]
     if not ids.shape[1]:  # nothing before the gap (the first line of a file): start from a line break
         ids = tokenizer("\n", add_special_tokens=False, return_tensors="pt").input_ids
@@ -207,7 +209,7 @@ def base_greedy(model, tokenizer, task: EditTask, kind: str) -> str:
     text = tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
     if kind in ("line", "typed", "value", "repair"):
         return next((line.strip() for line in text.split("\n") if line.strip()), "")
-    if kind in ("prose", "end", "wrapped", "last"):
+    if kind in PROSE_KINDS:
         return " ".join(text.split()[: len(task.middle.split())])
     return text
 
@@ -295,7 +297,7 @@ def main(argv=None) -> None:
         tasks = [t for t, _ in items]
         report[kind] = {}
         for system in systems:
-            if system in ("engine", "engine-context", "engine-line") or (system == "one-per-pass" and kind in ("line", "typed", "value", "prose", "end", "wrapped", "last")):
+            if system in ("engine", "engine-context", "engine-line") or (system == "one-per-pass" and kind in ONE_LINE_KINDS):
                 options = {"sampler_bound": 1e-4} if system == "one-per-pass" else {}
                 if system == "engine-context" and nearest is None:
                     nearest = project_context(documents)  # the chunk index, built once
