@@ -130,35 +130,32 @@ def after_lone_space(row: Row, table: list[bytes]) -> int | None:
     """The canvas position after a space alone that ended the healed text (``Row.lone_space``: `` ``
     after ``port =``, before a number's digits): the token there may not begin with white space (a
     space too many). None elsewhere."""
-    left = row.heal
-    if not row.lone_space or row.written:
-        return None
-    for i, token in enumerate(row.canvas):
-        piece = table[token]
-        if row.masked[i] or not piece:
-            return None
-        if len(piece) >= len(left):
-            return i + 1 if piece == b" " else None
-        left = left[len(piece) :]
-    return None
+    end = _heal_walk(row, table)[2] if row.lone_space else None
+    return end + 1 if end is not None and table[row.canvas[end]] == b" " else None
 
 
 def heal_position(row: Row, table: list[bytes]) -> tuple[int | None, bytes]:
     """(the first canvas position still to match the healed text, the bytes it must match);
     (None, b"") once the settled tokens have spelt it all."""
+    return _heal_walk(row, table)[:2]
+
+
+def _heal_walk(row: Row, table: list[bytes]) -> tuple[int | None, bytes, int | None]:
+    """``heal_position``'s pair, and the canvas index of the token that spelt the healed text's end
+    (None while it is unspelt, or where a committed canvas spelt it)."""
     left = row.heal
     if not left:
-        return None, b""
+        return None, b"", None
     for token in row.written:  # a committed canvas was settled: it spelt its part of the heal
         piece = table[token]
         if len(piece) >= len(left):
-            return None, b""
+            return None, b"", None
         left = left[len(piece) :]
     for i, token in enumerate(row.canvas):
         piece = table[token]
         if row.masked[i] or not piece:
-            return i, left
+            return i, left, None
         if len(piece) >= len(left):
-            return None, b""
+            return None, b"", i
         left = left[len(piece) :]
-    return None, b""
+    return None, b"", None
