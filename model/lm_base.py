@@ -120,10 +120,11 @@ def merged_folder(base: Path, adapter: Path) -> Path:
     return cache_root() / f"{MERGED_PREFIX}{digest.hexdigest()[:16]}"
 
 
-def _read_cached(folder: Path, bfloat16: bool = False):
+def _read_cached(folder: Path, reduced: bool = False):
     """(model, tokenizer) from a cached model folder, in the precision it was saved in (a large
-    vocabulary's in its CPU form: ``lm_cpu``; with ``bfloat16``, where this CPU runs that faster,
-    its layers read into ``lm_bfloat16``'s), or None when it is missing; a damaged one is removed."""
+    vocabulary's in its CPU form: ``lm_cpu``), or with ``reduced`` its layers read into the CPU's
+    faster form: ``lm_bfloat16``'s where this CPU multiplies bfloat16 faster, else ``lm_cpu``'s;
+    None when it is missing; a damaged one is removed."""
     from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 
@@ -139,8 +140,8 @@ def _read_cached(folder: Path, bfloat16: bool = False):
             release_freed_heap()  # reading its JSON left ~300 MB freed
             return without_window(lm_cpu.read(folder)), tokenizer
         tokenizer = AutoTokenizer.from_pretrained(folder)
-        if bfloat16 and bfloat16_pays():
-            return without_window(read_bfloat16(folder)), tokenizer
+        if reduced:
+            return without_window(read_bfloat16(folder) if bfloat16_pays() else lm_cpu.read_float32_copy(folder)), tokenizer
         return without_window(AutoModelForCausalLM.from_pretrained(folder, dtype="auto")), tokenizer
     except (OSError, ValueError, SafetensorError):
         shutil.rmtree(folder, ignore_errors=True)  # a damaged cache is made again
@@ -233,13 +234,13 @@ def with_int8_linears(model):
         return quantize_dynamic(model, spec, dtype=torch.qint8, inplace=True)
 
 
-def load_adapted(adapter: Path | None = None, cpu: bool = True, bfloat16: bool = False):
+def load_adapted(adapter: Path | None = None, cpu: bool = True, reduced: bool = False):
     """(base with the adapter merged into its weights, tokenizer): the embedded model, ready to run.
     ``adapter`` None takes the shipped one, merged once and then read from the cache (a checkpoint
     under evaluation is merged in memory every time); without any, the base runs alone. A large
     vocabulary's merged copy is cached in its CPU form only, so for a GPU (``cpu`` False) such a
-    model is merged in memory at every start. ``bfloat16``: a cached copy may be read with its
-    layers in bfloat16 (``_read_cached``)."""
+    model is merged in memory at every start. ``reduced``: a cached copy is read into the CPU's
+    faster form (``_read_cached``)."""
     from sfumato.model import lm_cpu, lm_head
 
     shipped = adapter is None
@@ -249,7 +250,7 @@ def load_adapted(adapter: Path | None = None, cpu: bool = True, bfloat16: bool =
         return model.eval(), tokenizer
     base = base_of(adapter)
     folder = merged_folder(dequantised_folder(gguf_path(base)), adapter) if shipped else None
-    cached = _read_cached(folder, bfloat16) if folder and (cpu or not lm_cpu.saved(folder)) else None
+    cached = _read_cached(folder, reduced) if folder and (cpu or not lm_cpu.saved(folder)) else None
     if cached is not None:
         return cached[0].eval(), cached[1]
     from peft import PeftModel

@@ -1,15 +1,18 @@
-"""The embedded model as it runs on a CPU, and its copy in the user's cache.
+"""The embedded model as it runs on a CPU without fast bfloat16, and its copy in the user's cache.
 
 Its linear layers keep float16 weights in torch's fbgemm dynamic linears (``torch.float16``: the
 weights widened inside the kernel, the activations and sums float32). Measured here, one thread,
 a [16, 640] x [640, 2048] product: 0.24 ms against float32's 0.72 (500 rows: 6.7 against 16.4),
 half the memory, and the weights' own rounding the only difference (largest 6e-4 on outputs near
-3). A large vocabulary's embedding becomes int8 rows (``lm_head``).
+3). A pass reads its weights more than it multiplies them, so on session 49's machine (2 cores,
+AVX2) a held-out line took 1.32 s against float32's 2.06 (median of 16, cold). The output layer is
+``lm_head``'s shortlist; a large vocabulary's embedding becomes int8 rows.
 
-The copy in the cache is one safetensors file: the linear weights in float16, the int8 rows and
-their scales, the rest as it is. It is read a layer at a time, each through its own memory map
-that is dropped once the layer is packed, so a start never holds more than one layer's pages
-beside what the model keeps (peak resident memory: the goal is 1.2 GB).
+A large vocabulary's copy in the cache is one safetensors file: the linear weights in float16, the
+int8 rows and their scales, the rest as it is. It, or a small vocabulary's float32 copy, is read a
+layer at a time, each through its own memory map that is dropped once the layer is packed, so a
+start never holds more than one layer's pages beside what the model keeps (peak resident memory:
+the goal is 1.2 GB).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from sfumato.model.lm_head import RowsEmbedding, ShortlistHead, install, with_rows
+from sfumato.model.lm_head import RowsEmbedding, ShortlistHead, install, with_rows, with_shortlist_head
 from sfumato.model.memory import release_freed_heap
 
 FILE = "cpu.safetensors"
@@ -38,9 +41,21 @@ def packed_linear(weight: torch.Tensor, bias: torch.Tensor | None):
 
 
 def for_cpu(model):
-    """``model`` (float32) in its CPU form: int8 rows for a large vocabulary, float16 linear layers
-    below the output layer. In place; a model already so is unchanged."""
-    return with_body_linears(with_rows(model), packed_linear)
+    """``model`` (float32) in its CPU form: int8 rows for a large vocabulary, a shortlisted output
+    layer, float16 linear layers below it. In place; a model already so is unchanged."""
+    return with_body_linears(with_shortlist_head(with_rows(model)), packed_linear)
+
+
+def read_float32_copy(folder: Path):
+    """A cached float32 copy (``save_pretrained``'s) read a layer at a time into the CPU form."""
+    return with_shortlist_head(read(folder, "model.safetensors"))
+
+
+def runs_float16(model) -> bool:
+    """Whether ``model``'s linear layers are float16 fbgemm ones (its CPU form)."""
+    from torch.ao.nn.quantized.dynamic import Linear
+
+    return any(isinstance(module, Linear) and "dtype=torch.float16" in module.extra_repr() for module in model.modules())
 
 
 def with_body_linears(model, linear):

@@ -178,9 +178,10 @@ def load_backend(
 def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = None, device: str | None = None,
                   quantize: str | None = None) -> Backend:
     """The embedded default: the registry package's base with this project's adapter merged in,
-    on the CPU its layers in bfloat16 where the CPU runs that faster, else float32 (``quantize``
-    "none": float32; "int8": its linear layers in int8, a pass faster but rounding that changes
-    half the results), or in bfloat16 with ``--device cuda``."""
+    on the CPU its layers in bfloat16 where the CPU runs that faster, else with float16 weights and
+    a shortlisted output layer (``lm_cpu``; ``quantize`` "none": float32; "int8": its linear layers
+    in int8, a pass faster but rounding that changes half the results), or in bfloat16 with
+    ``--device cuda``."""
     if quantize not in (None, "auto", "none", "int8"):
         raise EngineError(f"--quantize {quantize}: the embedded model runs in bfloat16 or float32 (or, with --quantize int8, int8) "
                           "on the CPU and in bfloat16 on CUDA; int4 and nf4 are for DiffusionGemma and masked-diffusion checkpoints")
@@ -197,6 +198,7 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     from sfumato.model.cpu_threads import follow_free_cores
     from sfumato.model.lm_base import BaseMissing, load_adapted, shipped_adapter, trained_prefix
     from sfumato.model.lm_bfloat16 import runs_bfloat16
+    from sfumato.model.lm_cpu import runs_float16
     from sfumato.model.lm_engine import LmDenoiserBackend
     from sfumato.model.lm_head import is_large
     from sfumato.model.memory import release_freed_heap
@@ -205,12 +207,12 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     target = device if device.startswith("cuda") else "cpu"  # auto: 135M parameters run well on a CPU
     if target == "cuda" and not torch.cuda.is_available():
         raise EngineError("--device cuda: no CUDA GPU is available")
-    bfloat16 = target == "cpu" and quantize in (None, "auto")  # where it pays (``lm_bfloat16``)
+    reduced = target == "cpu" and quantize in (None, "auto")  # bfloat16 where it pays, else float16 weights
     if target == "cuda" and quantize == "int8":
         raise EngineError("--quantize int8: the embedded model's int8 runs on the CPU; on CUDA it runs in bfloat16")
     try:
         with LOAD_LOCK, watch_loading(progress, cancel):
-            model, tokenizer = load_adapted(cpu=target == "cpu", bfloat16=bfloat16)
+            model, tokenizer = load_adapted(cpu=target == "cpu", reduced=reduced)
         release_freed_heap()
     except Cancelled:
         raise
@@ -227,12 +229,13 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
                           "vocabulary in int8 on the CPU")
     parameters = parameter_count(model)  # a CPU form read from the cache holds its layers packed
     if target == "cpu":
-        model = as_run_on_cpu(model, int8, bfloat16)
+        model = as_run_on_cpu(model, int8, reduced)
         follow_free_cores(model.base_model)
     adapter = shipped_adapter()
     precision = ("bfloat16" if target == "cuda" else "int8 (float32)" if int8
                  else "float16 weights, int8 vocabulary (float32 sums)" if large
-                 else "bfloat16 layers, float32 output layer" if runs_bfloat16(model) else "float32")
+                 else "bfloat16 layers, float32 output layer" if runs_bfloat16(model)
+                 else "float16 weights (float32 sums)" if runs_float16(model) else "float32")
     info = ModelInfo(
         name="sfumato-lm" if adapter else "SmolLM2-135M (no adapter)", backend="lm-denoiser", device=target,
         parameters=parameters, instruction_tuned=False, license="Apache-2.0", precision=precision,
@@ -241,11 +244,11 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     return LmDenoiserBackend(model, tokenizer, info, target, trained_prefix(adapter))
 
 
-def as_run_on_cpu(model, int8: bool = False, bfloat16: bool = True):
+def as_run_on_cpu(model, int8: bool = False, reduced: bool = True):
     """The embedded model (float32) as the editor runs it on the CPU: its linear layers in int8 when
     asked (``--quantize int8``), a large vocabulary's model in its CPU form (``lm_cpu``), else
-    (``bfloat16``) its layers below the output layer in bfloat16 where this CPU runs that faster
-    (``lm_bfloat16``), or as it is."""
+    (``reduced``) its layers below the output layer in bfloat16 where this CPU runs that faster
+    (``lm_bfloat16``) or the CPU form, or as it is."""
     from sfumato.model.lm_base import with_int8_linears
     from sfumato.model.lm_bfloat16 import bfloat16_pays, runs_bfloat16, with_bfloat16_linears
     from sfumato.model.lm_cpu import for_cpu
@@ -255,9 +258,9 @@ def as_run_on_cpu(model, int8: bool = False, bfloat16: bool = True):
         return with_int8_linears(model)
     if is_large(model):
         return for_cpu(model)
-    if not bfloat16 or runs_bfloat16(model) or not bfloat16_pays():  # (a cached copy may be read so already)
+    if not reduced or runs_bfloat16(model):  # (a cached copy may be read so already)
         return model
-    return with_bfloat16_linears(model)
+    return with_bfloat16_linears(model) if bfloat16_pays() else for_cpu(model)
 
 
 def _builder(model_class, source: str, local_only: bool, trust_remote_code: bool):

@@ -82,7 +82,11 @@ def measured_bytes(model) -> int:
     for module in model.modules():  # torch's dynamically quantized linears hold their weights packed, behind methods
         weight, bias = getattr(module, "weight", None), getattr(module, "bias", None)
         if callable(weight) and callable(bias):
-            size += sum(t.numel() * t.element_size() for t in (weight(), bias()) if t is not None)
+            unpacked, packed_bias = weight(), bias()
+            float16 = "dtype=torch.float16" in module.extra_repr()  # (what it says of itself: its packing is private)
+            size += unpacked.numel() * (2 if float16 else unpacked.element_size())  # float16 unpacks as float32
+            if packed_bias is not None:
+                size += packed_bias.numel() * packed_bias.element_size()
     return size
 
 
