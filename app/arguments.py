@@ -29,4 +29,5 @@ def hardware_options(parser: argparse.ArgumentParser, default_device: str | None
     parser.add_argument("--quantize", choices=QUANTIZE_CHOICES, default=None if default_device is None else "auto",
                         help="store the weights in fewer bits: int8 (CPU or CUDA), int4 or nf4 (CUDA), which "
                         "need pip install 'sfumato[gpu]' for checkpoints; none: full precision (float32 on the CPU); auto (the "
-                        "default): full, but the embedded model's layers in bfloat16 on a CPU that runs it faster")
+                        "default): full, but the embedded model's layers in bfloat16 on a CPU that runs it faster, else with "
+                        "float16 weights and float32 sums")

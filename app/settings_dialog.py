@@ -45,7 +45,7 @@ KEY_LABELS = {
     "toggle_diff": "Review the result as a diff, or clean",
 }
 QUANTIZE_LABELS = {  # --quantize's values, as the Precision box shows them
-    "auto": "Automatic (the embedded model in bfloat16 where the CPU is faster so)",
+    "auto": "Automatic (the embedded model in bfloat16 where the CPU is faster so, else with float16 weights)",
     "none": "Full (bfloat16 on a GPU, float32 on the CPU)",
     "int8": "int8 weights (CPU or CUDA)",
     "int4": "int4 weights (CUDA; the 26B model on a 24 GB card)",

@@ -5,8 +5,9 @@ weights widened inside the kernel, the activations and sums float32). Measured h
 a [16, 640] x [640, 2048] product: 0.24 ms against float32's 0.72 (500 rows: 6.7 against 16.4),
 half the memory, and the weights' own rounding the only difference (largest 6e-4 on outputs near
 3). A pass reads its weights more than it multiplies them, so on session 49's machine (2 cores,
-AVX2) a held-out line took 1.32 s against float32's 2.06 (median of 16, cold). The output layer is
-``lm_head``'s shortlist; a large vocabulary's embedding becomes int8 rows.
+AVX2) this form makes a held-out line about a third faster than float32. A small vocabulary's
+output layer is packed so too (SmolLM2's: 113 MB of float32 a pass read); a large vocabulary's
+embedding becomes int8 rows, read as input and output layer (``lm_head``).
 
 A large vocabulary's copy in the cache is one safetensors file: the linear weights in float16, the
 int8 rows and their scales, the rest as it is. It, or a small vocabulary's float32 copy, is read a
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from sfumato.model.lm_head import RowsEmbedding, ShortlistHead, install, with_rows, with_shortlist_head
+from sfumato.model.lm_head import RowsEmbedding, ShortlistHead, install, with_rows
 from sfumato.model.memory import release_freed_heap
 
 FILE = "cpu.safetensors"
@@ -41,14 +42,23 @@ def packed_linear(weight: torch.Tensor, bias: torch.Tensor | None):
 
 
 def for_cpu(model):
-    """``model`` (float32) in its CPU form: int8 rows for a large vocabulary, a shortlisted output
-    layer, float16 linear layers below it. In place; a model already so is unchanged."""
-    return with_body_linears(with_shortlist_head(with_rows(model)), packed_linear)
+    """``model`` (float32) in its CPU form: int8 rows for a large vocabulary, float16 linear layers
+    below the output layer, and a small vocabulary's output layer too. In place; a model already so
+    is unchanged."""
+    return with_body_linears(with_packed_output_layer(with_rows(model)), packed_linear)
+
+
+def with_packed_output_layer(model):
+    """``model`` with a float output layer packed as a float16 linear layer (a copy: the input
+    layer it may be tied to stays float32, as a lookup reads only its rows). In place."""
+    if isinstance(model.lm_head, torch.nn.Linear):
+        model.lm_head = packed_linear(model.lm_head.weight.detach(), model.lm_head.bias)
+    return model
 
 
 def read_float32_copy(folder: Path):
     """A cached float32 copy (``save_pretrained``'s) read a layer at a time into the CPU form."""
-    return with_shortlist_head(read(folder, "model.safetensors"))
+    return with_packed_output_layer(read(folder, "model.safetensors"))
 
 
 def runs_float16(model) -> bool:

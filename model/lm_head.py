@@ -1,13 +1,4 @@
-"""The output layer on the CPU: an int8 pass shortlists each position's likeliest tokens, scored exactly.
-
-The output layer is the largest single product of a pass. SmolLM2's (49,152 tokens x 576) is 113 MB
-of float32 that every pass reads: 22 ms of a 6-position pass on one thread, against 4.5 ms for
-fbgemm's int8 pass over the same rows plus the ``SHORTLIST`` scored again from the float32 weights
-(measured here, session 49). Its embedding stays float32, and the shortlist's logits are float32's
-own; the rest keep their rough logits, which only fill the softmax's normaliser
-(``with_shortlist_head``).
-
-A large vocabulary also has its tied embedding held as int8 rows, read as input and output layer.
+"""A large vocabulary on the CPU: the tied embedding held as int8 rows, read as input and output layer.
 
 Gemma 3's embedding (262,144 tokens x 640) is also its output layer: 671 MB of float32 that every
 pass reads, 143 ms of a 16-position pass whose 18 layers take 92 ms (measured here, one thread).
@@ -89,13 +80,12 @@ class RowsEmbedding(torch.nn.Module):
 
 
 class ShortlistHead(torch.nn.Module):
-    """Logits [..., V] as the tied output layer computes them, with ``SHORTLIST`` of them exact:
-    scored from ``rows`` (int8 rows times ``scales``, or float weights where ``scales`` is None)."""
+    """Logits [..., V] as the tied output layer computes them, with ``SHORTLIST`` of them exact."""
 
     def __init__(self, rough: torch.nn.ModuleList):
         super().__init__()
         self.rough = rough
-        self.rows = self.scales = None  # the embedding's own (``install``, ``with_shortlist_head``)
+        self.rows = self.scales = None  # the embedding's own (``install``)
 
     @classmethod
     def packed(cls, rows: torch.Tensor, scales: torch.Tensor) -> ShortlistHead:
@@ -107,9 +97,7 @@ class ShortlistHead(torch.nn.Module):
         for start, part in zip(range(0, self.rows.shape[0], SLICE_ROWS), self.rough):
             logits[..., start : start + part.out_features] = part(hidden)
         top = logits.topk(min(SHORTLIST, logits.shape[-1]), dim=-1).indices
-        exact = (self.rows[top].float() @ hidden.unsqueeze(-1)).squeeze(-1)
-        if self.scales is not None:
-            exact *= self.scales[top]
+        exact = (self.rows[top].float() @ hidden.unsqueeze(-1)).squeeze(-1) * self.scales[top]
         return logits.scatter_(-1, top, exact)
 
 
@@ -122,19 +110,6 @@ def with_rows(model):
     rows, scales = int8_rows(embedding.weight.detach())
     return install(model, RowsEmbedding(rows, scales, float(getattr(embedding, "embed_scale", 1.0))),
                    ShortlistHead.packed(rows, scales))
-
-
-def with_shortlist_head(model):
-    """``model`` (its output layer a float linear layer without bias) with a ``ShortlistHead`` over
-    that layer's own float32 weights (tied to the embedding where the model ties them); unchanged
-    when its output layer is one already. In place."""
-    if isinstance(model.lm_head, ShortlistHead):
-        return model
-    weight = model.lm_head.weight.detach()
-    head = ShortlistHead.packed(*int8_rows(weight))
-    head.rows, head.scales = weight, None
-    model.lm_head = head
-    return model
 
 
 def install(model, embedding: RowsEmbedding, head: ShortlistHead):

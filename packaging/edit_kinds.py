@@ -111,7 +111,7 @@ def kept(case: Case, result: str) -> bool:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--adapter", type=Path, default=None, help="an adapter checkpoint instead of the shipped one")
-    p.add_argument("--int8", action="store_true", help="linear layers in int8 (--quantize int8; the editor runs float32)")
+    p.add_argument("--int8", action="store_true", help="linear layers in int8 (--quantize int8; the editor runs float16 weights, or bfloat16 where that pays)")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     import torch

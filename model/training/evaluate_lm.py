@@ -258,7 +258,7 @@ def main(argv=None) -> None:
     p.add_argument("--bodies", type=int, default=30)
     p.add_argument("--blocks", type=int, default=0)
     p.add_argument("--systems", default="engine,one-per-pass,base-greedy")
-    p.add_argument("--int8", action="store_true", help="the engine with its linear layers in int8 (--quantize int8; the editor runs float32)")
+    p.add_argument("--int8", action="store_true", help="the engine with its linear layers in int8 (--quantize int8; the editor runs float16 weights, or bfloat16 where that pays)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None)
