@@ -81,12 +81,10 @@ def measured_bytes(model) -> int:
         size += _tensor_bytes(tensor)
     for module in model.modules():  # torch's dynamically quantized linears hold their weights packed, behind methods
         weight, bias = getattr(module, "weight", None), getattr(module, "bias", None)
-        if callable(weight) and callable(bias):
-            unpacked, packed_bias = weight(), bias()
-            float16 = "dtype=torch.float16" in module.extra_repr()  # (what it says of itself: its packing is private)
-            size += unpacked.numel() * (2 if float16 else unpacked.element_size())  # float16 unpacks as float32
-            if packed_bias is not None:
-                size += packed_bias.numel() * packed_bias.element_size()
+        if hasattr(module, "bytes_held"):  # one that knows (``lm_cpu.Float16Linear``)
+            size += module.bytes_held
+        elif callable(weight) and callable(bias):
+            size += sum(t.numel() * t.element_size() for t in (weight(), bias()) if t is not None)
     return size
 
 
@@ -96,7 +94,9 @@ def parameter_count(model) -> int:
     count = sum(p.numel() for p in model.parameters())
     for module in getattr(model, "model", model).modules():
         weight, bias = getattr(module, "weight", None), getattr(module, "bias", None)
-        if callable(weight) and callable(bias):
+        if hasattr(module, "parameters_held"):
+            count += module.parameters_held
+        elif callable(weight) and callable(bias):
             count += sum(t.numel() for t in (weight(), bias()) if t is not None)
     return count
 

@@ -130,15 +130,21 @@ def test_int8_linears_are_counted_in_the_memory_the_model_holds():
     assert quantized(x).shape == (1, 5, 64)
 
 
-def test_float16_weights_packed_for_the_cpu_count_two_bytes_each():
-    """fbgemm hands its float16 weights back widened to float32: the memory figure counts what it holds."""
+def test_float16_weights_packed_for_the_cpu_count_what_fbgemm_holds_and_compute_as_float32_would():
+    """fbgemm hands its float16 weights back widened to float32: the memory figure counts what it
+    holds (two bytes a weight, its inputs padded to whole blocks), the parameters as many as the
+    layer had, and the product is float32's but for the rounding."""
     torch = pytest.importorskip("torch")
-    from sfumato.model.lm_cpu import packed_linear
-    from sfumato.model.memory import measured_bytes
+    from sfumato.model.lm_cpu import Float16Linear
+    from sfumato.model.memory import measured_bytes, parameter_count
 
     linear = torch.nn.Linear(64, 256)
-    packed = torch.nn.Sequential(packed_linear(linear.weight.detach(), linear.bias.detach()))
-    assert measured_bytes(packed) == 64 * 256 * 2 + 256 * 4
+    packed = torch.nn.Sequential(Float16Linear(linear.weight.detach(), linear.bias.detach()))
+    assert measured_bytes(packed) == 512 * 256 * 2 + 256 * 4 and parameter_count(packed) == 64 * 256 + 256
+    assert (packed[0].in_features, packed[0].out_features) == (64, 256)
+    x = torch.randn(3, 64)
+    with torch.inference_mode():
+        assert torch.allclose(packed(x), linear(x), atol=1e-3)
 
 
 @pytest.mark.parametrize("pays", [True, False])
