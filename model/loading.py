@@ -178,12 +178,11 @@ def load_backend(
 def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = None, device: str | None = None,
                   quantize: str | None = None) -> Backend:
     """The embedded default: the registry package's base with this project's adapter merged in,
-    on the CPU its layers in bfloat16 where the CPU runs that faster, else with float16 weights and
-    a shortlisted output layer (``lm_cpu``; ``quantize`` "none": float32; "int8": its linear layers
-    in int8, a pass faster but rounding that changes half the results), or in bfloat16 with
-    ``--device cuda``."""
+    on the CPU its layers in bfloat16 where the CPU runs that faster, else every linear layer with
+    float16 weights (``lm_cpu``; ``quantize`` "none": float32; "int8": its linear layers in int8, a
+    pass faster but rounding that changes half the results), or in bfloat16 with ``--device cuda``."""
     if quantize not in (None, "auto", "none", "int8"):
-        raise EngineError(f"--quantize {quantize}: the embedded model runs in bfloat16 or float32 (or, with --quantize int8, int8) "
+        raise EngineError(f"--quantize {quantize}: the embedded model runs in bfloat16, float16 weights or float32 (or, with --quantize int8, int8) "
                           "on the CPU and in bfloat16 on CUDA; int4 and nf4 are for DiffusionGemma and masked-diffusion checkpoints")
     from sfumato.model.devices import parse_device
 

@@ -81,7 +81,7 @@ def test_the_embedded_model_refuses_int4_and_a_bad_device_in_one_line():
     from sfumato.model.api import EngineError
     from sfumato.model.loading import load_embedded
 
-    with pytest.raises(EngineError, match="runs in bfloat16 or float32"):
+    with pytest.raises(EngineError, match="runs in bfloat16, float16 weights or float32"):
         load_embedded(quantize="int4")
     with pytest.raises(EngineError, match="--device must be"):
         load_embedded(device="tpu")
