@@ -19,6 +19,7 @@ the goal is 1.2 GB).
 from __future__ import annotations
 
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
@@ -59,17 +60,49 @@ def for_cpu(model):
     return with_body_linears(with_packed_output_layer(with_rows(model)), Float16Linear)
 
 
-def with_packed_output_layer(model):
+def with_packed_output_layer(model, packed: Float16Linear | None = None):
     """``model`` with a float output layer packed as a float16 linear layer (a copy: the input
-    layer it may be tied to stays float32, as a lookup reads only its rows). In place."""
+    layer it may be tied to stays float32, as a lookup reads only its rows), or replaced by
+    ``packed``, its weight already so packed. In place."""
     if isinstance(model.lm_head, torch.nn.Linear):
-        model.lm_head = Float16Linear(model.lm_head.weight.detach(), model.lm_head.bias)
+        model.lm_head = packed if packed is not None else Float16Linear(model.lm_head.weight.detach(), model.lm_head.bias)
     return model
 
 
 def read_float32_copy(folder: Path):
-    """A cached float32 copy (``save_pretrained``'s) read a layer at a time into the CPU form."""
-    return with_packed_output_layer(read(folder, "model.safetensors"))
+    """A cached float32 copy (``save_pretrained``'s) read a layer at a time into the CPU form.
+
+    Its matrices are packed in a thread of their own while this one builds the empty model, which
+    imports transformers' model modules: about 4 s of Python holding the GIL on one core, beside
+    2.6 s of packing that releases it (SmolLM2, session 50's 2-core machine)."""
+    path = folder / "model.safetensors"
+    with ThreadPoolExecutor(1, thread_name_prefix="sfumato-packing") as pool:
+        packing = pool.submit(packed_matrices, path)
+        model = empty_model(folder)
+        packed = packing.result()
+    model = read(folder, path.name, packed=packed, model=model)
+    output = packed.get("lm_head.weight", packed.get("model.embed_tokens.weight"))  # tied: saved under the embedding's name
+    return with_packed_output_layer(model, output)
+
+
+def packed_matrices(path: Path) -> dict[str, Float16Linear]:
+    """Each matrix (2-D float weight) in the safetensors file at ``path`` as a ``Float16Linear``
+    with its bias, by the weight's name; read a layer at a time, each through its own map."""
+    from safetensors import safe_open
+
+    with safe_open(path, "pt") as weights:
+        names = set(weights.keys())
+    packed = {}
+    for group in _groups(names):
+        with safe_open(path, "pt") as weights:
+            for name in group:
+                if not name.endswith(".weight") or len(weights.get_slice(name).get_shape()) != 2:
+                    continue
+                weight = weights.get_tensor(name)
+                if weight.is_floating_point():
+                    bias_name = name.removesuffix("weight") + "bias"
+                    packed[name] = Float16Linear(weight, weights.get_tensor(bias_name) if bias_name in names else None)
+    return packed
 
 
 def runs_float16(model) -> bool:
@@ -106,17 +139,24 @@ def saved(folder: Path) -> bool:
     return (folder / FILE).is_file()
 
 
-def read(folder: Path, file: str = FILE, linear=Float16Linear):
-    """The model ``save`` wrote to ``folder``, in its CPU form (or another ``file`` of the model's
-    weights, each body linear layer built by ``linear(weight, bias)``). A file that lacks a weight
-    or holds one of the wrong shape raises ValueError."""
+def empty_model(folder: Path):
+    """The float32 model ``folder``'s config describes, its weights without storage (meta)."""
     from accelerate import init_empty_weights
-    from safetensors import safe_open
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    path = folder / file
     with init_empty_weights(include_buffers=False):  # no storage for the weights, real rotary tables
-        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(folder), dtype=torch.float32)
+        return AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(folder), dtype=torch.float32)
+
+
+def read(folder: Path, file: str = FILE, linear=Float16Linear, packed: dict | None = None, model=None):
+    """The model ``save`` wrote to ``folder``, in its CPU form (or another ``file`` of the model's
+    weights, each body linear layer built by ``linear(weight, bias)`` or taken from ``packed`` by
+    its weight's name), into ``model`` when given (``empty_model``'s). A file that lacks a weight
+    or holds one of the wrong shape raises ValueError."""
+    from safetensors import safe_open
+
+    path = folder / file
+    model = model if model is not None else empty_model(folder)
     with safe_open(path, "pt") as weights:
         names = set(weights.keys())
     if {ROWS, SCALES} <= names:
@@ -127,7 +167,7 @@ def read(folder: Path, file: str = FILE, linear=Float16Linear):
     for group in _groups(names):
         with safe_open(path, "pt") as weights:  # a map of its own: its pages go when it does
             for name in group:
-                _place(model, name, weights.get_tensor(name), linears, path, linear)
+                _place(model, name, weights.get_tensor(name), linears, path, linear, packed or {})
     if getattr(model.config, "tie_word_embeddings", False) and not isinstance(model.get_input_embeddings(), RowsEmbedding):
         model.lm_head.weight = model.get_input_embeddings().weight  # saved once, under the embedding's name
     missing = [name for name, parameter in model.named_parameters() if parameter.is_meta]
@@ -160,7 +200,7 @@ def _groups(names: set[str]) -> list[list[str]]:
     return list(groups.values())
 
 
-def _place(model, name: str, tensor: torch.Tensor, linears: set[str], path: Path, linear) -> None:
+def _place(model, name: str, tensor: torch.Tensor, linears: set[str], path: Path, linear, packed: dict) -> None:
     owner_name, _, leaf = name.rpartition(".")
     try:
         owner = model.get_submodule(owner_name)
@@ -171,6 +211,7 @@ def _place(model, name: str, tensor: torch.Tensor, linears: set[str], path: Path
         raise ValueError(f"{path}: {name} does not fit the model its config describes")
     if name in linears:  # its bias, if any, was placed first (the names are sorted)
         parent_name, _, child = owner_name.rpartition(".")
-        setattr(model.get_submodule(parent_name), child, linear(tensor, owner.bias))
+        layer = packed[name] if name in packed else linear(tensor, owner.bias)
+        setattr(model.get_submodule(parent_name), child, layer)
     else:
         setattr(owner, leaf, torch.nn.Parameter(tensor.float().clone() if tensor.is_floating_point() else tensor.clone(), requires_grad=False))

@@ -231,3 +231,27 @@ def test_a_cached_copy_is_read_a_layer_at_a_time_into_the_form_converted_in_memo
     weights = tmp_path / "copy" / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     assert _read_cached(tmp_path / "copy", reduced=True) is None and not (tmp_path / "copy").exists()
+
+
+def test_a_float32_copy_packs_each_matrix_once_in_a_thread_beside_the_model_being_built(tiny_lm, tmp_path, monkeypatch):
+    """The copy's matrices are packed in a thread of their own while the empty model is built (its
+    transformers modules imported), and the model read takes those layers, its tied output layer
+    included: none is packed a second time."""
+    import threading
+
+    pytest.importorskip("torch")
+    from sfumato.model import lm_cpu
+
+    tiny_lm.save_pretrained(tmp_path / "copy")
+    threads, build = [], lm_cpu.Float16Linear.__init__
+
+    def counted(self, weight, bias):
+        threads.append(threading.current_thread())
+        build(self, weight, bias)
+
+    monkeypatch.setattr(lm_cpu.Float16Linear, "__init__", counted)
+    read = lm_cpu.read_float32_copy(tmp_path / "copy")
+    layers = [module for module in read.modules() if isinstance(module, lm_cpu.Float16Linear)]
+    assert len(layers) == len(threads) == len(lm_cpu.body_linears(tiny_lm)) + 1
+    assert isinstance(read.lm_head, lm_cpu.Float16Linear)
+    assert threading.current_thread() not in threads
