@@ -112,6 +112,11 @@ def dequantised_folder(source: Path) -> Path:
     return cache_root() / f"{source.stem}-{digest.hexdigest()[:16]}"
 
 
+def merged_copy(adapter: Path) -> Path:
+    """Where the base ``adapter`` was trained on is cached with ``adapter`` merged in."""
+    return merged_folder(dequantised_folder(gguf_path(base_of(adapter))), adapter)
+
+
 def merged_folder(base: Path, adapter: Path) -> Path:
     """Where the base cached at ``base`` with ``adapter`` merged in is cached: named by both."""
     digest = hashlib.sha256(base.name.encode())
@@ -120,11 +125,12 @@ def merged_folder(base: Path, adapter: Path) -> Path:
     return cache_root() / f"{MERGED_PREFIX}{digest.hexdigest()[:16]}"
 
 
-def _read_cached(folder: Path, reduced: bool = False):
+def _read_cached(folder: Path, reduced: bool = False, packing=None):
     """(model, tokenizer) from a cached model folder, in the precision it was saved in (a large
     vocabulary's in its CPU form: ``lm_cpu``), or with ``reduced`` its layers read into the CPU's
-    faster form: ``lm_bfloat16``'s where this CPU multiplies bfloat16 faster, else ``lm_cpu``'s;
-    None when it is missing; a damaged one is removed."""
+    faster form: ``lm_bfloat16``'s where this CPU multiplies bfloat16 faster, else ``lm_cpu``'s
+    (with ``packing``, its matrices packed ahead: ``packing_ahead``); None when it is missing; a
+    damaged one is removed."""
     from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 
@@ -141,7 +147,8 @@ def _read_cached(folder: Path, reduced: bool = False):
             return without_window(lm_cpu.read(folder)), tokenizer
         tokenizer = AutoTokenizer.from_pretrained(folder)
         if reduced:
-            return without_window(read_bfloat16(folder) if bfloat16_pays() else lm_cpu.read_float32_copy(folder)), tokenizer
+            model = read_bfloat16(folder) if bfloat16_pays() else lm_cpu.read_float32_copy(folder, packing)
+            return without_window(model), tokenizer
         return without_window(AutoModelForCausalLM.from_pretrained(folder, dtype="auto")), tokenizer
     except (OSError, ValueError, SafetensorError):
         shutil.rmtree(folder, ignore_errors=True)  # a damaged cache is made again
@@ -234,13 +241,30 @@ def with_int8_linears(model):
         return quantize_dynamic(model, spec, dtype=torch.qint8, inplace=True)
 
 
-def load_adapted(adapter: Path | None = None, cpu: bool = True, reduced: bool = False):
+def packing_ahead():
+    """The shipped model's cached float32 copy being packed into the CPU form (``lm_cpu.Packing``),
+    begun before the rest of a start imports transformers; None where a start reads no such copy
+    (none cached yet, a large vocabulary's CPU form, a CPU that runs bfloat16 faster)."""
+    from sfumato.model import lm_cpu
+    from sfumato.model.lm_bfloat16 import bfloat16_pays
+
+    adapter = shipped_adapter()
+    try:
+        folder = merged_copy(adapter) if adapter else None
+    except (BaseMissing, OSError, ValueError):
+        return None  # load_adapted says what is wrong
+    if folder is None or not (folder / "model.safetensors").is_file() or lm_cpu.saved(folder) or bfloat16_pays():
+        return None
+    return lm_cpu.Packing(folder)
+
+
+def load_adapted(adapter: Path | None = None, cpu: bool = True, reduced: bool = False, packing=None):
     """(base with the adapter merged into its weights, tokenizer): the embedded model, ready to run.
     ``adapter`` None takes the shipped one, merged once and then read from the cache (a checkpoint
     under evaluation is merged in memory every time); without any, the base runs alone. A large
     vocabulary's merged copy is cached in its CPU form only, so for a GPU (``cpu`` False) such a
     model is merged in memory at every start. ``reduced``: a cached copy is read into the CPU's
-    faster form (``_read_cached``)."""
+    faster form (``_read_cached``; ``packing``: ``packing_ahead``'s)."""
     from sfumato.model import lm_cpu, lm_head
 
     shipped = adapter is None
@@ -249,8 +273,8 @@ def load_adapted(adapter: Path | None = None, cpu: bool = True, reduced: bool = 
         model, tokenizer = load_base()
         return model.eval(), tokenizer
     base = base_of(adapter)
-    folder = merged_folder(dequantised_folder(gguf_path(base)), adapter) if shipped else None
-    cached = _read_cached(folder, reduced) if folder and (cpu or not lm_cpu.saved(folder)) else None
+    folder = merged_copy(adapter) if shipped else None
+    cached = _read_cached(folder, reduced, packing) if folder and (cpu or not lm_cpu.saved(folder)) else None
     if cached is not None:
         return cached[0].eval(), cached[1]
     from peft import PeftModel

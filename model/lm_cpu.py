@@ -69,18 +69,32 @@ def with_packed_output_layer(model, packed: Float16Linear | None = None):
     return model
 
 
-def read_float32_copy(folder: Path):
-    """A cached float32 copy (``save_pretrained``'s) read a layer at a time into the CPU form.
+class Packing:
+    """A cached float32 copy's matrices being packed (``packed_matrices``) in a thread of its own.
 
-    Its matrices are packed in a thread of their own while this one builds the empty model, which
-    imports transformers' model modules: about 4 s of Python holding the GIL on one core, beside
-    2.6 s of packing that releases it (SmolLM2, session 50's 2-core machine)."""
-    path = folder / "model.safetensors"
-    with ThreadPoolExecutor(1, thread_name_prefix="sfumato-packing") as pool:
-        packing = pool.submit(packed_matrices, path)
-        model = empty_model(folder)
-        packed = packing.result()
-    model = read(folder, path.name, packed=packed, model=model)
+    Begun before a start imports transformers' modules (on session 50's 2-core machine 5 s of
+    Python holding the GIL on one core, the tokenizer's read included) so that the packing (2.6 s
+    alone, releasing the GIL) runs beside them on the other core."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        pool = ThreadPoolExecutor(1, thread_name_prefix="sfumato-packing")
+        self._packed = pool.submit(packed_matrices, folder / "model.safetensors")
+        pool.shutdown(wait=False)  # its thread ends with this work
+
+    def result(self) -> dict[str, Float16Linear]:
+        return self._packed.result()
+
+
+def read_float32_copy(folder: Path, packing: Packing | None = None):
+    """A cached float32 copy (``save_pretrained``'s) read a layer at a time into the CPU form, its
+    matrices taken from ``packing`` (begun for ``folder``) or packed in a thread of their own
+    while this one builds the empty model."""
+    if packing is None or packing.folder != folder:
+        packing = Packing(folder)
+    model = empty_model(folder)
+    packed = packing.result()
+    model = read(folder, "model.safetensors", packed=packed, model=model)
     output = packed.get("lm_head.weight", packed.get("model.embed_tokens.weight"))  # tied: saved under the embedding's name
     return with_packed_output_layer(model, output)
 

@@ -189,13 +189,19 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     device = parse_device(device)
     if device == "mps":
         raise EngineError("--device mps: the embedded model runs on cpu or cuda")
+    target = device if device.startswith("cuda") else "cpu"  # auto: 135M parameters run well on a CPU
+    reduced = target == "cpu" and quantize in (None, "auto")  # bfloat16 where it pays, else float16 weights
+    if target == "cuda" and quantize == "int8":
+        raise EngineError("--quantize int8: the embedded model's int8 runs on the CPU; on CUDA it runs in bfloat16")
     silence_import_noise()
     import torch
 
+    from sfumato.model.lm_base import BaseMissing, load_adapted, packing_ahead, shipped_adapter, trained_prefix
+
+    packing = packing_ahead() if reduced else None  # beside the imports below
     from transformers.utils import logging as transformers_logging
 
     from sfumato.model.cpu_threads import follow_free_cores
-    from sfumato.model.lm_base import BaseMissing, load_adapted, shipped_adapter, trained_prefix
     from sfumato.model.lm_bfloat16 import runs_bfloat16
     from sfumato.model.lm_cpu import runs_float16
     from sfumato.model.lm_engine import LmDenoiserBackend
@@ -203,15 +209,11 @@ def load_embedded(progress: Report | None = None, cancel: CancelFlag | None = No
     from sfumato.model.memory import release_freed_heap
 
     transformers_logging.disable_progress_bar()
-    target = device if device.startswith("cuda") else "cpu"  # auto: 135M parameters run well on a CPU
     if target == "cuda" and not torch.cuda.is_available():
         raise EngineError("--device cuda: no CUDA GPU is available")
-    reduced = target == "cpu" and quantize in (None, "auto")  # bfloat16 where it pays, else float16 weights
-    if target == "cuda" and quantize == "int8":
-        raise EngineError("--quantize int8: the embedded model's int8 runs on the CPU; on CUDA it runs in bfloat16")
     try:
         with LOAD_LOCK, watch_loading(progress, cancel):
-            model, tokenizer = load_adapted(cpu=target == "cpu", reduced=reduced)
+            model, tokenizer = load_adapted(cpu=target == "cpu", reduced=reduced, packing=packing)
         release_freed_heap()
     except Cancelled:
         raise

@@ -59,8 +59,9 @@ def test_a_damaged_copy_is_made_again_and_older_copies_are_removed(cache):
     assert [p.name for p in cache.iterdir() if not p.name.startswith(".")] == [folder.name]
 
 
-def test_the_shipped_adapter_is_merged_once_and_then_read_from_the_cache(cache, tmp_path, monkeypatch, tiny_lm,
-                                                                          smol_tokenizer):
+@pytest.fixture()
+def tiny_shipped(cache, tmp_path, monkeypatch, tiny_lm, smol_tokenizer):
+    """A tiny base (as ``load_base``) and an adapter shipped for it (its path): (adapter, base)."""
     import peft
     import torch
     from transformers import LlamaForCausalLM
@@ -77,6 +78,14 @@ def test_the_shipped_adapter_is_merged_once_and_then_read_from_the_cache(cache, 
     monkeypatch.setattr(lm_base, "gguf_path", lambda base=None: source)
     monkeypatch.setattr(lm_base, "load_base", tiny_base)
     monkeypatch.setattr(lm_base, "shipped_adapter", lambda: adapter)
+    return adapter, tiny_base
+
+
+def test_the_shipped_adapter_is_merged_once_and_then_read_from_the_cache(cache, monkeypatch, tiny_shipped, smol_tokenizer):
+    import peft
+    import torch
+
+    adapter, tiny_base = tiny_shipped
     older = cache / f"{lm_base.MERGED_PREFIX}0123456789abcdef"  # merged with an earlier adapter
     older.mkdir(parents=True)
 
@@ -99,3 +108,21 @@ def test_the_shipped_adapter_is_merged_once_and_then_read_from_the_cache(cache, 
     assert all(torch.equal(repaired.state_dict()[name], tensor) for name, tensor in weights.items())
     lm_base.load_adapted(adapter)  # a checkpoint under evaluation is merged in memory, not cached
     assert [p for p in cache.iterdir() if not p.name.startswith(".")] == folders
+
+
+def test_a_start_packs_the_cached_copy_ahead_and_reads_the_layers_so_packed(cache, monkeypatch, tiny_shipped):
+    """Where a start will read the float32 copy into the CPU form, its matrices are packed ahead
+    (before transformers' modules are imported) and the model read holds those very layers; where
+    no copy is cached yet, or bfloat16 pays, nothing is packed ahead."""
+    from sfumato.model import lm_bfloat16, lm_cpu
+
+    monkeypatch.setattr(lm_bfloat16, "bfloat16_pays", lambda: False)
+    assert lm_base.packing_ahead() is None  # nothing cached yet: the first start merges
+    lm_base.load_adapted()
+    packing = lm_base.packing_ahead()
+    assert isinstance(packing, lm_cpu.Packing)
+    model, _ = lm_base.load_adapted(reduced=True, packing=packing)
+    layers = [module for module in model.modules() if isinstance(module, lm_cpu.Float16Linear)]
+    assert len(layers) == len(packing.result()) and {id(layer) for layer in layers} == {id(layer) for layer in packing.result().values()}
+    monkeypatch.setattr(lm_bfloat16, "bfloat16_pays", lambda: True)
+    assert lm_base.packing_ahead() is None
