@@ -50,7 +50,9 @@ CASES = [
          r"(?s)(result = \[\]\s+for item in items:\s+result\.append\(item \* 2\)\s+return result|return \[item \* 2 for item in items\])"),
     Case("python: a typo fixed", "def total(values):\n    result = sum(values)\n    ⟦retrun result⟧\n", r"return result", strength=0.3),
     Case("shell: a line", '#!/bin/sh\nset -e\nout="build"\n⟦⟧\ncp *.txt "$out/"\n', r'mkdir -p "?\$out"?'),
-    Case("shell: a loop body", "#!/bin/sh\nfor f in *.log; do\n    ⟦⟧\ndone\n", r'.*"?\$\{?f\}?"?.*'),
+    # a command with the loop's variable as one whole argument (a line looping on ``-${f}`` once passed)
+    Case("shell: a loop body", "#!/bin/sh\nfor f in *.log; do\n    ⟦⟧\ndone\n",
+         r'[a-z][\w.-]*(?: +\S+)*? +(?:"\$f"|"\$\{f\}"|\$f|\$\{f\})(?: +\S+)*'),
     Case("javascript: a return", "async function load(url) {\n  const response = await fetch(url);\n  ⟦⟧\n}\n",
          r"return (await )?response\.json\(\);?"),
     Case("javascript: an arrow function", "const numbers = [1, 2, 3, 4];\nconst doubled = numbers.map(⟦⟧);\nconsole.log(doubled);\n",
