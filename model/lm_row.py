@@ -27,7 +27,7 @@ class Row:
     stop_space: bool = False  # the suffix starts with white space (then so does the cut)
     scope: int = 0  # text of several lines ends where a line starts less indented (sfumato.model.gap_scope)
     lines: bool = False  # an infill of several lines: it ends where its lines repeat, and loses a line its budget cut
-    ran_out: bool = False  # its token budget ended the text, not the model
+    ran_out: bool = False  # its token budget (or, for several lines, a loop) ended the text, not the model
     before: str = ""  # the prefix's last line and the suffix: a text ending with the suffix's start
     after: str = ""  # is trimmed of the repeat (sfumato.model.suffix_overlap)
     accept: float = 1.0  # with a sampler bound: a pass also settles every masked token at least this likely
@@ -103,7 +103,8 @@ def loop_cut(ids: list[int]) -> int | None:
 
 def stop_loop(row: Row) -> None:
     """A line that has begun to write one unit of tokens over and over (``* height * height
-    * height``) ends after the unit's first copy."""
+    * height``) ends after the unit's first copy; a text of several lines so cut then ends as a
+    budget's cut does, after its last line that closes what it opened (``gap_scope.whole_lines_end``)."""
     ids = list(row.written)
     for token, masked in zip(row.canvas, row.masked):
         if masked:
@@ -112,6 +113,7 @@ def stop_loop(row: Row) -> None:
     cut = loop_cut(ids)
     if cut is not None:
         row.cut, row.done = cut, True
+        row.ran_out = row.lines
 
 
 def heal_only_tokens(row: Row, table: list[bytes]) -> int:

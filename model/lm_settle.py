@@ -186,7 +186,7 @@ class Settler:
         row.canvas[position], row.masked[position], row.confidence[position] = token, False, confidence
         row.generated += 1
         self.close_at_end(row)
-        if row.one_line and not row.done:
+        if (row.one_line or row.lines) and not row.done:  # a rewrite's repeats may be the user's
             stop_loop(row)
 
     def _text_start(self, row: Row) -> int | None:

@@ -204,3 +204,20 @@ def test_a_text_of_several_lines_ends_before_its_lines_repeat_and_its_budget_cut
     assert row.done and row.ran_out
     assert text(row) == "total = 0"  # the loop's body was cut, so the loop goes too
     assert text(settled_row(smol_tokenizer, cut, scope=4, lines=True)) == cut  # still being written: shown whole
+
+
+def test_a_line_that_loops_inside_a_text_of_several_lines_ends_the_text_after_its_first_copy(settler, smol_tokenizer):
+    """A loop body's line writing one unit over and over (``echo "${f} -${f} -${f} ...``, the
+    17 edits' shell case) ends the text after the unit's first copy, as a one-line infill does;
+    a rewrite (neither a line nor a text of lines) keeps what it reads."""
+    ids = word_ids(smol_tokenizer, 'echo "${f}' + " -${f}" * 8)
+    for lines in (True, False):
+        row = open_row(len(ids))
+        row.lines = lines
+        for position, token in enumerate(ids):
+            if row.done:
+                break
+            settler._set(row, position, token, 0.9)
+        assert row.done == lines and row.ran_out == lines  # ended as a budget's cut is: at its last closed line
+        if lines:  # cut where the repeating began (the unit as the tokens fall: ``{f} -$``)
+            assert b"".join(settler.table[token] for token in row.canvas[: row.cut]) == b'echo "${f} -$'
