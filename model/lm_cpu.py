@@ -107,15 +107,13 @@ def packed_matrices(path: Path) -> dict[str, Float16Linear]:
     with safe_open(path, "pt") as weights:
         names = set(weights.keys())
     packed = {}
-    for group in _groups(names):
-        with safe_open(path, "pt") as weights:
-            for name in group:
-                if not name.endswith(".weight") or len(weights.get_slice(name).get_shape()) != 2:
-                    continue
-                weight = weights.get_tensor(name)
-                if weight.is_floating_point():
-                    bias_name = name.removesuffix("weight") + "bias"
-                    packed[name] = Float16Linear(weight, weights.get_tensor(bias_name) if bias_name in names else None)
+    for name, weights in _by_layer(path, names):
+        if not name.endswith(".weight") or len(weights.get_slice(name).get_shape()) != 2:
+            continue
+        weight = weights.get_tensor(name)
+        if weight.is_floating_point():
+            bias_name = name.removesuffix("weight") + "bias"
+            packed[name] = Float16Linear(weight, weights.get_tensor(bias_name) if bias_name in names else None)
     return packed
 
 
@@ -178,10 +176,8 @@ def read(folder: Path, file: str = FILE, linear=Float16Linear, packed: dict | No
         release_freed_heap()  # the head's slices were made one at a time
     names -= {ROWS, SCALES}
     linears = {f"{name}.weight" for name in body_linears(model)}
-    for group in _groups(names):
-        with safe_open(path, "pt") as weights:  # a map of its own: its pages go when it does
-            for name in group:
-                _place(model, name, weights.get_tensor(name), linears, path, linear, packed or {})
+    for name, weights in _by_layer(path, names):
+        _place(model, name, weights.get_tensor(name), linears, path, linear, packed or {})
     if getattr(model.config, "tie_word_embeddings", False) and not isinstance(model.get_input_embeddings(), RowsEmbedding):
         model.lm_head.weight = model.get_input_embeddings().weight  # saved once, under the embedding's name
     missing = [name for name, parameter in model.named_parameters() if parameter.is_meta]
@@ -202,6 +198,17 @@ def _install_rows(model, path: Path) -> None:
         embedding = RowsEmbedding(weights.get_tensor(ROWS), weights.get_tensor(SCALES),
                                   float(getattr(model.get_input_embeddings(), "embed_scale", 1.0)))
     install(model, embedding, head)
+
+
+def _by_layer(path: Path, names: set[str]):
+    """(name, open file) for each of ``names`` in the safetensors file at ``path``, a layer at a
+    time, each layer through a map of its own: its pages go when it does."""
+    from safetensors import safe_open
+
+    for group in _groups(names):
+        with safe_open(path, "pt") as weights:
+            for name in group:
+                yield name, weights
 
 
 def _groups(names: set[str]) -> list[list[str]]:
