@@ -1,9 +1,13 @@
 """The inference worker: loads off the caller's thread, serves jobs, cancels, survives failures."""
 
+import os
+import sys
 import threading
 
+import pytest
+
 from sfumato.model.api import EngineError, InfillRequest
-from sfumato.model.worker import InferenceWorker
+from sfumato.model.worker import NICER_BY, InferenceWorker
 
 
 class Recorder:
@@ -44,6 +48,31 @@ def test_worker_loads_on_its_own_thread_and_serves(tiny_backend):
     worker.stop()
     assert threads[0] is not threading.main_thread()
     assert recorder.done and recorder.done[0][0].final and not recorder.errors
+
+
+def nice_of_this_thread() -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a thread's own priority is Linux's")
+def test_the_worker_runs_below_the_callers_priority_and_threads_it_starts_follow():
+    seen = {}
+
+    def load():
+        seen["worker"] = nice_of_this_thread()
+        helper = threading.Thread(target=lambda: seen.update(started=nice_of_this_thread()))
+        helper.start()
+        helper.join()
+        return object()
+
+    worker = InferenceWorker(load)
+    worker.start()
+    assert worker.loaded.wait(30)
+    worker.stop()
+    caller = nice_of_this_thread()
+    assert seen["worker"] == min(19, caller + NICER_BY)
+    assert seen["started"] == seen["worker"]  # as torch's threads for a pass, started from it
+    assert nice_of_this_thread() == caller  # the caller's own priority is untouched
 
 
 def test_new_job_of_the_same_owner_cancels_the_old_one(tiny_backend):
