@@ -54,6 +54,7 @@ class InfillRequest:
     ``one_line`` asks for the rest of the cursor's line only: the text ends at its first newline.
     ``first_alternative`` numbers the candidates from there: Try Again asks for the ones not shown
     yet, so a backend whose first candidate is deterministic (the embedded engine's) shows new text.
+    ``must_write``: the text may not be empty (a template's gap, where the user asked for text).
     """
 
     prefix: str = ""
@@ -69,6 +70,7 @@ class InfillRequest:
     context: tuple[str, ...] = ()
     one_line: bool = False
     first_alternative: int = 0
+    must_write: bool = False
 
     def __post_init__(self) -> None:
         if self.first_alternative < 0:

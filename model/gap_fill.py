@@ -20,10 +20,11 @@ REQUESTS_AT_ONCE = 8
 
 
 def gap_request(template: TemplateRequest, gap: int) -> InfillRequest:
-    """Gap ``gap``'s infill request, with the text around it."""
+    """Gap ``gap``'s infill request, with the text around it: the gap asks for text, never none."""
     segments = template.segments
     return InfillRequest(prefix="".join(segments[: gap + 1]), suffix="".join(segments[gap + 1 :]),
-                         max_new_tokens=template.max_new_tokens[gap], steps=template.steps, seed=template.seed)
+                         max_new_tokens=template.max_new_tokens[gap], steps=template.steps, seed=template.seed,
+                         must_write=True)
 
 
 def fill_gaps_separately(

@@ -191,7 +191,7 @@ class LmDenoiserBackend:
         blank_line = not within_its_line(request.prefix, request.suffix)
         inside_line, branched = is_inside_line(request), is_branched(request, lines)
         whole_line = branched and not inside_line
-        must_write = request.one_line and not request.is_rewrite and (blank_line or inside_line)
+        must_write = not request.is_rewrite and (request.must_write or request.one_line and (blank_line or inside_line))
         avoid = self.vocabulary.starting(self._next_line(request)) if must_write else False
         avoid_healed = self.vocabulary.repeating(self._next_line(request), heal) if must_write and inside_line else avoid
         lone_space = (self.vocabulary.space_joins_word and heal.endswith(b" ")

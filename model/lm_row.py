@@ -37,7 +37,7 @@ class Row:
     # the healed text ends with a space that a space token alone may spell, as a number's (SmolLM2 joins
     # no space to a digit: `` `` + ``8080``); not after a sentence's end, where that is two spaces' first
     lone_space: bool = False
-    must_write: bool = False  # the cursor on a blank line or inside one: the text may not start with its end
+    must_write: bool = False  # the cursor on a blank line or inside one, a template's gap: the text may not start with its end
     cut: int | None = None  # the text ends after this many tokens (a loop was stopped, a gap's end was scored)
     cut_chars: int = 0  # ... and the last of them loses this many characters (a gap's end scored inside it)
     gap_suffix: list[int] = field(default_factory=list)  # a branch (sfumato.model.gap_cut): the suffix's start its score reads

@@ -234,6 +234,15 @@ def test_the_cursor_on_a_blank_line_gets_a_line(tiny_lm, smol_tokenizer):
     assert not backend._row(end_of_line, 0).must_write  # after a whole line, nothing may be the answer
 
 
+def test_a_templates_gap_is_never_filled_empty(tiny_lm, smol_tokenizer):
+    """A gap the user marked asks for text, after a line's text as well (``debug: [MASK]`` came back
+    empty): a model that would end every text at once still writes each gap."""
+    backend = newline_biased(tiny_lm, smol_tokenizer)
+    template = TemplateRequest(segments=("server:\n  debug: ", "\n", "\n  port: 8080\n"), max_new_tokens=(4, 4), seed=0)
+    *_, final = backend.stream_template(template)
+    assert all(draft.text.strip() for draft in final)
+
+
 def test_a_number_after_a_space_is_written_as_the_base_spells_it(tiny_lm, smol_tokenizer):
     """``port = `` + Ctrl+K: SmolLM2 joins no space to a digit, so a number there is a space alone
     and then its digits. The healed space may be that lone token (not two spaces), and the token
