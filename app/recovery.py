@@ -273,16 +273,16 @@ def restore(window, orphan: Orphan) -> list[Document]:
 
 
 def offer_restore(window, recovery: Recovery) -> None:
-    """Ask, window-modal and without blocking the event loop, whether to restore each orphan."""
+    """Ask once, window-modal and without blocking the event loop, whether to restore what every
+    editor that did not close normally left (several after a logout that killed them all)."""
     orphans = find_orphans(recovery.root)
     if orphans:
         _ask(window, recovery, orphans)
 
 
 def _ask(window, recovery: Recovery, orphans: list[Orphan]) -> None:
-    orphan = orphans[0]
-    names = ", ".join(copy.name for copy in orphan.documents)
-    count = len(orphan.documents)
+    names = ", ".join(copy.name for orphan in orphans for copy in orphan.documents)
+    count = sum(len(orphan.documents) for orphan in orphans)
     box = QMessageBox(
         QMessageBox.Icon.Question,
         "Restore unsaved documents?",
@@ -299,16 +299,15 @@ def _ask(window, recovery: Recovery, orphans: list[Orphan]) -> None:
     def answered() -> None:
         clicked = box.clickedButton()
         if clicked is restore_button:
-            restore(window, orphan)
+            for orphan in orphans:
+                restore(window, orphan)
             recovery.snapshot()  # copied again before the old copies go
-            orphan.discard()
             window.statusBar().showMessage(f"Restored {names}.", 6000)
-        elif clicked is discard_button:
-            orphan.discard()
-        else:
-            orphan.keep()
-        if len(orphans) > 1:
-            _ask(window, recovery, orphans[1:])
+        for orphan in orphans:
+            if clicked in (restore_button, discard_button):
+                orphan.discard()
+            else:
+                orphan.keep()
 
     box.finished.connect(lambda _result: answered())
     recovery.box = box

@@ -223,24 +223,27 @@ def test_a_file_changed_after_the_crash_is_not_overwritten_without_asking(qtbot,
 
 @pytest.mark.parametrize("button, restored, kept", [("Restore", True, False), ("Discard", False, False), ("Not Now", False, True)])
 def test_the_offer_to_restore(qtbot, qasync_loop, tmp_path, button, restored, kept):  # noqa: F811
+    """What two editors left (both killed, as by a logout) is offered in one question."""
     root = tmp_path / "recovery"
-    crashed = untitled(qtbot, TRICKY)
-    recovery.Recovery(lambda: [crashed], root).close()  # left behind, as by a crash
+    crashed = [untitled(qtbot, TRICKY), untitled(qtbot, "second window\n")]
+    for document in crashed:
+        recovery.Recovery(lambda d=document: [d], root).close()  # left behind, as by a crash
     window = MainWindow(qasync_loop, QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(window)
     window.tabs.new_document()
     store = recovery.Recovery(window.tabs.documents, root, parent=window)
     recovery.offer_restore(window, store)
     box = store.box
-    assert box is not None and "1 unsaved document" in box.text()
+    assert box is not None and "2 unsaved documents" in box.text()
     choice = next(b for b in box.buttons() if b.text() == button)
     choice.click()
+    assert store.box is box  # no second question
     texts = [document_text(d.editor.document()) for d in window.tabs.documents()]
-    assert texts == ([TRICKY] if restored else [""])
+    assert sorted(texts) == (sorted([TRICKY, "second window\n"]) if restored else [""])
     others = [folder for folder in root.iterdir() if folder != store.folder]
-    assert bool(others) == kept
-    if restored:  # copied again in this session's folder before the old copy went
-        assert [copy.text for copy in copies(store.folder)] == [TRICKY]
+    assert len(others) == (2 if kept else 0)
+    if restored:  # copied again in this session's folder before the old copies went
+        assert sorted(copy.text for copy in copies(store.folder)) == sorted([TRICKY, "second window\n"])
     for document in window.tabs.documents():
         document.editor.document().setModified(False)
     store.close()
