@@ -26,15 +26,15 @@ def passing_line(drafts: tuple[Draft, ...], seconds: float, total_steps: int | N
 
 def result_line(drafts: tuple[Draft, ...], seconds: float, choices: str, low_confidence: bool = False,
                 broken: str | None = None) -> str:
-    """The result is shown: how fast it was written, whether the model was not confident of it
-    (review it before Tab), and the user's choices; first a warning when the result holds
-    invisible characters (bidi controls, zero-width) or leaves the file failing to parse (``broken``:
-    the parser's message, ``app/syntax_check.py``)."""
+    """The result is shown: whether the model was not confident of it (review it before Tab), the
+    user's choices and, last, how fast it was written (a narrow window cuts the line's end); first
+    a warning when the result holds invisible characters (bidi controls, zero-width) or leaves the
+    file failing to parse (``broken``: the parser's message, ``app/syntax_check.py``)."""
     invisible = invisible_report("".join(draft.text for draft in drafts))
     careful = f"Careful: the result holds {invisible} · " if invisible else ""
     careful += broken_note(broken)
-    rate = speed(drafts, seconds)
-    return f"{careful}{rate} · Low confidence: check it · {choices}" if low_confidence else f"{careful}{rate} · {choices}"
+    unsure = "Low confidence: check it · " if low_confidence else ""
+    return f"{careful}{unsure}{choices} · {speed(drafts, seconds)}"
 
 
 def broken_note(broken: str | None) -> str:
