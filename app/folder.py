@@ -33,10 +33,17 @@ def folder_files(root: str, limit: int = MAX_FILES) -> list[str]:
 
 
 class _WithoutSkippedFolders(QSortFilterProxyModel):
+    """The skipped folders inside ``root`` left out; the folders on the way to it are kept whatever
+    their names (an opened folder under ``~/.config`` or named ``site-packages`` showed the whole
+    file system: the tree's root was filtered out)."""
+
+    root = ""
+
     def filterAcceptsRow(self, row: int, parent: QModelIndex) -> bool:  # noqa: N802 - Qt override
         model = self.sourceModel()
         index = model.index(row, 0, parent)
-        return not (model.isDir(index) and is_skipped_folder(model.fileName(index)))
+        inside = os.path.commonpath([self.root, model.filePath(parent) or os.sep]) == self.root
+        return not (inside and model.isDir(index) and is_skipped_folder(model.fileName(index)))
 
 
 class FolderTree(QTreeView):
@@ -57,6 +64,9 @@ class FolderTree(QTreeView):
 
     def set_root(self, root: str) -> None:
         self.root = root
+        self._shown.beginFilterChange()
+        self._shown.root = os.path.abspath(root)
+        self._shown.endFilterChange()
         self._files.setRootPath(root)
         self.setRootIndex(self._shown.mapFromSource(self._files.index(root)))
         for column in range(1, self._files.columnCount()):
