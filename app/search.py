@@ -39,6 +39,15 @@ class Match:
     text: str  # the line, cut to SHOWN_LINE_CHARS
 
 
+def may_hold(data: bytes, needle: str, case_sensitive: bool) -> bool:
+    """False only where ``data`` is plain ASCII text without ``needle`` (already lowered when the
+    case does not matter), which its bytes tell without decoding it: most source files, so a
+    search decodes only the files that may match. Anything else may hold it (decoded to know)."""
+    if not needle.isascii() or not data.isascii() or b"\0" in data:  # NUL: UTF-16, or binary
+        return True
+    return needle.encode("ascii") in (data if case_sensitive else data.lower())
+
+
 def search_folder(root: str, query: str, case_sensitive: bool = False, limit: int = MAX_MATCHES) -> list[Match]:
     """The lines of ``root``'s text files that contain ``query``, file by file, at most ``limit``."""
     if not query:
@@ -48,11 +57,13 @@ def search_folder(root: str, query: str, case_sensitive: bool = False, limit: in
     for relative in folder_files(root):
         path = os.path.join(root, relative)
         try:
-            if os.path.getsize(path) > MAX_SEARCHED_BYTES:
+            if os.path.getsize(path) > MAX_SEARCHED_BYTES or not may_hold(fileio.read_bounded(path), needle, case_sensitive):
                 continue
             text = fileio.read_text(path).text
         except (OSError, ValueError):  # unreadable, binary or not text: not searched
             continue
+        if needle not in (text if case_sensitive else text.lower()):
+            continue  # one search of the whole text, no line looked at
         for number, line in enumerate(text.split("\n"), start=1):
             column = (line if case_sensitive else line.lower()).find(needle)
             if column >= 0:

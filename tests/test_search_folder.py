@@ -1,0 +1,33 @@
+"""Find in Folder's reading: files told apart by their bytes find the same lines as decoding all."""
+
+from sfumato.app import search
+from sfumato.app.search import may_hold, search_folder
+
+
+def test_only_plain_ascii_without_the_query_is_passed_over_undecoded():
+    assert not may_hold(b"def total(x):\n", "zzz", case_sensitive=False)
+    assert may_hold(b"def Total(x):\n", "total", case_sensitive=False)
+    assert not may_hold(b"def Total(x):\n", "total", case_sensitive=True)
+    assert may_hold("caf\u00e9 total".encode("latin-1"), "zzz", case_sensitive=False)  # not ASCII: decoded to know
+    assert may_hold("total".encode("utf-16-le"), "zzz", case_sensitive=False)  # NUL bytes: UTF-16 or binary
+    assert may_hold(b"plain", "\u00fcber", case_sensitive=False)  # a query beyond ASCII: decoded to know
+
+
+def test_the_shortcut_finds_what_decoding_every_file_finds(tmp_path, monkeypatch):
+    files = {
+        "plain.py": "import os\n\ndef Total(x):\n    return total(x)\n".encode(),
+        "utf16.txt": "the TOTAL is 3\r\n".encode("utf-16-le"),
+        "latin1.txt": "caf\u00e9: total\n".encode("latin-1"),
+        "kelvin.txt": "273 \u212a in total\n".encode(),  # KELVIN SIGN lowers to an ASCII k
+        "nothing.py": b"x = 1\n",
+        "image.png": b"\x89PNG\r\n\x1a\n\x00total\x00",
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    for query, case_sensitive in (("total", False), ("total", True), ("k in", False), ("\u00e9: t", False), ("TOTAL", True)):
+        found = search_folder(str(tmp_path), query, case_sensitive)
+        monkeypatch.setattr(search, "may_hold", lambda *args: True)
+        assert found == search_folder(str(tmp_path), query, case_sensitive), query
+        monkeypatch.undo()
+    assert [(m.path, m.line) for m in search_folder(str(tmp_path), "total")] == [
+        ("kelvin.txt", 1), ("latin1.txt", 1), ("plain.py", 3), ("plain.py", 4), ("utf16.txt", 1)]
