@@ -37,12 +37,13 @@ class _WithoutSkippedFolders(QSortFilterProxyModel):
     their names (an opened folder under ``~/.config`` or named ``site-packages`` showed the whole
     file system: the tree's root was filtered out)."""
 
-    root = ""
+    root = ""  # as the file model spells paths ("/" between names); "": no folder open
 
     def filterAcceptsRow(self, row: int, parent: QModelIndex) -> bool:  # noqa: N802 - Qt override
         model = self.sourceModel()
         index = model.index(row, 0, parent)
-        inside = os.path.commonpath([self.root, model.filePath(parent) or os.sep]) == self.root
+        folder = model.filePath(parent)
+        inside = bool(self.root) and (folder == self.root or folder.startswith(self.root.rstrip("/") + "/"))
         return not (inside and model.isDir(index) and is_skipped_folder(model.fileName(index)))
 
 
@@ -64,10 +65,10 @@ class FolderTree(QTreeView):
 
     def set_root(self, root: str) -> None:
         self.root = root
-        self._shown.beginFilterChange()
-        self._shown.root = os.path.abspath(root)
-        self._shown.endFilterChange()
         self._files.setRootPath(root)
+        self._shown.beginFilterChange()
+        self._shown.root = self._files.filePath(self._files.index(root))
+        self._shown.endFilterChange()
         self.setRootIndex(self._shown.mapFromSource(self._files.index(root)))
         for column in range(1, self._files.columnCount()):
             self.hideColumn(column)
