@@ -34,7 +34,7 @@ from test_app_support import FakeBackend, make_engine, qasync_loop  # noqa: F401
 
 from sfumato.app import pacing, recovery
 from sfumato.app.codeeditor import CodeEditor
-from sfumato.app.textpositions import document_text
+from sfumato.app.textpositions import document_text, position_of
 from sfumato.app.document import Document
 from sfumato.app.infill import InfillOptions, EditStarter
 from sfumato.app.commandkeys import DEFAULT_SESSION_KEYS
@@ -166,10 +166,12 @@ class SessionMachine(RuleBasedStateMachine):
         return round(fraction * len(self.expected_display()))
 
     def select(self, anchor: float, position: float) -> tuple[int, int]:
+        """The model counts characters; Qt counts UTF-16 units (the real model writes emoji)."""
         a, p = self.position(anchor), self.position(position)
+        shown = self.expected_display()
         cursor = self.editor.textCursor()
-        cursor.setPosition(a)
-        cursor.setPosition(p, QTextCursor.MoveMode.KeepAnchor)
+        cursor.setPosition(position_of(shown, a))
+        cursor.setPosition(position_of(shown, p), QTextCursor.MoveMode.KeepAnchor)
         self.editor.setTextCursor(cursor)
         return min(a, p), max(a, p)
 
@@ -451,7 +453,8 @@ class SessionMachine(RuleBasedStateMachine):
             assert self.editor.session is None
         else:
             assert self.editor.session is self.session and self.session.state in ("running", "ready")
-            assert self.session.spans() == self.display_spans()
+            shown = self.expected_display()
+            assert self.session.spans() == [(position_of(shown, a), position_of(shown, b)) for a, b in self.display_spans()]
             assert self.session.originals == [region.original for region in self.regions]
 
     def teardown(self):
