@@ -7,7 +7,10 @@ panel that runs it and lists what it found.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, Signal
@@ -29,6 +32,7 @@ from sfumato.app.folder import folder_files
 MAX_MATCHES = 2_000
 MAX_SEARCHED_BYTES = 4 << 20  # larger files (logs, data) are left out of the search
 SHOWN_LINE_CHARS = 200
+SHOWN_EVERY_S = 0.1  # found lines go to the list at most this often while the search goes on
 
 
 @dataclass(frozen=True)
@@ -50,10 +54,14 @@ def may_hold(data: bytes, needle: str, case_sensitive: bool) -> bool:
 
 def search_folder(root: str, query: str, case_sensitive: bool = False, limit: int = MAX_MATCHES) -> list[Match]:
     """The lines of ``root``'s text files that contain ``query``, file by file, at most ``limit``."""
+    return list(itertools.islice(matches_in_folder(root, query, case_sensitive), limit))
+
+
+def matches_in_folder(root: str, query: str, case_sensitive: bool = False) -> Iterator[Match]:
+    """``search_folder``'s matches as each file gives them."""
     if not query:
-        return []
+        return
     needle = query if case_sensitive else query.lower()
-    matches = []
     for relative in folder_files(root):
         path = os.path.join(root, relative)
         try:
@@ -67,10 +75,7 @@ def search_folder(root: str, query: str, case_sensitive: bool = False, limit: in
         for number, line in enumerate(text.split("\n"), start=1):
             column = (line if case_sensitive else line.lower()).find(needle)
             if column >= 0:
-                matches.append(Match(relative, number, column, line[:SHOWN_LINE_CHARS]))
-                if len(matches) >= limit:
-                    return matches
-    return matches
+                yield Match(relative, number, column, line[:SHOWN_LINE_CHARS])
 
 
 class SearchPanel(QWidget):
@@ -113,24 +118,46 @@ class SearchPanel(QWidget):
         self.results.itemActivated.connect(self._activated)
 
     def start(self) -> asyncio.Task | None:
-        """Search the folder for the query on a worker thread; the list fills when it is done."""
+        """Search the folder for the query on a worker thread; found lines are listed as they come
+        (a large folder took seconds before its first line showed), a newer search stops it."""
         query = self.query.text()
         if not self.root or not query:
             self.summary.setText("Open a folder first." if not self.root else "")
             return None
         self._generation += 1
+        self.results.clear()
+        self.replace_all.setEnabled(False)
+        self._found = None
         self.summary.setText("Searching…")
         return self._loop.create_task(self._search(self._generation, self.root, query, self.case_sensitive.isChecked()))
 
     async def _search(self, generation: int, root: str, query: str, case_sensitive: bool) -> None:
-        matches = await self._loop.run_in_executor(None, search_folder, root, query, case_sensitive)
-        if generation != self._generation:
+        def current() -> bool:
+            return generation == self._generation
+
+        def show(batch: list[Match]) -> None:
+            if current():
+                self._list(batch)
+
+        def search() -> list[Match]:
+            found: list[Match] = []
+            batch, shown_at = [], time.monotonic()
+            for match in matches_in_folder(root, query, case_sensitive):
+                if not current():  # a newer search (read across threads: an int, never torn)
+                    break
+                found.append(match)
+                batch.append(match)
+                if len(found) >= MAX_MATCHES:
+                    break
+                if time.monotonic() - shown_at >= SHOWN_EVERY_S:
+                    self._loop.call_soon_threadsafe(show, batch)
+                    batch, shown_at = [], time.monotonic()
+            self._loop.call_soon_threadsafe(show, batch)
+            return found
+
+        matches = await self._loop.run_in_executor(None, search)
+        if not current():
             return
-        self.results.clear()
-        for match in matches:
-            item = QListWidgetItem(f"{match.path}:{match.line}: {match.text.strip()}")
-            item.setData(Qt.ItemDataRole.UserRole, match)
-            self.results.addItem(item)
         paths = list(dict.fromkeys(match.path for match in matches))
         self._found = (query, case_sensitive, [os.path.join(root, path) for path in paths])
         self.replace_all.setEnabled(bool(matches))
@@ -138,6 +165,12 @@ class SearchPanel(QWidget):
         more = " (the first ones)" if len(matches) >= MAX_MATCHES else ""
         count = f"{len(matches)} match" + ("es" if len(matches) > 1 else "")
         self.summary.setText(f"{count} in {files} file{'s' if files > 1 else ''}{more}" if matches else "No matches.")
+
+    def _list(self, matches: list[Match]) -> None:
+        for match in matches:
+            item = QListWidgetItem(f"{match.path}:{match.line}: {match.text.strip()}")
+            item.setData(Qt.ItemDataRole.UserRole, match)
+            self.results.addItem(item)
 
     def _replace_all(self) -> None:
         """Replace in the files of the last search, if the query is still the one searched for."""

@@ -1,5 +1,9 @@
 """Find in Folder's reading: files told apart by their bytes find the same lines as decoding all."""
 
+from PySide6.QtCore import Qt
+
+from test_app_support import qasync_loop, window  # noqa: F401 - fixtures
+
 from sfumato.app import search
 from sfumato.app.search import may_hold, search_folder
 
@@ -15,7 +19,7 @@ def test_only_plain_ascii_without_the_query_is_passed_over_undecoded():
 
 def test_the_shortcut_finds_what_decoding_every_file_finds(tmp_path, monkeypatch):
     files = {
-        "plain.py": "import os\n\ndef Total(x):\n    return total(x)\n".encode(),
+        "plain.py": b"import os\n\ndef Total(x):\n    return total(x)\n",
         "utf16.txt": "the TOTAL is 3\r\n".encode("utf-16-le"),
         "latin1.txt": "caf\u00e9: total\n".encode("latin-1"),
         "kelvin.txt": "273 \u212a in total\n".encode(),  # KELVIN SIGN lowers to an ASCII k
@@ -31,3 +35,33 @@ def test_the_shortcut_finds_what_decoding_every_file_finds(tmp_path, monkeypatch
         monkeypatch.undo()
     assert [(m.path, m.line) for m in search_folder(str(tmp_path), "total")] == [
         ("kelvin.txt", 1), ("latin1.txt", 1), ("plain.py", 3), ("plain.py", 4), ("utf16.txt", 1)]
+
+
+def test_found_lines_are_listed_while_the_search_goes_on(window, qtbot, tmp_path, monkeypatch):  # noqa: F811
+    """A large folder took seconds before its first line showed: now each batch shows as found."""
+    import threading
+
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text(f"total in {name}\n")
+    release = threading.Event()
+    real_files = search.folder_files
+
+    def slow_folder(root):  # the second file only once the test has seen the first one listed
+        first, second = real_files(root)
+        yield first
+        release.wait(30)
+        yield second
+
+    monkeypatch.setattr(search, "folder_files", slow_folder)
+    monkeypatch.setattr(search, "SHOWN_EVERY_S", 0.0)
+    window.open_folder(str(tmp_path))
+    window.find_in_folder()
+    panel = window.folder.search
+    panel.query.setText("total")
+    qtbot.keyClick(panel.query, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: panel.results.count() == 1, timeout=10000)
+    assert panel.results.item(0).text() == "a.txt:1: total in a.txt" and panel.summary.text() == "Searching…"
+    release.set()
+    qtbot.waitUntil(lambda: panel.summary.text() == "2 matches in 2 files", timeout=10000)
+    assert [panel.results.item(i).text() for i in range(panel.results.count())] == [
+        "a.txt:1: total in a.txt", "b.txt:1: total in b.txt"]
