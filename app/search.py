@@ -10,7 +10,7 @@ import asyncio
 import itertools
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, Signal
@@ -57,12 +57,15 @@ def search_folder(root: str, query: str, case_sensitive: bool = False, limit: in
     return list(itertools.islice(matches_in_folder(root, query, case_sensitive), limit))
 
 
-def matches_in_folder(root: str, query: str, case_sensitive: bool = False) -> Iterator[Match]:
-    """``search_folder``'s matches as each file gives them."""
+def matches_in_folder(root: str, query: str, case_sensitive: bool = False,
+                      stopped: Callable[[], bool] = lambda: False) -> Iterator[Match]:
+    """``search_folder``'s matches as each file gives them, until ``stopped()`` (asked before each file)."""
     if not query:
         return
     needle = query if case_sensitive else query.lower()
     for relative in folder_files(root):
+        if stopped():
+            return
         path = os.path.join(root, relative)
         try:
             if os.path.getsize(path) > MAX_SEARCHED_BYTES or not may_hold(fileio.read_bounded(path), needle, case_sensitive):
@@ -142,9 +145,8 @@ class SearchPanel(QWidget):
         def search() -> list[Match]:
             found: list[Match] = []
             batch, shown_at = [], time.monotonic()
-            for match in matches_in_folder(root, query, case_sensitive):
-                if not current():  # a newer search (read across threads: an int, never torn)
-                    break
+            # stopped by a newer search (``_generation``: an int read across threads, never torn)
+            for match in matches_in_folder(root, query, case_sensitive, stopped=lambda: not current()):
                 found.append(match)
                 batch.append(match)
                 if len(found) >= MAX_MATCHES:

@@ -37,22 +37,24 @@ def test_the_shortcut_finds_what_decoding_every_file_finds(tmp_path, monkeypatch
         ("kelvin.txt", 1), ("latin1.txt", 1), ("plain.py", 3), ("plain.py", 4), ("utf16.txt", 1)]
 
 
-def test_found_lines_are_listed_while_the_search_goes_on(window, qtbot, tmp_path, monkeypatch):  # noqa: F811
+def test_found_lines_are_listed_while_the_search_goes_on_and_a_newer_search_stops_it(window, qtbot, tmp_path, monkeypatch):  # noqa: F811
     """A large folder took seconds before its first line showed: now each batch shows as found."""
+    import os
     import threading
 
     for name in ("a.txt", "b.txt"):
         (tmp_path / name).write_text(f"total in {name}\n")
-    release = threading.Event()
-    real_files = search.folder_files
+    release, read = threading.Event(), []
+    real_files, real_read = search.folder_files, search.fileio.read_bounded
 
-    def slow_folder(root):  # the second file only once the test has seen the first one listed
-        first, second = real_files(root)
-        yield first
-        release.wait(30)
-        yield second
+    def slow_folder(root):  # after the first file, the rest only once the test lets it go on
+        for number, name in enumerate(real_files(root)):
+            if number == 1:
+                release.wait(30)
+            yield name
 
     monkeypatch.setattr(search, "folder_files", slow_folder)
+    monkeypatch.setattr(search.fileio, "read_bounded", lambda path: read.append(os.path.basename(path)) or real_read(path))
     monkeypatch.setattr(search, "SHOWN_EVERY_S", 0.0)
     window.open_folder(str(tmp_path))
     window.find_in_folder()
@@ -65,3 +67,13 @@ def test_found_lines_are_listed_while_the_search_goes_on(window, qtbot, tmp_path
     qtbot.waitUntil(lambda: panel.summary.text() == "2 matches in 2 files", timeout=10000)
     assert [panel.results.item(i).text() for i in range(panel.results.count())] == [
         "a.txt:1: total in a.txt", "b.txt:1: total in b.txt"]
+    release.clear()
+    read.clear()
+    qtbot.keyClick(panel.query, Qt.Key.Key_Return)  # held after its first file ...
+    qtbot.waitUntil(lambda: panel.results.count() == 1, timeout=10000)
+    panel.query.setText("zzz")
+    qtbot.keyClick(panel.query, Qt.Key.Key_Return)  # ... when a newer search begins
+    release.set()
+    qtbot.waitUntil(lambda: panel.summary.text() == "No matches.", timeout=10000)
+    qtbot.wait(200)
+    assert read.count("b.txt") == 1  # the newer search's: the older read no file after it was replaced
