@@ -140,3 +140,29 @@ def test_a_document_saved_under_a_new_name_takes_that_names_language_wrap_and_re
     assert window.language_label.text() == document.language == "Markdown"
     assert document.editor.prose  # a review compares words
     assert document.editor.lineWrapMode() == document.editor.LineWrapMode.WidgetWidth  # prose wraps (the default)
+
+
+def test_a_large_file_opens_under_a_busy_cursor_after_a_status_line_says_so(window, tmp_path, monkeypatch):  # noqa: F811
+    """Qt takes seconds to hold a 40 MB file: the window tells so before it stops to read it."""
+    from PySide6.QtWidgets import QApplication
+
+    from sfumato.app import documenttabs
+
+    seen = []
+    real_open = documenttabs.Document.open
+
+    def observed(path, editor):
+        cursor = QApplication.overrideCursor()
+        seen.append((cursor.shape() if cursor is not None else None, window.statusBar().currentMessage()))
+        return real_open(path, editor)
+
+    monkeypatch.setattr(documenttabs.Document, "open", observed)
+    monkeypatch.setattr(documenttabs, "SLOW_OPEN_BYTES", 1000)
+    small, large = tmp_path / "small.txt", tmp_path / "large.txt"
+    small.write_text("x\n")
+    large.write_text("x = 1\n" * 400)  # 2,400 bytes: above the bar set here
+    window.tabs.open_path(str(small))
+    window.tabs.open_path(str(large))
+    assert seen[0] == (None, seen[0][1]) and not seen[0][1].startswith("Opening")
+    assert seen[1] == (Qt.CursorShape.WaitCursor, "Opening large.txt (0 MB)…")
+    assert QApplication.overrideCursor() is None  # given back once the tab is open
