@@ -1,13 +1,12 @@
 """Find in Folder: every line of the open folder's text files that holds the query.
 
-``search_folder`` is plain Python (it runs on a worker thread); ``SearchPanel`` is the sidebar
+``matches_in_folder`` is plain Python (it runs on a worker thread); ``SearchPanel`` is the sidebar
 panel that runs it and lists what it found.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -52,14 +51,10 @@ def may_hold(data: bytes, needle: str, case_sensitive: bool) -> bool:
     return needle.encode("ascii") in (data if case_sensitive else data.lower())
 
 
-def search_folder(root: str, query: str, case_sensitive: bool = False, limit: int = MAX_MATCHES) -> list[Match]:
-    """The lines of ``root``'s text files that contain ``query``, file by file, at most ``limit``."""
-    return list(itertools.islice(matches_in_folder(root, query, case_sensitive), limit))
-
-
 def matches_in_folder(root: str, query: str, case_sensitive: bool = False,
                       stopped: Callable[[], bool] = lambda: False) -> Iterator[Match]:
-    """``search_folder``'s matches as each file gives them, until ``stopped()`` (asked before each file)."""
+    """The lines of ``root``'s text files that contain ``query``, file by file as each gives them,
+    until ``stopped()`` (asked before each file)."""
     if not query:
         return
     needle = query if case_sensitive else query.lower()
@@ -142,7 +137,8 @@ class SearchPanel(QWidget):
             if current():
                 self._list(batch)
 
-        def search() -> list[Match]:
+        def search() -> tuple[list[Match], list[Match]]:
+            """(every match, the last ones not yet listed: listed with the summary, in one step)."""
             found: list[Match] = []
             batch, shown_at = [], time.monotonic()
             # stopped by a newer search (``_generation``: an int read across threads, never torn)
@@ -154,12 +150,12 @@ class SearchPanel(QWidget):
                 if time.monotonic() - shown_at >= SHOWN_EVERY_S:
                     self._loop.call_soon_threadsafe(show, batch)
                     batch, shown_at = [], time.monotonic()
-            self._loop.call_soon_threadsafe(show, batch)
-            return found
+            return found, batch
 
-        matches = await self._loop.run_in_executor(None, search)
+        matches, last = await self._loop.run_in_executor(None, search)
         if not current():
             return
+        self._list(last)
         paths = list(dict.fromkeys(match.path for match in matches))
         self._found = (query, case_sensitive, [os.path.join(root, path) for path in paths])
         self.replace_all.setEnabled(bool(matches))

@@ -5,7 +5,7 @@ from PySide6.QtCore import Qt
 from test_app_support import qasync_loop, window  # noqa: F401 - fixtures
 
 from sfumato.app import search
-from sfumato.app.search import may_hold, search_folder
+from sfumato.app.search import matches_in_folder, may_hold
 
 
 def test_only_plain_ascii_without_the_query_is_passed_over_undecoded():
@@ -29,11 +29,11 @@ def test_the_shortcut_finds_what_decoding_every_file_finds(tmp_path, monkeypatch
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
     for query, case_sensitive in (("total", False), ("total", True), ("k in", False), ("\u00e9: t", False), ("TOTAL", True)):
-        found = search_folder(str(tmp_path), query, case_sensitive)
+        found = list(matches_in_folder(str(tmp_path), query, case_sensitive))
         monkeypatch.setattr(search, "may_hold", lambda *args: True)
-        assert found == search_folder(str(tmp_path), query, case_sensitive), query
+        assert found == list(matches_in_folder(str(tmp_path), query, case_sensitive)), query
         monkeypatch.undo()
-    assert [(m.path, m.line) for m in search_folder(str(tmp_path), "total")] == [
+    assert [(m.path, m.line) for m in matches_in_folder(str(tmp_path), "total")] == [
         ("kelvin.txt", 1), ("latin1.txt", 1), ("plain.py", 3), ("plain.py", 4), ("utf16.txt", 1)]
 
 
