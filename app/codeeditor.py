@@ -33,6 +33,7 @@ from sfumato.app.autoclose import AutoCloser, around_cursor
 from sfumato.app.brackets import AUTO_CLOSED, matching_bracket
 from sfumato.app.commandkeys import default_command_keys, is_command_key
 from sfumato.app.comments import Marker
+from sfumato.app.document_fill import FILLED_IN_PARTS_CHARS, filled_document
 from sfumato.app.ghostlines import GhostLayout, Pieces, lay_out, paint_ghosts
 from sfumato.app.gutter import LineNumberArea
 from sfumato.app.inline_suggestion import InlineSuggestion
@@ -100,6 +101,19 @@ class CodeEditor(QPlainTextEdit):
         self._numbers.fit()
         self._apply_tab_stop()
         self._mark_cursor()
+
+    def show_text(self, text: str, progress: Callable[[float], None] | None = None) -> None:
+        """``text`` in place of the editor's text, with no undo history; a long one is laid into a
+        new document a part at a time (``document_fill``: ``progress`` hears how far), which the
+        editor then shows. Made for a file just read: what was connected to the old document is not to the new."""
+        if len(text) < FILLED_IN_PARTS_CHARS:
+            self.setPlainText(text)
+            return
+        old, document = self.document(), filled_document(text, self.document(), progress)
+        document.setParent(self)
+        document.setDocumentLayout(GhostLayout(document))
+        self.setDocument(document)
+        old.deleteLater()
 
     @contextmanager
     def selections_held(self) -> Iterator[None]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable
 from contextlib import nullcontext
 
 from PySide6.QtCore import QTimer
@@ -45,16 +46,17 @@ class Document:
         editor.document().contentsChanged.connect(self._marks_timer.start)
 
     @classmethod
-    def open(cls, path: str, editor: CodeEditor) -> Document:
-        """Read ``path`` into ``editor``; raises NotTextError / OSError and leaves ``editor`` empty."""
+    def open(cls, path: str, editor: CodeEditor, progress: Callable[[float], None] | None = None) -> Document:
+        """Read ``path`` into ``editor``; raises NotTextError / OSError and leaves ``editor`` empty.
+        ``progress`` hears how much of a long text the editor holds (``CodeEditor.show_text``)."""
         text, fmt, longest = fileio.read_text(path)
+        _check_editable(text)
+        editor.show_text(text, progress)  # first: a long text comes in a new document, which the rest connects to
         document = cls(editor, os.path.abspath(path), fmt)
         document.disk_stamp = _stamp(document.path)
         document.longest_line = longest
         document.indentation = detect_indentation(text)
         document.invisibles_on_disk = invisibles_in(text)
-        _check_editable(text)
-        editor.setPlainText(text)
         editor.document().setModified(False)
         document.rehighlight()
         # git runs once the event loop is back: reopening a session's files does not wait on it

@@ -21,7 +21,7 @@ from sfumato.app.reopen import OpenFile
 MAX_CLOSED_REMEMBERED = 20
 LONG_LINE = 100_000  # characters; Qt lays out a whole line at once, so longer ones get a warning
 # Qt's text document takes seconds to hold a file this large (40 MB: 7 s on 2 cores, the document alone):
-# a busy cursor and a status line say so before the window stops to read it
+# a busy cursor and a status line with the share read say so while it is filled (app/document_fill.py)
 SLOW_OPEN_BYTES = 8 << 20
 FILE_FILTER = "All files (*);;Python (*.py);;Text (*.txt *.md)"
 
@@ -78,7 +78,7 @@ class DocumentTabs(QTabWidget):
 
     def _new_editor(self) -> CodeEditor:
         editor = CodeEditor()
-        editor.document().modificationChanged.connect(lambda _=None, e=editor: self.update_title(e))
+        editor.modificationChanged.connect(lambda _=None, e=editor: self.update_title(e))  # the shown document's
         editor.files_dropped.connect(lambda paths: [self.open_path(path) for path in paths])
         return editor
 
@@ -108,8 +108,8 @@ class DocumentTabs(QTabWidget):
                 return document
         editor = self._new_editor()
         try:
-            with self._opening(absolute):
-                document = Document.open(absolute, editor)
+            with self._opening(absolute) as progress:
+                document = Document.open(absolute, editor, progress)
         except fileio.NotTextError as error:
             editor.deleteLater()
             self.notices.error(f"Cannot open {os.path.basename(path)}: {error}. Nothing was opened.")
@@ -131,20 +131,22 @@ class DocumentTabs(QTabWidget):
         return document
 
     @contextmanager
-    def _opening(self, path: str) -> Iterator[None]:
-        """While a large file is read into its tab: a busy cursor, and a status line drawn first."""
+    def _opening(self, path: str) -> Iterator[Callable[[float], None] | None]:
+        """While a large file is read into its tab: a busy cursor, and a status line drawn first that
+        the progress handed out (None for a small file) keeps up to date."""
         try:
             size = os.path.getsize(path)
         except OSError:  # the open says why
             size = 0
         if size <= SLOW_OPEN_BYTES:
-            yield
+            yield None
             return
-        self.notices.say(f"Opening {fileio.shown_path(os.path.basename(path))} ({size / 2**20:.0f} MB)…")
+        opening = f"Opening {fileio.shown_path(os.path.basename(path))} ({size / 2**20:.0f} MB)…"
+        self.notices.say(opening)
         self.notices.window.statusBar().repaint()
         QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
         try:
-            yield
+            yield lambda share: self.notices.say(f"{opening} {share:.0%}")
         finally:
             QApplication.restoreOverrideCursor()
 

@@ -151,10 +151,10 @@ def test_a_large_file_opens_under_a_busy_cursor_after_a_status_line_says_so(wind
     seen = []
     real_open = documenttabs.Document.open
 
-    def observed(path, editor):
+    def observed(path, editor, progress):
         cursor = QApplication.overrideCursor()
         seen.append((cursor.shape() if cursor is not None else None, window.statusBar().currentMessage()))
-        return real_open(path, editor)
+        return real_open(path, editor, progress)
 
     monkeypatch.setattr(documenttabs.Document, "open", observed)
     monkeypatch.setattr(documenttabs, "SLOW_OPEN_BYTES", 1000)
@@ -166,3 +166,40 @@ def test_a_large_file_opens_under_a_busy_cursor_after_a_status_line_says_so(wind
     assert seen[0] == (None, seen[0][1]) and not seen[0][1].startswith("Opening")
     assert seen[1] == (Qt.CursorShape.WaitCursor, "Opening large.txt (0 MB)…")
     assert QApplication.overrideCursor() is None  # given back once the tab is open
+
+
+def test_a_long_text_is_laid_in_a_part_at_a_time_while_the_window_goes_on(window, tmp_path, monkeypatch):  # noqa: F811
+    """A 40 MB file held the window 7 s in one Qt call: filled in parts, the window's events run
+    between them and the status line counts up; the tab then holds the file exactly, as any other."""
+    from PySide6.QtCore import QTimer
+
+    from sfumato.app import codeeditor, document_fill, documenttabs
+
+    monkeypatch.setattr(documenttabs, "SLOW_OPEN_BYTES", 1000)
+    monkeypatch.setattr(codeeditor, "FILLED_IN_PARTS_CHARS", 5000)
+    monkeypatch.setattr(document_fill, "PART_CHARS", 1000)
+    text = "name = '\U0001f600 café'\n\tif name:\n\t\treturn name  # 🎉\n" * 400  # 17,600 characters
+    path = tmp_path / "long.py"
+    path.write_text(text, encoding="utf-8")
+    messages, ticks = [], []
+    said = window.notices.say
+    monkeypatch.setattr(window.notices, "say", lambda message, *args: (messages.append(message), said(message, *args)))
+    ticker = QTimer()
+    ticker.timeout.connect(lambda: ticks.append(1))
+    ticker.start(0)
+    document = window.tabs.open_path(str(path))
+    ticker.stop()
+    editor = document.editor
+    assert len(ticks) > 5  # the window's events ran while the text went in
+    shares = [m.rsplit(" ", 1)[-1] for m in messages if m.startswith("Opening long.py")][1:]
+    assert shares[-1] == "100%" and len(shares) > 5
+    assert editor.toPlainText() == text
+    assert editor.document().defaultFont() == editor.font()
+    assert editor.tabStopDistance() == editor.fontMetrics().horizontalAdvance(" ") * editor.indent_width
+    assert not editor.document().isUndoAvailable() and not document.is_modified()
+    cursor = editor.textCursor()
+    cursor.movePosition(QTextCursor.MoveOperation.End)
+    cursor.insertText("x")
+    assert window.tabs.tabText(window.tabs.indexOf(editor)) == "long.py •"  # the title follows the new document
+    editor.undo()
+    assert editor.toPlainText() == text and window.tabs.tabText(window.tabs.indexOf(editor)) == "long.py"
