@@ -31,8 +31,8 @@ def run(files: list[str], model_spec: str | None = None, device: str | None = No
     closed = asyncio.Event()
     app.aboutToQuit.connect(closed.set)
     window = MainWindow(loop, QSettings(), model_spec, device, quantize)
+    first_show(window)  # before the files: a large one fills in under a status line counting the share read
     open_files(window, files)
-    first_show(window)
     attach(window)  # hot exit: copies of unsaved documents, offered back after a crash
     with loop:
         loop.run_until_complete(closed.wait())
