@@ -25,7 +25,8 @@ from sfumato.model.rewrite_parts import split_selection
 
 LEAVES_BLOCK = re.compile(r"(?:return|raise|throw)\b")
 CONDITIONAL = re.compile(r"\b(?:if|unless)\b")  # Ruby's and Perl's ``return if done``
-COMMENT = re.compile(r"\s*(?:#|//|/\*|--)")
+COMMENT = re.compile(r"\s*(#|//|/\*|--)")
+DEFINES = re.compile(r"\s*(?:(?:async|export|pub|static|public|private)\s+)*(?:def|class|function|fn|func)\s+(\w+)")
 GOES_ON = re.compile(r"(?:\b(?:and|or|not|in|is)|[-+*/%&|^=<>,\\])\s*$")  # a statement its next line continues
 
 
@@ -133,19 +134,37 @@ def fits_its_place(written: str, original: str, prefix: str, suffix: str) -> boo
     structure the original held: it opens or closes as many brackets; it holds as many double
     quotes but for an even number (a lone ``\"\"\"`` opens a string the next lines would sit in); it
     ends as a statement going on (``if a and``), or is a comment, only where the original did or
-    was (code written as a comment is a line gone); and where the original opens a block exactly
+    was (code written as a comment is a line gone, a comment written as code one made up), and a
+    comment keeps its marker; a definition keeps its name (``def tocsv`` is not renamed ``def
+    __eq__``); it is no copy of the nearest line with text above or below it; and where the original opens a block exactly
     when the next line with text is indented deeper, it does the same (``if found:`` above a line
     as deep is no code) or leaves the block (``unreachable_cut`` drops the deeper lines)."""
     if _bracket_change(written) != _bracket_change(original) or _quotes(written) % 2 != _quotes(original) % 2:
         return False
     if GOES_ON.search(_outside_brackets(written)) and not GOES_ON.search(_outside_brackets(original)):
         return False
-    if COMMENT.match(written) and not COMMENT.match(original):  # code as a comment: a line gone
+    if _mark(COMMENT, written) != _mark(COMMENT, original) or _mark(DEFINES, written) != _mark(DEFINES, original):
         return False
     start = prefix.rsplit("\n", 1)[-1]  # the line's indentation, unless the selection holds it
     following = [line for line in suffix.split("\n")[1:] if line.strip()]
+    if _copies_a_neighbour(written, original, prefix.split("\n")[:-1], following):
+        return False
     deeper = bool(following) and indentation(following[0]) > indentation(start + original)
     return _opens_block(original) != deeper or _opens_block(written) == deeper or deeper and ends_block(start + written)
+
+
+def _mark(pattern: re.Pattern, line: str) -> str | None:
+    """What ``pattern``'s group finds at the line's start: its comment marker, the name it defines."""
+    return m.group(1) if (m := pattern.match(line)) else None
+
+
+def _copies_a_neighbour(written: str, original: str, above: list[str], below: list[str]) -> bool:
+    """Whether ``written`` is the nearest line with text above it or below it (``above``: the
+    lines before its own, ``below``: those after), where ``original`` was not: a line written as
+    a copy of the next (a header's comment lines came back as three ``from __future__ import``)."""
+    nearest = [next((line.strip() for line in reversed(above) if line.strip()), None),
+               next((line.strip() for line in below if line.strip()), None)]
+    return written.strip() in nearest and original.strip() not in nearest
 
 
 def _opens_block(line: str) -> bool:

@@ -59,6 +59,16 @@ def test_a_written_line_fits_where_it_keeps_the_structure_of_the_line_it_replace
     assert not fits_its_place("found = limit and", "found = []", *body)  # a statement going on
     assert not fits_its_place("# found = []", "found = []", *body)  # the code gone into a comment
     assert fits_its_place("# Items under the limit", "# Collect the items", *body)
+    assert not fits_its_place("found = None", "# Collect the items", *body)  # a comment written as code
+    header = ("# Checks, in no particular order:\n#\n", "\n#   Jeff Bauer, Cliff Crawford\nfrom __future__ import annotations\n")
+    assert fits_its_place("#   Guido van Rossum, Tim Peters", "#   Charles Waldman, David Arnold", *header)
+    assert not fits_its_place("#   Jeff Bauer, Cliff Crawford", "#   Charles Waldman, David Arnold", *header)  # the line below
+    assert not fits_its_place("#", "#   Charles Waldman, David Arnold", *header)  # the line above
+    assert fits_its_place("#", "#", *header)  # a copy where the original was one
+    assert not fits_its_place("// Jeff Bauer, Guido", "#   Charles Waldman, David Arnold", *header)  # another marker
+    methods = ("class Metrics:\n    ", "\n        return [self.operators, self.time]\n")
+    assert fits_its_place("def tocsv(self) -> list:", "def tocsv(self) -> list[float]:", *methods)
+    assert not fits_its_place("def __eq__(self, other) -> bool:", "def tocsv(self) -> list[float]:", *methods)  # renamed
     loop = ("def low_stock(items, limit):\n    found = []\n    ", "\n        found.append(item)\n    return found\n")
     assert fits_its_place("for item in sorted(items):", "for item in items:", *loop)
     assert not fits_its_place("found = items", "for item in items:", *loop)  # the deeper lines left without a head
