@@ -146,7 +146,7 @@ class AiController(QObject):
         if request is None:
             return
         busy = any(document.editor.session for document in self.tabs.documents())  # a suggestion would wait behind it
-        if busy or not self.suggester.ask(editor, request):  # a suggestion reads the prompt too
+        if request.is_rewrite or busy or not self.suggester.ask(editor, request):  # a suggestion reads the prompt too
             self.worker.warm(request)
 
     # --- the model ----------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from sfumato.model.template import Gap, find_gaps, segments_of
 CONTEXT_CHARS = 6000  # text sent on each side of the region; the engine trims to the model's window
 CHARS_PER_TOKEN = 3.0
 MAX_REWRITE_TOKENS = 2048  # a rewrite's canvas follows the selection's size, up to this
+WARMED_SELECTION_CHARS = 4000  # a longer selection resting is not read ahead (a rewrite of it takes minutes)
 
 
 @dataclass
@@ -81,13 +82,13 @@ class EditStarter:
         return self._run(editor, spans, requests)
 
     def cursor_request(self, editor: CodeEditor, chunks: ProjectChunks) -> InfillRequest | None:
-        """What Ctrl+K at ``editor``'s one cursor would ask for its prompt, project context
-        (``chunks``) included, so the prompt warmed is the one Ctrl+K sends; None with a selection
-        or more cursors."""
+        """What Ctrl+K at ``editor``'s one cursor (or on its selection) would ask, project context
+        (``chunks``) included, so the prompt warmed is the one Ctrl+K sends; None with more cursors
+        or a selection over ``WARMED_SELECTION_CHARS`` (Select All in a large file is no edit to come)."""
         cursor = editor.textCursor()
-        if cursor.hasSelection() or editor.extra_cursors.cursors:
+        if editor.extra_cursors.cursors or cursor.selectionEnd() - cursor.selectionStart() > WARMED_SELECTION_CHARS:
             return None
-        return self._rewrite_request(editor.document(), cursor.position(), cursor.position(), 1.0, None, chunks)
+        return self._rewrite_request(editor.document(), cursor.selectionStart(), cursor.selectionEnd(), 1.0, None, chunks)
 
     def _rewrite_request(self, document, start: int, end: int, strength: float, instruction: str | None,
                          chunks: ProjectChunks) -> InfillRequest:

@@ -14,7 +14,7 @@ selection's lines after it in that block (``unreachable_cut``): kept, they would
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -69,13 +69,18 @@ def line_means(lines: list[tuple[str, str]], token_bytes: list[int], log_probs: 
     return [s / c if c else 0.0 for s, c in zip(sums, counts)]
 
 
-def chosen_lines(lines: list[tuple[str, str]], means: list[float], strength: float) -> list[int]:
+def chosen_lines(lines: list[tuple[str, str]], read_means: Callable[[], list[float]], strength: float) -> list[int]:
     """The ``strength`` fraction of the lines with text (at least one) that read least likely, in
-    order, taken among the lines that stand alone (``standalone_lines``) while there are any."""
+    order, taken among the lines that stand alone (``standalone_lines``) while there are any.
+    ``read_means`` (each line's mean log-probability: a forward pass over the prompt and the
+    selection) is called only when some of those lines are left as they are: at strength 1 all are
+    written, and a single line always is."""
     written = [k for k, (line, _) in enumerate(lines) if line.strip()]
     alone = [k for k, whole in zip(written, standalone_lines([lines[k] for k in written])) if whole] or written
     count = min(len(alone), lines_to_write(strength, len(written)))
-    return sorted(sorted(alone, key=means.__getitem__)[:count])
+    if count == len(alone):
+        return alone
+    return sorted(sorted(alone, key=read_means().__getitem__)[:count])
 
 
 def standalone_lines(lines: list[tuple[str, str]]) -> list[bool]:

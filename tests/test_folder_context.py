@@ -310,3 +310,36 @@ def test_the_prompt_warmed_at_a_resting_cursor_carries_the_project_context(windo
     assert warmed and "load_settings" in "".join(warmed[0].context)
     (sent,) = backend.requests[-1]
     assert (sent.prefix, sent.suffix, sent.context) == (warmed[0].prefix, warmed[0].suffix, warmed[0].context)
+
+
+def test_a_resting_selection_warms_the_rewrite_ctrl_k_sends_and_asks_no_suggestion(window, qtbot, monkeypatch):  # noqa: F811
+    """Ctrl+K on a selection reads its prompt first, as at a cursor: read while the selection rests,
+    the first pass comes at once. A selection too long for an edit (Select All) is not read ahead."""
+    from PySide6.QtGui import QTextCursor
+
+    from sfumato.app import infill
+
+    backend = FakeBackend()
+    with_fake_model(window, qtbot, backend)
+    editor = window.tabs.new_document().editor
+    editor.setPlainText("total = 0\nfor x in items:\n    total += x\nprint(total)\n")
+    cursor = editor.textCursor()
+    cursor.setPosition(10)
+    cursor.setPosition(41, QTextCursor.MoveMode.KeepAnchor)  # the loop
+    editor.setTextCursor(cursor)
+    warmed, asked = [], []
+    monkeypatch.setattr(window.ai.worker, "warm", warmed.append)
+    monkeypatch.setattr(window.ai.suggester, "ask", lambda *args: asked.append(args) or True)
+    editor.suggestion.typed = True  # as after typing: a cursor would ask for a suggestion
+    window.ai._warm_at_cursor()
+    session = window.ai.starter.rewrite(editor)
+    qtbot.waitUntil(lambda: session.state != "running", timeout=10000)
+    (sent,) = backend.requests[-1]
+    assert not asked and len(warmed) == 1
+    assert warmed[0].init_text == sent.init_text == "for x in items:\n    total += x\n"
+    assert (warmed[0].prefix, warmed[0].suffix, warmed[0].strength) == (sent.prefix, sent.suffix, sent.strength)
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    monkeypatch.setattr(infill, "WARMED_SELECTION_CHARS", 20)
+    editor.setTextCursor(cursor)
+    window.ai._warm_at_cursor()
+    assert len(warmed) == 1

@@ -31,13 +31,24 @@ def test_a_token_counts_for_the_line_its_last_byte_is_in():
 
 def test_the_least_likely_lines_are_chosen_and_the_rest_is_kept_as_it_was():
     lines = selection_lines(TEXT)
-    chosen = chosen_lines(lines, [-0.5, -4.0, -0.1, -3.0], 0.5)
+    chosen = chosen_lines(lines, lambda: [-0.5, -4.0, -0.1, -3.0], 0.5)
     assert chosen == [1, 3]
     lead, plan = rewrite_plan(lines, chosen)
     assert lead == "a = 1\n    " and [line for line, _ in plan] == ["b = 2", "d = 4"]
     assert lead + "".join(line + after for line, after in plan) == TEXT
-    assert chosen_lines(lines, [0.0] * 4, 0.01) == [0]  # at least one line
-    assert chosen_lines(selection_lines("\n\n"), [0.0], 1.0) == []  # none has text
+    assert chosen_lines(lines, lambda: [0.0] * 4, 0.01) == [0]  # at least one line
+    assert chosen_lines(selection_lines("\n\n"), lambda: [0.0], 1.0) == []  # none has text
+
+
+def test_the_selection_is_read_only_when_some_of_its_lines_are_kept():
+    """Choosing among the lines costs a forward pass over the prompt and the selection: at strength
+    1 every line is written again, and a single line always is, so nothing is read."""
+    def unread() -> list[float]:
+        raise AssertionError("the selection was read")
+
+    assert chosen_lines(selection_lines(TEXT), unread, 1.0) == [0, 1, 2, 3]
+    assert chosen_lines(selection_lines("total = 0"), unread, 0.5) == [0]
+    assert chosen_lines(selection_lines(TEXT), lambda: [-0.5, -4.0, -0.1, -3.0], 0.75) == [0, 1, 3]
 
 
 def test_a_line_of_a_longer_statement_is_not_written_again_alone():
@@ -46,8 +57,8 @@ def test_a_line_of_a_longer_statement_is_not_written_again_alone():
     assert [line for line, _ in lines][:2] == ["from os import (path,", "sep)"]
     # brackets inside quotes and comments do not count; an escaped quote does not end its string
     assert standalone_lines(lines) == [False, False, True, False, False, True]
-    assert chosen_lines(lines, [-9.0, -8.0, -1.0, -7.0, -6.0, -2.0], 0.3) == [2, 5]
-    assert chosen_lines(selection_lines("f(a,\n  b)"), [-1.0, -2.0], 0.5) == [1]  # none stands alone: any line
+    assert chosen_lines(lines, lambda: [-9.0, -8.0, -1.0, -7.0, -6.0, -2.0], 0.3) == [2, 5]
+    assert chosen_lines(selection_lines("f(a,\n  b)"), lambda: [-1.0, -2.0], 0.5) == [1]  # none stands alone: any line
 
 
 def test_a_written_line_fits_where_it_keeps_the_structure_of_the_line_it_replaces():

@@ -427,10 +427,10 @@ def test_cancel_stops_between_passes(backend):
         next(stream)
 
 
-def count_prompt_reads(backend, action) -> list[int]:
-    """The lengths of the token runs ``action`` feeds the model."""
+def count_prompt_reads(backend, action, model=None) -> list[int]:
+    """The lengths of the token runs ``action`` feeds the model (or ``model``, a part of it)."""
     calls = []
-    hook = backend.model.register_forward_pre_hook(lambda m, args, kwargs: calls.append(kwargs["input_ids"].shape[1]),
+    hook = (model or backend.model).register_forward_pre_hook(lambda m, args, kwargs: calls.append(kwargs["input_ids"].shape[1]),
                                                    with_kwargs=True)
     try:
         action()
@@ -449,6 +449,32 @@ def test_a_warmed_prompt_is_not_read_again(backend):
     assert reads and max(reads) <= 5  # canvases only
     _, warm = run(backend, request)
     assert warm.text == cold.text
+
+
+@pytest.mark.parametrize("strength", [1.0, 0.5, 0.3])
+def test_a_warmed_selection_is_rewritten_from_its_first_pass(backend, strength):
+    """At rest on a selection the prompt a rewrite reads first is read ahead: the first part's
+    (every line written again at strength 1, a light rewrite's), or the one its lines are read
+    after to choose those written again (strength 0.5: then only the selection is read at once)."""
+    prefix = "def area(r):\n    return 3.14 * r * r\n" * 8
+    request = InfillRequest(prefix=prefix, suffix="\nprint(area(2))\n", init_text="x = area(1)\ny = area(3)\nz = x + y",
+                            strength=strength, max_new_tokens=8, seed=3)
+    backend.prompt_cache.clear()
+    _, cold = run(backend, request)
+    backend.prompt_cache.clear()
+    warmed = count_prompt_reads(backend, lambda: backend.warm(request))
+    assert sum(warmed) > 80  # the prompt, read ahead
+    stream = backend.stream([request])
+    first = count_prompt_reads(backend, lambda: next(stream), backend.model.model)  # up to the first pass drawn
+    for _ in stream:
+        pass
+    if strength == 1.0:
+        assert sum(first) <= 16  # the first line's canvas only: the first pass comes at once
+    else:  # the selection is read first (its lines, or the fixes proposed), after the warmed prompt
+        assert first[0] <= len(backend._encode(request.init_text)) + 1
+    backend.prompt_cache.clear()
+    _, again = run(backend, request)
+    assert again.text == cold.text
 
 
 def test_a_prompt_read_computes_the_vocabulary_only_after_its_last_token(backend):

@@ -17,7 +17,7 @@ def test_the_embedded_engine_fixes_below_the_heavy_strength_and_writes_lines_ane
 def test_the_count_said_is_the_count_a_heavy_rewrite_chooses_when_every_line_stands_alone():
     lines = selection_lines(BLOCK)
     for strength in (0.5, 0.6, 0.75, 0.8, 1.0):
-        chosen = len(chosen_lines(lines, [0.0] * len(lines), strength))
+        chosen = len(chosen_lines(lines, lambda: [0.0] * len(lines), strength))
         assert rewrite_effect(EMBEDDED, strength, BLOCK).startswith((f"writes up to {chosen} of", f"writes all {chosen}"))
 
 
