@@ -142,7 +142,8 @@ class AiController(QObject):
         editor = self.tabs.current_editor()
         if editor is None or editor.session is not None or self.worker.info is None:
             return
-        request = self.starter.cursor_request(editor, self.project_chunks(editor, refresh=False))
+        # a selection: at the strength Ctrl+K's box opens with
+        request = self.starter.cursor_request(editor, self.project_chunks(editor, refresh=False), self.settings.rewrite_strength)
         if request is None:
             return
         busy = any(document.editor.session for document in self.tabs.documents())  # a suggestion would wait behind it

@@ -81,14 +81,16 @@ class EditStarter:
         requests = [self._rewrite_request(editor.document(), start, end, strength, instruction, chunks) for start, end in spans]
         return self._run(editor, spans, requests)
 
-    def cursor_request(self, editor: CodeEditor, chunks: ProjectChunks) -> InfillRequest | None:
-        """What Ctrl+K at ``editor``'s one cursor (or on its selection) would ask, project context
-        (``chunks``) included, so the prompt warmed is the one Ctrl+K sends; None with more cursors
-        or a selection over ``WARMED_SELECTION_CHARS`` (Select All in a large file is no edit to come)."""
+    def cursor_request(self, editor: CodeEditor, chunks: ProjectChunks, strength: float) -> InfillRequest | None:
+        """What Ctrl+K at ``editor``'s one cursor (or on its selection, rewritten at ``strength``) would
+        ask, project context (``chunks``) included, so the prompt warmed is the one Ctrl+K sends; None
+        with more cursors or a selection over ``WARMED_SELECTION_CHARS`` (Select All in a large file
+        is no edit to come)."""
         cursor = editor.textCursor()
         if editor.extra_cursors.cursors or cursor.selectionEnd() - cursor.selectionStart() > WARMED_SELECTION_CHARS:
             return None
-        return self._rewrite_request(editor.document(), cursor.selectionStart(), cursor.selectionEnd(), 1.0, None, chunks)
+        start, end = cursor.selectionStart(), cursor.selectionEnd()
+        return self._rewrite_request(editor.document(), start, end, strength if end > start else 1.0, None, chunks)
 
     def _rewrite_request(self, document, start: int, end: int, strength: float, instruction: str | None,
                          chunks: ProjectChunks) -> InfillRequest:

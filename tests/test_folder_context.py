@@ -331,11 +331,12 @@ def test_a_resting_selection_warms_the_rewrite_ctrl_k_sends_and_asks_no_suggesti
     monkeypatch.setattr(window.ai.worker, "warm", warmed.append)
     monkeypatch.setattr(window.ai.suggester, "ask", lambda *args: asked.append(args) or True)
     editor.suggestion.typed = True  # as after typing: a cursor would ask for a suggestion
+    window.settings.rewrite_strength = 0.7
     window.ai._warm_at_cursor()
-    session = window.ai.starter.rewrite(editor)
-    qtbot.waitUntil(lambda: session.state != "running", timeout=10000)
+    window.ai._rewrite_with(editor, 0.7, "")  # what Ctrl+K's box sends, at the strength it opens with
+    qtbot.waitUntil(lambda: editor.session is not None and editor.session.state != "running", timeout=10000)
     (sent,) = backend.requests[-1]
-    assert not asked and len(warmed) == 1
+    assert not asked and len(warmed) == 1 and sent.strength == 0.7
     assert warmed[0].init_text == sent.init_text == "for x in items:\n    total += x\n"
     assert (warmed[0].prefix, warmed[0].suffix, warmed[0].strength) == (sent.prefix, sent.suffix, sent.strength)
     qtbot.keyClick(editor, Qt.Key.Key_Escape)
