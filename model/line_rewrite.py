@@ -27,7 +27,9 @@ LEAVES_BLOCK = re.compile(r"(?:return|raise|throw)\b")
 CONDITIONAL = re.compile(r"\b(?:if|unless)\b")  # Ruby's and Perl's ``return if done``
 COMMENT = re.compile(r"\s*(#|//|/\*|--)")
 DEFINES = re.compile(r"\s*(?:(?:async|export|pub|static|public|private)\s+)*(?:def|class|function|fn|func)\s+(\w+)")
-GOES_ON = re.compile(r"(?:\b(?:and|or|not|in|is)|[-+*/%&|^=<>,\\])\s*$")  # a statement its next line continues
+# a statement its next line continues: an operator, or a keyword that needs more
+GOES_ON = re.compile(r"(?:\b(?:and|or|not|in|is|if|elif|while|for|with|def|class|from|import|as|lambda)|[-+*/%&|^=<>,\\])\s*$")
+DECORATOR = re.compile(r"\s*(@)\w")
 
 
 def read_log_probs(model, prompt_logits: torch.Tensor, cache, held: int, ids: list[int]) -> list[float]:
@@ -141,15 +143,18 @@ def fits_its_place(written: str, original: str, prefix: str, suffix: str) -> boo
     ends as a statement going on (``if a and``), or is a comment, only where the original did or
     was (code written as a comment is a line gone, a comment written as code one made up), and a
     comment keeps its marker; a definition keeps its name (``def tocsv`` is not renamed ``def
-    __eq__``); it is no copy of the nearest line with text above or below it; and where the original opens a block exactly
+    __eq__``), a decorator stays one and none is made; a line opening a block over one that does
+    keeps its first word; it is no copy of the nearest line with text above or below it; and where the original opens a block exactly
     when the next line with text is indented deeper, it does the same (``if found:`` above a line
     as deep is no code) or leaves the block (``unreachable_cut`` drops the deeper lines)."""
     if _bracket_change(written) != _bracket_change(original) or _quotes(written) % 2 != _quotes(original) % 2:
         return False
     if GOES_ON.search(_outside_brackets(written)) and not GOES_ON.search(_outside_brackets(original)):
         return False
-    if _mark(COMMENT, written) != _mark(COMMENT, original) or _mark(DEFINES, written) != _mark(DEFINES, original):
+    if any(_mark(pattern, written) != _mark(pattern, original) for pattern in (COMMENT, DEFINES, DECORATOR)):
         return False
+    if _opens_block(written) and _opens_block(original) and _first_word(written) != _first_word(original):
+        return False  # ``try:`` written as ``if found:`` leaves its ``finally:`` without it
     start = prefix.rsplit("\n", 1)[-1]  # the line's indentation, unless the selection holds it
     following = [line for line in suffix.split("\n")[1:] if line.strip()]
     if _copies_a_neighbour(written, original, prefix.split("\n")[:-1], following):
@@ -170,6 +175,10 @@ def _copies_a_neighbour(written: str, original: str, above: list[str], below: li
     nearest = [next((line.strip() for line in reversed(above) if line.strip()), None),
                next((line.strip() for line in below if line.strip()), None)]
     return written.strip() in nearest and original.strip() not in nearest
+
+
+def _first_word(line: str) -> str:
+    return (re.findall(r"\w+|\S", line) or [""])[0]
 
 
 def _opens_block(line: str) -> bool:

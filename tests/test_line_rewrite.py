@@ -80,6 +80,13 @@ def test_a_written_line_fits_where_it_keeps_the_structure_of_the_line_it_replace
     methods = ("class Metrics:\n    ", "\n        return [self.operators, self.time]\n")
     assert fits_its_place("def tocsv(self) -> list:", "def tocsv(self) -> list[float]:", *methods)
     assert not fits_its_place("def __eq__(self, other) -> bool:", "def tocsv(self) -> list[float]:", *methods)  # renamed
+    assert not fits_its_place("if", "self.add(x)", *methods)  # a keyword that needs more
+    assert not fits_its_place("return f(f)", "@functools.wraps(f)", *methods)  # a decorator gone
+    assert not fits_its_place("@property", "x = 1", *methods)  # and one made
+    assert fits_its_place("@functools.cache", "@functools.wraps(f)", *methods)
+    guarded = ("def clean():\n    ", "\n        yield registry\n    finally:\n        registry = old\n")
+    assert not fits_its_place("if registry is None:", "try:", *guarded)  # its finally: left without it
+    assert fits_its_place("for item in sorted(items):", "for item in items:", "    ", "\n        total += item\n")
     loop = ("def low_stock(items, limit):\n    found = []\n    ", "\n        found.append(item)\n    return found\n")
     assert fits_its_place("for item in sorted(items):", "for item in items:", *loop)
     assert not fits_its_place("found = items", "for item in items:", *loop)  # the deeper lines left without a head
