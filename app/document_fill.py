@@ -6,7 +6,7 @@ holds the GIL through the call, so another thread cannot take it over. A new doc
 layout takes the text in parts of ``PART_CHARS`` (whole lines) instead, at about the same total
 cost; between parts the window repaints and answers the window manager, while keys and clicks wait
 until the tab is open. Shown by the editor, the filled document is laid out once on the window's
-thread (Qt counts every block's lines: about a sixth of the whole).
+thread (Qt counts every block's lines: about a fifth of the whole).
 """
 
 from __future__ import annotations
