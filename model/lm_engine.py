@@ -16,7 +16,7 @@ with the next word) does not start the model off the grid it was trained on.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 import torch
@@ -72,6 +72,7 @@ class LmDenoiserBackend:
         self.settler = Settler(self.vocabulary, self.special, CPU_GUESSES if device == "cpu" else None)
         self.prompt_cache = PromptCache()
         self._prompt_logits: tuple[tuple[int, ...], torch.Tensor | None] = ((), None)
+        self._chosen: tuple[tuple, list[int]] = ((), [])  # a heavy rewrite's lines chosen, by what they depend on
         self.keys = CachedKeys(self.special.end, device)
 
     # ---- the Backend protocol -------------------------------------------------------------
@@ -123,11 +124,11 @@ class LmDenoiserBackend:
     def _count(self, text: str) -> int:
         return len(self._encode(text))
 
-    def _plan(self, request: InfillRequest, read_means: Callable[[], list[float]] | None = None) -> tuple[str | None, list[tuple[str | None, str]]]:
+    def _plan(self, request: InfillRequest, cancel: CancelFlag | None = None) -> tuple[str | None, list[tuple[str | None, str]]]:
         """(the text kept before the first part, for a heavy rewrite; None otherwise, the parts):
         an infill is one part; a light rewrite is cut into parts of a few lines; a heavy one
-        writes its least likely lines again (``sfumato.model.line_rewrite``; ``read_means``:
-        how its lines are read, by default ``_line_means``)."""
+        writes its least likely lines again (``sfumato.model.line_rewrite``), the lines it chose
+        for the last such request kept (a warm chooses them ahead of Ctrl+K)."""
         if not request.is_rewrite:
             return None, [(None, "")]
         lines = selection_lines(request.init_text)
@@ -136,16 +137,19 @@ class LmDenoiserBackend:
             refuse_long_lines([part for part, _ in parts], self._count)
             return None, parts
         refuse_long_lines([line for line, _ in lines], self._count)  # whether or not the lines are read to choose
-        return rewrite_plan(lines, chosen_lines(lines, read_means or (lambda: self._line_means(request)), request.strength))
+        key = (request.prefix, request.suffix, request.context, request.init_text, request.strength)
+        if self._chosen[0] != key:
+            self._chosen = (key, chosen_lines(lines, lambda: self._line_means(request, cancel), request.strength))
+        return rewrite_plan(lines, self._chosen[1])
 
-    def _line_means(self, request: InfillRequest) -> list[float]:
+    def _line_means(self, request: InfillRequest, cancel: CancelFlag | None = None) -> list[float]:
         """Each line of a rewrite's selection: the mean log-probability of its tokens, read after the prompt."""
         means: list[float] = []
         for before, window, after in reading_windows(request.init_text, self._count):  # each after its own prompt
             prompt, heal = self._window_prompt(request, before, after)
             ids = self._encode(heal.decode("utf-8", "replace") + window)
             with torch.inference_mode():
-                log_probs = read_log_probs(self.model, *self._read_prompt(prompt), len(prompt), ids)
+                log_probs = read_log_probs(self.model, *self._read_prompt(prompt, cancel), len(prompt), ids)
             means += line_means(selection_lines(window), [len(self.table[t]) for t in ids], log_probs, len(heal))
         return means
 
@@ -153,21 +157,13 @@ class LmDenoiserBackend:
         """The prompt a window of a rewrite's selection is read after (``rewrite_parts.reading_windows``)."""
         return self._prompt(replace(request, prefix=request.prefix + before, suffix=after + request.suffix))
 
-    def _first_prompt(self, request: InfillRequest) -> list[int]:
-        """The prompt ``stream`` reads first for ``request``: an infill's own; a rewrite's first
-        part's, or, where a heavy rewrite chooses its lines by reading them, the prompt they are read after."""
+    def _first_prompt(self, request: InfillRequest, cancel: CancelFlag | None = None) -> list[int]:
+        """The prompt ``stream`` reads first for ``request`` once it has chosen a heavy rewrite's
+        lines (which this does, reading them where some are kept: ``_plan`` keeps the choice): an
+        infill's own, a rewrite's first part's."""
         if not request.is_rewrite:
             return self._prompt(request)[0]
-        read = []
-
-        def note_read() -> list[float]:  # the plan asks for the lines' means: they would be read first
-            read.append(True)
-            return [0.0] * len(selection_lines(request.init_text))
-
-        lead, plan = self._plan(request, note_read)
-        if read:
-            before, _, after = reading_windows(request.init_text, self._count)[0]
-            return self._window_prompt(request, before, after)[0]
+        lead, plan = self._plan(request, cancel)
         return self._prompt(part_request(request, plan, 0, lead or "", lead is not None))[0]
 
     def _parts(self, request: InfillRequest, plan: list[tuple[str | None, str]], index: int,
@@ -292,7 +288,7 @@ class LmDenoiserBackend:
         (the cursor rested there, or on a selection), so Ctrl+K starts at its first pass. A cancel
         keeps what was read so far."""
         with torch.inference_mode():
-            self._read_prompt(self._first_prompt(request), cancel)  # only the prompt: no row is denoised
+            self._read_prompt(self._first_prompt(request, cancel), cancel)  # only the prompt: no row is denoised
 
     def _read_prompt(self, prompt: list[int], cancel: CancelFlag | None = None):
         """(logits after the prompt [1, V], cache of it, batch of one), reading only what the

@@ -453,9 +453,8 @@ def test_a_warmed_prompt_is_not_read_again(backend):
 
 @pytest.mark.parametrize("strength", [1.0, 0.5, 0.3])
 def test_a_warmed_selection_is_rewritten_from_its_first_pass(backend, strength):
-    """At rest on a selection the prompt a rewrite reads first is read ahead: the first part's
-    (every line written again at strength 1, a light rewrite's), or the one its lines are read
-    after to choose those written again (strength 0.5: then only the selection is read at once)."""
+    """At rest on a selection a rewrite is made ready: a heavy one's lines are chosen (read at 0.5,
+    every one at 1) and the first one's prompt read, a light one's first part's prompt read."""
     prefix = "def area(r):\n    return 3.14 * r * r\n" * 8
     request = InfillRequest(prefix=prefix, suffix="\nprint(area(2))\n", init_text="x = area(1)\ny = area(3)\nz = x + y",
                             strength=strength, max_new_tokens=8, seed=3)
@@ -468,9 +467,9 @@ def test_a_warmed_selection_is_rewritten_from_its_first_pass(backend, strength):
     first = count_prompt_reads(backend, lambda: next(stream), backend.model.model)  # up to the first pass drawn
     for _ in stream:
         pass
-    if strength == 1.0:
+    if strength >= 0.5:  # its lines chosen by the warm (read at 0.5), the first one's prompt read
         assert sum(first) <= 16  # the first line's canvas only: the first pass comes at once
-    else:  # the selection is read first (its lines, or the fixes proposed), after the warmed prompt
+    else:  # the selection is read first (the fixes proposed), after the warmed prompt
         assert first[0] <= len(backend._encode(request.init_text)) + 1
     backend.prompt_cache.clear()
     _, again = run(backend, request)
