@@ -146,16 +146,12 @@ class LmDenoiserBackend:
         """Each line of a rewrite's selection: the mean log-probability of its tokens, read after the prompt."""
         means: list[float] = []
         for before, window, after in reading_windows(request.init_text, self._count):  # each after its own prompt
-            prompt, heal = self._window_prompt(request, before, after)
+            prompt, heal = self._prompt(replace(request, prefix=request.prefix + before, suffix=after + request.suffix))
             ids = self._encode(heal.decode("utf-8", "replace") + window)
             with torch.inference_mode():
                 log_probs = read_log_probs(self.model, *self._read_prompt(prompt, cancel), len(prompt), ids)
             means += line_means(selection_lines(window), [len(self.table[t]) for t in ids], log_probs, len(heal))
         return means
-
-    def _window_prompt(self, request: InfillRequest, before: str, after: str) -> tuple[list[int], bytes]:
-        """The prompt a window of a rewrite's selection is read after (``rewrite_parts.reading_windows``)."""
-        return self._prompt(replace(request, prefix=request.prefix + before, suffix=after + request.suffix))
 
     def _first_prompt(self, request: InfillRequest, cancel: CancelFlag | None = None) -> list[int]:
         """The prompt ``stream`` reads first for ``request`` once it has chosen a heavy rewrite's
