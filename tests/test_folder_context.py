@@ -10,7 +10,7 @@ import time
 
 from PySide6.QtCore import Qt
 
-from test_app_support import FakeBackend, qasync_loop, window, with_fake_model  # noqa: F401 - fixtures
+from test_app_support import FakeBackend, qasync_loop, select, window, with_fake_model  # noqa: F401 - fixtures
 
 import sfumato.app.folder_context as folder_context
 import sfumato.model.project_context as project_context
@@ -315,18 +315,13 @@ def test_the_prompt_warmed_at_a_resting_cursor_carries_the_project_context(windo
 def test_a_resting_selection_warms_the_rewrite_ctrl_k_sends_and_asks_no_suggestion(window, qtbot, monkeypatch):  # noqa: F811
     """Ctrl+K on a selection reads its prompt first, as at a cursor: read while the selection rests,
     the first pass comes at once. A selection too long for an edit (Select All) is not read ahead."""
-    from PySide6.QtGui import QTextCursor
-
     from sfumato.app import infill
 
     backend = FakeBackend()
     with_fake_model(window, qtbot, backend)
     editor = window.tabs.new_document().editor
     editor.setPlainText("total = 0\nfor x in items:\n    total += x\nprint(total)\n")
-    cursor = editor.textCursor()
-    cursor.setPosition(10)
-    cursor.setPosition(41, QTextCursor.MoveMode.KeepAnchor)  # the loop
-    editor.setTextCursor(cursor)
+    select(editor, 10, 41)  # the loop
     warmed, asked = [], []
     monkeypatch.setattr(window.ai.worker, "warm", warmed.append)
     monkeypatch.setattr(window.ai.suggester, "ask", lambda *args: asked.append(args) or True)
@@ -341,6 +336,6 @@ def test_a_resting_selection_warms_the_rewrite_ctrl_k_sends_and_asks_no_suggesti
     assert (warmed[0].prefix, warmed[0].suffix, warmed[0].strength) == (sent.prefix, sent.suffix, sent.strength)
     qtbot.keyClick(editor, Qt.Key.Key_Escape)
     monkeypatch.setattr(infill, "WARMED_SELECTION_CHARS", 20)
-    editor.setTextCursor(cursor)
+    select(editor, 10, 41)
     window.ai._warm_at_cursor()
     assert len(warmed) == 1
