@@ -28,12 +28,11 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QToolTip, QWidget
 
-from sfumato.app import linecommands
+from sfumato.app import document_fill, linecommands
 from sfumato.app.autoclose import AutoCloser, around_cursor
 from sfumato.app.brackets import AUTO_CLOSED, matching_bracket
 from sfumato.app.commandkeys import default_command_keys, is_command_key
 from sfumato.app.comments import Marker
-from sfumato.app.document_fill import FILLED_IN_PARTS_CHARS, filled_document
 from sfumato.app.ghostlines import GhostLayout, Pieces, lay_out, paint_ghosts
 from sfumato.app.gutter import LineNumberArea
 from sfumato.app.inline_suggestion import InlineSuggestion
@@ -106,10 +105,10 @@ class CodeEditor(QPlainTextEdit):
         """``text`` in place of the editor's text, with no undo history; a long one is laid into a
         new document a part at a time (``document_fill``: ``progress`` hears how far), which the
         editor then shows. Made for a file just read: what was connected to the old document is not to the new."""
-        if len(text) < FILLED_IN_PARTS_CHARS:
+        if len(text) < document_fill.FILLED_IN_PARTS_CHARS:
             self.setPlainText(text)
             return
-        old, document = self.document(), filled_document(text, self.document(), progress)
+        old, document = self.document(), document_fill.filled_document(text, self.document(), progress)
         document.setParent(self)
         document.setDocumentLayout(GhostLayout(document))
         self.setDocument(document)

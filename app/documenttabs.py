@@ -12,7 +12,7 @@ from PySide6.QtCore import QEvent, QFileSystemWatcher, Qt, QTimer, Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QApplication, QFileDialog, QMenu, QMessageBox, QTabWidget
 
-from sfumato.app import fileio
+from sfumato.app import document_fill, fileio
 from sfumato.app.codeeditor import CodeEditor
 from sfumato.app.document import Document
 from sfumato.app.notices import Notices
@@ -20,9 +20,6 @@ from sfumato.app.reopen import OpenFile
 
 MAX_CLOSED_REMEMBERED = 20
 LONG_LINE = 100_000  # characters; Qt lays out a whole line at once, so longer ones get a warning
-# Qt's text document takes seconds to hold a file this large (40 MB: 7 s on 2 cores, the document alone):
-# a busy cursor and a status line with the share read say so while it is filled (app/document_fill.py)
-SLOW_OPEN_BYTES = 8 << 20
 FILE_FILTER = "All files (*);;Python (*.py);;Text (*.txt *.md)"
 
 
@@ -132,13 +129,14 @@ class DocumentTabs(QTabWidget):
 
     @contextmanager
     def _opening(self, path: str) -> Iterator[Callable[[float], None] | None]:
-        """While a large file is read into its tab: a busy cursor, and a status line drawn first that
-        the progress handed out (None for a small file) keeps up to date."""
+        """While a file long enough to be filled in parts (``document_fill``) is read into its tab: a
+        busy cursor, and a status line drawn first that the progress handed out (None for a shorter
+        file) keeps up to date."""
         try:
             size = os.path.getsize(path)
         except OSError:  # the open says why
             size = 0
-        if size <= SLOW_OPEN_BYTES:
+        if size < document_fill.FILLED_IN_PARTS_CHARS:  # at least as many bytes as characters
             yield None
             return
         opening = f"Opening {fileio.shown_path(os.path.basename(path))} ({size / 2**20:.0f} MB)…"

@@ -146,7 +146,7 @@ def test_a_large_file_opens_under_a_busy_cursor_after_a_status_line_says_so(wind
     """Qt takes seconds to hold a 40 MB file: the window tells so before it stops to read it."""
     from PySide6.QtWidgets import QApplication
 
-    from sfumato.app import documenttabs
+    from sfumato.app import document_fill, documenttabs
 
     seen = []
     real_open = documenttabs.Document.open
@@ -157,7 +157,7 @@ def test_a_large_file_opens_under_a_busy_cursor_after_a_status_line_says_so(wind
         return real_open(path, editor, progress)
 
     monkeypatch.setattr(documenttabs.Document, "open", observed)
-    monkeypatch.setattr(documenttabs, "SLOW_OPEN_BYTES", 1000)
+    monkeypatch.setattr(document_fill, "FILLED_IN_PARTS_CHARS", 1000)
     small, large = tmp_path / "small.txt", tmp_path / "large.txt"
     small.write_text("x\n")
     large.write_text("x = 1\n" * 400)  # 2,400 bytes: above the bar set here
@@ -173,10 +173,9 @@ def test_a_long_text_is_laid_in_a_part_at_a_time_while_the_window_goes_on(window
     between them and the status line counts up; the tab then holds the file exactly, as any other."""
     from PySide6.QtCore import QTimer
 
-    from sfumato.app import codeeditor, document_fill, documenttabs
+    from sfumato.app import document_fill
 
-    monkeypatch.setattr(documenttabs, "SLOW_OPEN_BYTES", 1000)
-    monkeypatch.setattr(codeeditor, "FILLED_IN_PARTS_CHARS", 5000)
+    monkeypatch.setattr(document_fill, "FILLED_IN_PARTS_CHARS", 5000)
     monkeypatch.setattr(document_fill, "PART_CHARS", 1000)
     text = "name = '\U0001f600 café'\n\tif name:\n\t\treturn name  # 🎉\n" * 400  # 17,600 characters
     path = tmp_path / "long.py"
