@@ -168,7 +168,12 @@ class ReadText(NamedTuple):
 
 def read_text(path: str) -> ReadText:
     """The text of the file at ``path``; NotTextError for binary, too large or special files, OSError as raised."""
-    text, fmt = decode(read_bounded(path))
+    return text_of(read_bounded(path))
+
+
+def text_of(data: bytes) -> ReadText:
+    """The text a file's bytes ``data`` hold; NotTextError for binary data or a line too long to open."""
+    text, fmt = decode(data)
     longest = max(map(len, text.split("\n")))
     if longest > MAX_LINE_CHARS:
         raise NotTextError(

@@ -63,9 +63,12 @@ def matches_in_folder(root: str, query: str, case_sensitive: bool = False,
             return
         path = os.path.join(root, relative)
         try:
-            if os.path.getsize(path) > MAX_SEARCHED_BYTES or not may_hold(fileio.read_bounded(path), needle, case_sensitive):
+            if os.path.getsize(path) > MAX_SEARCHED_BYTES:
                 continue
-            text = fileio.read_text(path).text
+            data = fileio.read_bounded(path)
+            if not may_hold(data, needle, case_sensitive):
+                continue
+            text = fileio.text_of(data).text
         except (OSError, ValueError):  # unreadable, binary or not text: not searched
             continue
         if needle not in (text if case_sensitive else text.lower()):
