@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from itertools import takewhile
 
 import torch
 
@@ -30,6 +31,14 @@ DEFINES = re.compile(r"\s*(?:(?:async|export|pub|static|public|private)\s+)*(?:d
 # a statement its next line continues: an operator, or a keyword that needs more
 GOES_ON = re.compile(r"(?:\b(?:and|or|not|in|is|if|elif|while|for|with|def|class|from|import|as|lambda)|[-+*/%&|^=<>,\\])\s*$")
 DECORATOR = re.compile(r"\s*(@)\w")
+NAME = re.compile(r"(?<![.\w])[A-Za-z_]\w*")
+READ_NAME = re.compile(r"(?<![.\w])[A-Za-z_]\w*\b(?!\s*=[^=])")  # not a keyword argument's name
+KEYWORDS = {"in", "not", "and", "or", "is", "if", "else", "for", "lambda", "None", "True", "False"}
+AS_NAME = re.compile(r"\bas\s+([A-Za-z_]\w*)")
+PARAMETER = re.compile(r"[(,]\s*\*{0,2}([A-Za-z_]\w*)")
+FOR_TARGETS = re.compile(r"\s*(?:async\s+)?for\s+(.+?)\s+in\b")
+ASSIGNED = re.compile(r"\s*([\w\s,*]+?)\s*(?::[^=]*)?(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)")
+IMPORTED = re.compile(r"\s*(?:from\s+\S+\s+)?import\s+(.+)")
 
 
 def read_log_probs(model, prompt_logits: torch.Tensor, cache, held: int, ids: list[int]) -> list[float]:
@@ -144,7 +153,9 @@ def fits_its_place(written: str, original: str, prefix: str, suffix: str) -> boo
     was (code written as a comment is a line gone, a comment written as code one made up), and a
     comment keeps its marker; a definition keeps its name (``def tocsv`` is not renamed ``def
     __eq__``), a decorator stays one and none is made; a line opening a block over one that does
-    keeps its first word; it is no copy of the nearest line with text above or below it; and where the original opens a block exactly
+    keeps its first word; it is no copy of the nearest line with text above or below it; it binds
+    the names the original bound that the lines below it in its block read (unless it leaves the
+    block); and where the original opens a block exactly
     when the next line with text is indented deeper, it does the same (``if found:`` above a line
     as deep is no code) or leaves the block (``unreachable_cut`` drops the deeper lines)."""
     if _bracket_change(written) != _bracket_change(original) or _quotes(written) % 2 != _quotes(original) % 2:
@@ -159,6 +170,9 @@ def fits_its_place(written: str, original: str, prefix: str, suffix: str) -> boo
     following = [line for line in suffix.split("\n")[1:] if line.strip()]
     if _copies_a_neighbour(written, original, prefix.split("\n")[:-1], following):
         return False
+    below = [] if ends_block(start + written) else _block_below(following, indentation(start))  # none runs after a return
+    if not _binds(original) & _read_in(below) <= _binds(written):
+        return False  # ``found = [...]`` written as a docstring leaves ``return sorted(found)`` reading nothing
     deeper = bool(following) and indentation(following[0]) > indentation(start + original)
     return _opens_block(original) != deeper or _opens_block(written) == deeper or deeper and ends_block(start + written)
 
@@ -175,6 +189,28 @@ def _copies_a_neighbour(written: str, original: str, above: list[str], below: li
     nearest = [next((line.strip() for line in reversed(above) if line.strip()), None),
                next((line.strip() for line in below if line.strip()), None)]
     return written.strip() in nearest and original.strip() not in nearest
+
+
+def _binds(line: str) -> set[str]:
+    """The names ``line`` binds: an assignment's targets, a ``for``'s, ``as`` names, a definition's
+    parameters, imported names (Python's forms; attributes and subscripts bind no name)."""
+    names: set[str] = set(AS_NAME.findall(line))
+    if m := DEFINES.match(line):
+        names |= set(PARAMETER.findall(line[m.end() :]))
+    elif m := FOR_TARGETS.match(line) or ASSIGNED.match(_outside_brackets(line)):
+        names |= {name for name in NAME.findall(m.group(1)) if name not in KEYWORDS}
+    elif m := IMPORTED.match(line):
+        names |= {part.split(".")[0] for part in re.split(r"\s*,\s*", m.group(1).strip("() ")) if part and " as " not in part}
+    return names
+
+
+def _block_below(lines: list[str], indent: int) -> list[str]:
+    """Of the lines with text below a line indented ``indent``, those before the first one indented less."""
+    return list(takewhile(lambda line: indentation(line) >= indent, lines))
+
+
+def _read_in(lines: list[str]) -> set[str]:
+    return {name for line in lines for name in READ_NAME.findall(line)}
 
 
 def _first_word(line: str) -> str:

@@ -93,6 +93,22 @@ def test_a_written_line_fits_where_it_keeps_the_structure_of_the_line_it_replace
     assert fits_its_place("return [item for item in items]", "for item in items:", *loop)  # they go (unreachable)
 
 
+def test_a_written_line_binds_the_names_the_lines_below_it_read():
+    below = ("def expensive(cart, limit):\n    ", "\n    return sorted(found, key=lambda item: item.price)\n")
+    assert not fits_its_place('"""Return the dear items."""', "found = [i for i in cart if i.price > limit]", *below)
+    assert not fits_its_place("items = list(cart)", "found = [i for i in cart if i.price > limit]", *below)
+    assert fits_its_place("found = list(cart)", "found = [i for i in cart if i.price > limit]", *below)
+    assert fits_its_place("total = 0", "count = 0", *below)  # a name nothing below reads may go
+    body = ("class Shop:\n    ", "\n        return [i for i in cart if i.price > limit]\n\nx = 1\n")
+    assert not fits_its_place("def expensive(self, cart):", "def expensive(self, cart, limit):", *body)
+    assert fits_its_place("def expensive(self, cart, limit=0):", "def expensive(self, cart, limit):", *body)
+    loop = ("    ", "\n        total += price * count\n    return total\n")
+    assert not fits_its_place("for price in prices:", "for price, count in rows:", *loop)
+    assert fits_its_place("for price, count in zip(prices, counts):", "for price, count in rows:", *loop)
+    assert fits_its_place("import os, sys", "import sys, os", "", "\nprint(sys.argv, os.sep)\n")
+    assert not fits_its_place("import os", "import sys, os", "", "\nprint(sys.argv, os.sep)\n")
+
+
 def test_a_line_that_leaves_its_block_is_an_indented_unconditional_return_raise_or_throw():
     assert ends_block("    return [x * 2 for x in items]")
     assert ends_block("\t\traise ValueError('bad')") and ends_block("  throw new Error(\"no\");")
