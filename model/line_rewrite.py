@@ -38,6 +38,7 @@ AS_NAME = re.compile(r"\bas\s+([A-Za-z_]\w*)")
 PARAMETER = re.compile(r"[(,]\s*\*{0,2}([A-Za-z_]\w*)")
 FOR_TARGETS = re.compile(r"\s*(?:async\s+)?for\s+(.+?)\s+in\b")
 ASSIGNED = re.compile(r"\s*([\w\s,*]+?)\s*(?::[^=]*)?(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)")
+NESTED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|\{[^{}]*\}")  # an innermost bracket and what it holds
 IMPORTED = re.compile(r"\s*(?:from\s+\S+\s+)?import\s+(.+)")
 
 
@@ -196,12 +197,22 @@ def _binds(line: str) -> set[str]:
     parameters, imported names (Python's forms; attributes and subscripts bind no name)."""
     names: set[str] = set(AS_NAME.findall(line))
     if m := DEFINES.match(line):
-        names |= set(PARAMETER.findall(line[m.end() :]))
+        if not re.search(r"\bclass\s", m.group()):  # a class's bases are no parameters
+            names |= set(PARAMETER.findall(_without_nested(line[m.end() :])))
     elif m := FOR_TARGETS.match(line) or ASSIGNED.match(_outside_brackets(line)):
         names |= {name for name in NAME.findall(m.group(1)) if name not in KEYWORDS}
     elif m := IMPORTED.match(line):
         names |= {part.split(".")[0] for part in re.split(r"\s*,\s*", m.group(1).strip("() ")) if part and " as " not in part}
     return names
+
+
+def _without_nested(parameters: str) -> str:
+    """A definition's text after its name without what brackets inside its parameter list hold
+    (``Dict[str, int]``, ``f(a, b)``), so only the list's own names follow its ``(`` and commas."""
+    head, bracket, rest = parameters.partition("(")
+    while (shorter := NESTED.sub("", rest)) != rest:
+        rest = shorter
+    return head + bracket + rest
 
 
 def _block_below(lines: list[str], indent: int) -> list[str]:

@@ -102,6 +102,8 @@ def test_a_written_line_binds_the_names_the_lines_below_it_read():
     body = ("class Shop:\n    ", "\n        return [i for i in cart if i.price > limit]\n\nx = 1\n")
     assert not fits_its_place("def expensive(self, cart):", "def expensive(self, cart, limit):", *body)
     assert fits_its_place("def expensive(self, cart, limit=0):", "def expensive(self, cart, limit):", *body)
+    typed = ("class Shop:\n    ", "\n        return int(limit)\n")  # ``int`` inside ``Dict[str, int]`` is no parameter
+    assert fits_its_place("def cap(self, limit: float):", "def cap(self, limit: Dict[str, int] = f(a, b)):", *typed)
     loop = ("    ", "\n        total += price * count\n    return total\n")
     assert not fits_its_place("for price in prices:", "for price, count in rows:", *loop)
     assert fits_its_place("for price, count in zip(prices, counts):", "for price, count in rows:", *loop)
