@@ -32,7 +32,7 @@ DEFINES = re.compile(r"\s*(?:(?:async|export|pub|static|public|private)\s+)*(?:d
 GOES_ON = re.compile(r"(?:\b(?:and|or|not|in|is|if|elif|while|for|with|def|class|from|import|as|lambda)|[-+*/%&|^=<>,\\])\s*$")
 DECORATOR = re.compile(r"\s*(@)\w")
 NAME = re.compile(r"(?<![.\w])[A-Za-z_]\w*")
-READ_NAME = re.compile(r"(?<![.\w])[A-Za-z_]\w*\b(?!\s*=[^=])")  # not a keyword argument's name
+READ_NAME = re.compile(NAME.pattern + r"\b(?!\s*=[^=])")  # not a keyword argument's name
 KEYWORDS = {"in", "not", "and", "or", "is", "if", "else", "for", "lambda", "None", "True", "False"}
 AS_NAME = re.compile(r"\bas\s+([A-Za-z_]\w*)")
 PARAMETER = re.compile(r"[(,]\s*\*{0,2}([A-Za-z_]\w*)")
