@@ -35,7 +35,7 @@ NAME = re.compile(r"(?<![.\w])[A-Za-z_]\w*")
 READ_NAME = re.compile(NAME.pattern + r"\b(?!\s*=[^=])")  # not a keyword argument's name
 KEYWORDS = {"in", "not", "and", "or", "is", "if", "else", "for", "lambda", "None", "True", "False"}
 AS_NAME = re.compile(r"\bas\s+([A-Za-z_]\w*)")
-PARAMETER = re.compile(r"[(,]\s*\*{0,2}([A-Za-z_]\w*)")
+PARAMETER = re.compile(r"[(,]\s*(\*{0,2}[A-Za-z_]\w*)")  # with its stars
 FOR_TARGETS = re.compile(r"\s*(?:async\s+)?for\s+(.+?)\s+in\b")
 ASSIGNED = re.compile(r"\s*([\w\s,*]+?)\s*(?::[^=]*)?(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)")
 NESTED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|\{[^{}]*\}")  # an innermost bracket and what it holds
@@ -154,7 +154,9 @@ def fits_its_place(written: str, original: str, prefix: str, suffix: str) -> boo
     was (code written as a comment is a line gone, a comment written as code one made up), and a
     comment keeps its marker; a definition keeps its name (``def tocsv`` is not renamed ``def
     __eq__``), a decorator stays one and none is made; a line opening a block over one that does
-    keeps its first word; it is no copy of the nearest line with text above or below it; it binds
+    keeps its first word; it is no copy of the nearest line with text above or below it, and no call
+    of its own definition with that definition's parameters (``return doubled(items)`` in
+    ``doubled``'s body never returns) where the original was neither; it binds
     the names the original bound that the lines below it in its block read (unless it leaves the
     block); and where the original opens a block exactly
     when the next line with text is indented deeper, it does the same (``if found:`` above a line
@@ -169,7 +171,10 @@ def fits_its_place(written: str, original: str, prefix: str, suffix: str) -> boo
         return False  # ``try:`` written as ``if found:`` leaves its ``finally:`` without it
     start = prefix.rsplit("\n", 1)[-1]  # the line's indentation, unless the selection holds it
     following = [line for line in suffix.split("\n")[1:] if line.strip()]
-    if _copies_a_neighbour(written, original, prefix.split("\n")[:-1], following):
+    above = prefix.split("\n")[:-1]
+    if _copies_a_neighbour(written, original, above, following):
+        return False
+    if (calls := _calls_itself(above, indentation(start))) and calls.search(written) and not calls.search(original):
         return False
     below = [] if ends_block(start + written) else _block_below(following, indentation(start))  # none runs after a return
     if not _binds(original) & _read_in(below) <= _binds(written):
@@ -192,13 +197,30 @@ def _copies_a_neighbour(written: str, original: str, above: list[str], below: li
     return written.strip() in nearest and original.strip() not in nearest
 
 
+def _calls_itself(above: list[str], indent: int) -> re.Pattern | None:
+    """A call of the definition whose body holds a line indented ``indent`` (the nearest definition
+    above, indented less) with exactly its own parameters, ``self`` and ``cls`` left out: ``doubled(items)``,
+    ``self.walk(node, *args)``; None outside a definition."""
+    for line in reversed(above):
+        if not line.strip() or indentation(line) >= indent:
+            continue
+        indent = indentation(line)
+        if m := DEFINES.match(line):
+            if re.search(r"\bclass\s", m.group()):
+                return None
+            parameters = [name for name in PARAMETER.findall(_without_nested(line[m.end() :])) if name not in ("self", "cls")]
+            arguments = r"\s*,\s*".join(map(re.escape, parameters))
+            return re.compile(rf"(?<![\w.])(?:(?:self|cls)\.)?{m.group(1)}\(\s*{arguments}\s*\)")
+    return None
+
+
 def _binds(line: str) -> set[str]:
     """The names ``line`` binds: an assignment's targets, a ``for``'s, ``as`` names, a definition's
     parameters, imported names (Python's forms; attributes and subscripts bind no name)."""
     names: set[str] = set(AS_NAME.findall(line))
     if m := DEFINES.match(line):
         if not re.search(r"\bclass\s", m.group()):  # a class's bases are no parameters
-            names |= set(PARAMETER.findall(_without_nested(line[m.end() :])))
+            names |= {name.lstrip("*") for name in PARAMETER.findall(_without_nested(line[m.end() :]))}
     elif m := FOR_TARGETS.match(line) or ASSIGNED.match(_outside_brackets(line)):
         names |= {name for name in NAME.findall(m.group(1)) if name not in KEYWORDS}
     elif m := IMPORTED.match(line):

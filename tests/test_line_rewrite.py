@@ -111,6 +111,17 @@ def test_a_written_line_binds_the_names_the_lines_below_it_read():
     assert not fits_its_place("import os", "import sys, os", "", "\nprint(sys.argv, os.sep)\n")
 
 
+def test_a_written_line_does_not_call_its_own_function_with_its_own_parameters():
+    body = ("def doubled(items):\n    ", "\n    for item in items:\n        result.append(item * 2)\n")
+    assert not fits_its_place("return doubled(items)", "result = []", *body)  # it would never return
+    assert fits_its_place("return doubled(items[1:])", "result = []", *body)  # a smaller problem may
+    method = ("class Tree:\n    def walk(self, node, *args):\n        if node:\n            ", "\n")
+    assert not fits_its_place("self.walk(node, *args)", "self.visit(node)", *method)
+    assert fits_its_place("self.walk(node.left, *args)", "self.visit(node)", *method)
+    assert fits_its_place("return doubled(items)", "return doubled(items)", *body)  # the original was one
+    assert fits_its_place("total = doubled(items)", "count = 0", "items = [1]\n", "\nprint(total)\n")  # no definition
+
+
 def test_a_line_that_leaves_its_block_is_an_indented_unconditional_return_raise_or_throw():
     assert ends_block("    return [x * 2 for x in items]")
     assert ends_block("\t\traise ValueError('bad')") and ends_block("  throw new Error(\"no\");")
