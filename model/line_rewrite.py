@@ -206,21 +206,27 @@ def _calls_itself(above: list[str], indent: int) -> re.Pattern | None:
             continue
         indent = indentation(line)
         if m := DEFINES.match(line):
-            if re.search(r"\bclass\s", m.group()):
-                return None
-            parameters = [name for name in PARAMETER.findall(_without_nested(line[m.end() :])) if name not in ("self", "cls")]
-            arguments = r"\s*,\s*".join(map(re.escape, parameters))
+            if (parameters := _parameters(line)) is None:
+                return None  # a class's body
+            arguments = r"\s*,\s*".join(re.escape(name) for name in parameters if name not in ("self", "cls"))
             return re.compile(rf"(?<![\w.])(?:(?:self|cls)\.)?{m.group(1)}\(\s*{arguments}\s*\)")
     return None
+
+
+def _parameters(line: str) -> list[str] | None:
+    """A function definition's parameters, with their stars; None for a class (its bases are no
+    parameters) or a line that defines nothing."""
+    if not (m := DEFINES.match(line)) or re.search(r"\bclass\s", m.group()):
+        return None
+    return PARAMETER.findall(_without_nested(line[m.end() :]))
 
 
 def _binds(line: str) -> set[str]:
     """The names ``line`` binds: an assignment's targets, a ``for``'s, ``as`` names, a definition's
     parameters, imported names (Python's forms; attributes and subscripts bind no name)."""
     names: set[str] = set(AS_NAME.findall(line))
-    if m := DEFINES.match(line):
-        if not re.search(r"\bclass\s", m.group()):  # a class's bases are no parameters
-            names |= {name.lstrip("*") for name in PARAMETER.findall(_without_nested(line[m.end() :]))}
+    if DEFINES.match(line):
+        names |= {name.lstrip("*") for name in _parameters(line) or []}
     elif m := FOR_TARGETS.match(line) or ASSIGNED.match(_outside_brackets(line)):
         names |= {name for name in NAME.findall(m.group(1)) if name not in KEYWORDS}
     elif m := IMPORTED.match(line):
