@@ -40,6 +40,9 @@ FOR_TARGETS = re.compile(r"\s*(?:async\s+)?for\s+(.+?)\s+in\b")
 ASSIGNED = re.compile(r"\s*([\w\s,*]+?)\s*(?::[^=]*)?(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)")
 NESTED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|\{[^{}]*\}")  # an innermost bracket and what it holds
 IMPORTED = re.compile(r"\s*(?:from\s+\S+\s+)?import\s+(.+)")
+# a statement that assigns plain names (Python's, or a JavaScript declaration's), up to its ``=``
+ASSIGNS = re.compile(r"\s*(?:(?:const|let|var)\s+)?([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?::[^=]*)?=(?!=)")
+COMPREHENSION_TARGETS = re.compile(r"\bfor\s+(.+?)\s+in\b")
 
 
 def read_log_probs(model, prompt_logits: torch.Tensor, cache, held: int, ids: list[int]) -> list[float]:
@@ -181,6 +184,44 @@ def fits_its_place(written: str, original: str, prefix: str, suffix: str) -> boo
         return False  # ``found = [...]`` written as a docstring leaves ``return sorted(found)`` reading nothing
     deeper = bool(following) and indentation(following[0]) > indentation(start + original)
     return _opens_block(original) != deeper or _opens_block(written) == deeper or deeper and ends_block(start + written)
+
+
+def reads_its_own_target(written: str, prefix: str, suffix: str) -> bool:
+    """Whether ``written`` (between ``prefix`` and ``suffix``) reads, right of its statement's ``=``,
+    a name that statement assigns and no line above binds: ``const doubled = numbers.map(doubled)``
+    and ``count = len(count)`` compute nothing (JavaScript's temporal dead zone, Python's NameError).
+    A line inside an open bracket (``name=name,`` a call's keyword argument) assigns nothing."""
+    start, *above = reversed(prefix.split("\n"))
+    first, *more = written.split("\n", 1)
+    statement = start + first + ("" if more else suffix.split("\n", 1)[0])
+    code = "".join(" " if quoted else char for char, _, quoted in _scan(statement))
+    if not (m := ASSIGNS.match(code)) or _open_brackets(reversed(above)):
+        return False
+    targets = set(NAME.findall(m.group(1))) - {"const", "let", "var"}
+    targets -= {name for found in COMPREHENSION_TARGETS.findall(code) for name in NAME.findall(found)}
+    reads = {r.group() for r in READ_NAME.finditer(code, max(m.end(), len(start)), len(start) + len(first))}
+    return bool(targets & reads - {name for line in _statements(reversed(above)) for name in _binds(line)})
+
+
+def _statements(lines) -> list[str]:
+    """``lines`` (in order) joined where a bracket stays open across them: a definition whose
+    parameters run over several lines is one statement, as ``_binds`` reads it."""
+    statements, depth = [], 0
+    for line in lines:
+        if depth:
+            statements[-1] += " " + line.strip()
+        else:
+            statements.append(line)
+        depth = max(0, depth + _bracket_change(line))
+    return statements
+
+
+def _open_brackets(lines) -> bool:
+    """Whether ``lines`` (in order) leave a bracket open after the last of them."""
+    depth = 0
+    for line in lines:
+        depth = max(0, depth + _bracket_change(line))
+    return depth > 0
 
 
 def _mark(pattern: re.Pattern, line: str) -> str | None:

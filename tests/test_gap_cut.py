@@ -177,6 +177,22 @@ def test_a_heavy_rewrites_line_keeps_its_structure_before_its_score():
     assert row_states(group[0], [], 0) == (TokenState("total = 0", 1.0, True),)
 
 
+def test_a_branch_that_reads_the_name_its_statement_assigns_ranks_after_one_that_does_not():
+    """``const doubled = numbers.map(doubled)`` computes nothing: that branch goes after the other,
+    whatever their scores; where both do, the likelier is first."""
+    request = InfillRequest(prefix="const numbers = [1, 2, 3];\nconst doubled = numbers.map(", suffix=");\nconsole.log(doubled);\n",
+                            one_line=True, n_alternatives=2)
+    texts = {-1.0: "doubled", -3.0: "n => n * 2"}
+    rows = [Row([], b"", 4, True, 0.0, torch.Generator(), score=score, gap_suffix=[7]) for score in texts]
+    group = list(rows)
+    rank_branches(group, request, lambda row: texts[row.score])
+    assert [texts[row.score] for row in group] == ["n => n * 2", "doubled"]
+    texts[-3.0] = "doubled.slice()"
+    group = list(rows)
+    rank_branches(group, request, lambda row: texts[row.score])
+    assert [row.score for row in group] == [-1.0, -3.0]
+
+
 def test_a_gap_inside_a_line_branches_on_its_first_word_and_the_suffix_chooses(tiny_lm, smol_tokenizer, monkeypatch):
     """Four rows begin with the first word's four likeliest choices; the one whose cut reads on into
     the suffix best is the result, even when its first word was not the likeliest."""

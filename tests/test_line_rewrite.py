@@ -7,6 +7,7 @@ from sfumato.model.line_rewrite import (
     ends_block,
     fits_its_place,
     line_means,
+    reads_its_own_target,
     rewrite_plan,
     selection_lines,
     standalone_lines,
@@ -154,3 +155,19 @@ def test_a_line_indented_less_ends_what_is_unreachable():
     assert lead + "".join(line + after for line, after in cut) == "if a:\n        return 1\n\n    else:\n        c = 3"
     # every alternative must leave the block
     assert unreachable_cut(plan, 0, ["    if a:\n        return 2", "    if a:\n        x = 2"]) is None
+
+
+def test_a_written_text_that_reads_the_name_its_statement_assigns_first():
+    js = "const numbers = [1, 2, 3];\nconst doubled = numbers.map("
+    assert reads_its_own_target("doubled", js, ");\n")
+    assert not reads_its_own_target("n => n * 2", js, ");\n")
+    assert not reads_its_own_target("numbers.doubled", js, ");\n")  # an attribute reads no name
+    body = "def mean(values):\n    "
+    assert reads_its_own_target("count = len(count)", body, "\n    return count\n")
+    assert not reads_its_own_target("values = list(values)", body, "\n")  # a parameter: bound above
+    wrapped = "def mean(\n    values: list[float],\n) -> float:\n    "
+    assert not reads_its_own_target("values = list(values)", wrapped, "\n")  # a parameter on a line of its own
+    assert not reads_its_own_target("count += count", body, "\n")  # no plain assignment (another rule's case)
+    assert not reads_its_own_target('count = "count"', body, "\n")  # quoted: no read
+    assert not reads_its_own_target("line = next(line for line in lines)", body, "\n")  # the comprehension's own name
+    assert not reads_its_own_target("name=name,", "def f(x):\n    call(\n        ", "\n    )\n")  # a keyword argument
