@@ -56,12 +56,13 @@ def similarity(prediction: str, reference: str) -> float:
     return difflib.SequenceMatcher(None, prediction, reference, autojunk=False).ratio()
 
 
-def line_tasks(documents: Sequence, n: int, seed: int) -> list[EditTask]:
+def line_tasks(documents: Sequence, n: int, seed: int, code_only: bool = True) -> list[EditTask]:
+    """``n`` line tasks from ``documents`` (those of code sources only, unless not ``code_only``)."""
     rng = random.Random(f"{seed}:line")
-    documents = [doc for doc in documents if doc.source in PROSE_SOURCES_EXCLUDED
+    documents = [doc for doc in documents if (doc.source in PROSE_SOURCES_EXCLUDED or not code_only)
                  and sum(1 for line in doc.text.splitlines() if line.strip()) >= 8]
     tasks = []
-    while len(tasks) < n:
+    while documents and len(tasks) < n:
         doc = rng.choice(documents)
         lines = doc.text.split("\n")
         i = rng.randrange(len(lines))

@@ -8,7 +8,8 @@ the adapted LM beside the base model's own left-to-right greedy.
 
 Tasks (``sfumato.model.training.edit_tasks`` shapes, documents from ``sfumato.model.training.lm_corpus``'s held-out units):
 ``line``: one line of code with ~3,000 characters before and ~1,500 after, infilled as Ctrl+K at the
-cursor does (one line); ``typed``: the rest of such a line after its first typed words, as a suggestion
+cursor does (one line); ``other``: the same in JavaScript, shell scripts and C, never trained on
+(``other_languages``), figures by language too; ``typed``: the rest of such a line after its first typed words, as a suggestion
 while typing asks (its calibration says how often a bar would show one, and how often rightly); ``prose``: 1-4 words cut from a line of English documentation, infilled at the cursor the same way; ``end``: the
 last 1-8 words of a paragraph of documentation held as one line (Markdown's way), the cursor past column 60; ``repair``: a
 line with one corruption (a swapped, dropped or doubled letter, or a wrong name from the same file),
@@ -45,6 +46,7 @@ from sfumato.model.training.corpus import Document, missing_documentation
 from sfumato.model.training.edit_tasks import REPAIR_STRENGTH, EditTask, corrupt, exact, line_tasks, prose_tasks, sentence_end_tasks, similarity, typed_tasks, value_tasks, wrapped_end_tasks
 from sfumato.model.project_context import Chunk, file_chunks, nearest_chunks
 from sfumato.model.training.lm_corpus import files_by_unit, read_text
+from sfumato.model.training.other_languages import documents_by_language
 
 
 
@@ -108,7 +110,7 @@ def body_tasks(documents, n: int, seed: int) -> list[EditTask]:
 
 BODY_TOKENS = 64  # the editor's cap for infill at the cursor (sfumato.app.infill.InfillOptions)
 BLOCK_STRENGTH = 0.6  # the editor's default rewrite strength (sfumato.app.settings)
-ONE_LINE_KINDS = ("line", "typed", "value", "prose", "end", "wrapped", "last")  # the rest of one line, as Ctrl+K at a cursor
+ONE_LINE_KINDS = ("line", "other", "typed", "value", "prose", "end", "wrapped", "last")  # the rest of one line, as Ctrl+K at a cursor
 PROSE_KINDS = ("prose", "end", "wrapped", "last")  # words of documentation
 
 
@@ -207,7 +209,7 @@ def base_greedy(model, tokenizer, task: EditTask, kind: str) -> str:
     limit = 128 if kind == "body" else 32
     out = model.generate(ids, max_new_tokens=limit, do_sample=False, pad_token_id=0)
     text = tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
-    if kind in ("line", "typed", "value", "repair"):
+    if kind in ("line", "other", "typed", "value", "repair"):
         return next((line.strip() for line in text.split("\n") if line.strip()), "")
     if kind in PROSE_KINDS:
         return " ".join(text.split()[: len(task.middle.split())])
@@ -241,6 +243,13 @@ def score(kind: str, tasks, texts) -> dict:
                                   for name in ("exact", "similarity")}
     if kind in ("body", "block"):
         report["parse_rate"] = round(statistics.mean(item["parses"] for item in items), 4)
+    if kind == "other":
+        by_language: dict[str, list[dict]] = {}
+        for item, t in zip(items, tasks):
+            by_language.setdefault(t.document.split(":")[0], []).append(item)
+        report["by_language"] = {language: {"n": len(group)} | {name: round(statistics.mean(item[name] for item in group), 4)
+                                                                for name in ("exact", "similarity")}
+                                 for language, group in by_language.items()}
     return report | {"items": items}
 
 
@@ -248,6 +257,7 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description="held-out figures of the adapted LM")
     p.add_argument("--adapter", type=Path, default=None, help="adapter folder (default: the shipped one)")
     p.add_argument("--lines", type=int, default=100)
+    p.add_argument("--other-lines", type=int, default=0, help="lines of each other language (JavaScript, shell, C) found here")
     p.add_argument("--typed", type=int, default=0, help="lines whose first words are typed: the rest as a suggestion")
     p.add_argument("--values", type=int, default=0, help="lines cut after their first '= ' or ': ': the value as the middle")
     p.add_argument("--prose", type=int, default=100)
@@ -272,6 +282,8 @@ def main(argv=None) -> None:
 
     documents = held_out_documents()
     kinds = {"line": [(t, None) for t in line_tasks(documents, args.lines, args.seed)],
+             "other": [(t, None) for docs in (documents_by_language().values() if args.other_lines else ())
+                       for t in line_tasks(docs, args.other_lines, args.seed, code_only=False)],
              "typed": [(t, None) for t in typed_tasks(documents, args.typed, args.seed)],
              "value": [(t, None) for t in value_tasks(documents, args.values, args.seed)],
              "prose": [(t, None) for t in prose_tasks(documents, args.prose, args.seed)],
