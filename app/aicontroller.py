@@ -4,6 +4,7 @@ and the review keys acting on the current editor's infill session."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from functools import partial
 
@@ -62,6 +63,7 @@ class AiController(QObject):
         self.starter = EditStarter(self.worker, InfillOptions(), session_keys(settings.keys))
         self.folder_context = folder_context
         self.starter.project_chunks = self.project_chunks
+        self.starter.file_name = self.file_name
         self._tab_chunks: dict[int, tuple[tuple[str, int], tuple[Chunk, ...]]] = {}  # a tab's, by its name and revision
         self._ended: EditSession | None = None  # the last session that ended (an empty one may run again)
         self._starts = 0  # counts ``start`` calls: one waiting for a server's address yields to a later one
@@ -118,6 +120,11 @@ class AiController(QObject):
         if refresh:
             self.folder_context.refresh()
         return ProjectChunks(tabs, self.folder_context.index, frozenset(document.path for document in documents if document.path))
+
+    def file_name(self, editor: CodeEditor) -> str:
+        """The name of the file ``editor`` shows, no folder ("" when untitled or not a tab's)."""
+        document = next((d for d in self.tabs.documents() if d.editor is editor), None)
+        return os.path.basename(document.path) if document is not None and document.path else ""
 
     def _chunks_of_tab(self, document) -> tuple[Chunk, ...]:
         """A tab's chunks, cut again only when its name or text changed (a warm asks for them at

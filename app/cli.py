@@ -54,6 +54,7 @@ def build_parser() -> dict[str, argparse.ArgumentParser]:
   init_text       the text to rewrite (then strength: 0-1, default 1)
   one_line        the rest of one line only; absent: true for a gap with text
                   before or after it on its line, as `fill` treats a [MASK]
+  file_name       the document's file name (the model may read its language)
 
 an answer, one line a request, in order:
   {{"id", "text", "forward_passes", "tokens", "seconds", "confident"}}, or {{"id", "error"}}""")
@@ -186,7 +187,7 @@ def parse_request_line(line: str, steps: int | None, seed: int | None) -> tuple[
         raise ValueError("a request must be a JSON object")
     request_id = data.get("id")
     fields = {"prefix": str, "suffix": str, "max_new_tokens": int, "init_text": str, "strength": (int, float),
-              "one_line": bool}
+              "one_line": bool, "file_name": str}
     for key, kind in fields.items():
         if key in data and data[key] is not None and (not isinstance(data[key], kind) or (kind is not bool and isinstance(data[key], bool))):
             raise _WithId(request_id, f"field {key!r} has the wrong type")
@@ -205,6 +206,7 @@ def parse_request_line(line: str, steps: int | None, seed: int | None) -> tuple[
                       else data.get("init_text") is None and within_its_line(data.get("prefix", ""), data.get("suffix", ""))),
             steps=steps,
             seed=seed,
+            file_name=data.get("file_name", ""),
         )
     except ValueError as error:
         raise _WithId(request_id, str(error)) from None
@@ -367,7 +369,8 @@ def run_fill(args) -> int:
         _say("the template has no [MASK] gaps; nothing to fill")
         filled = text
     else:
-        template = TemplateRequest(segments_of(text, gaps), tuple(g.max_new_tokens for g in gaps), args.steps, args.seed)
+        template = TemplateRequest(segments_of(text, gaps), tuple(g.max_new_tokens for g in gaps), args.steps, args.seed,
+                                   file_name=template_path.name)
         fills = [draft.text for draft in _run_to_end(_load(args).stream_template(template))]
         filled = apply_fills(text, gaps, fills)
         report = invisible_report("".join(fills))

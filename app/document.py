@@ -19,10 +19,10 @@ from sfumato.app.highlighter import attach_highlighter
 from sfumato.app.indentation import detect_indentation
 from sfumato.app.syntax_check import check_for
 from sfumato.app.theme import current_style
+from sfumato.model.project_context import PROSE_SUFFIXES
 from sfumato.model.untrusted_text import INVISIBLE, invisible_report
 
 MARKS_DELAY_MS = 300  # the changed-line marks follow typing after this pause
-PROSE_SUFFIXES = (".md", ".markdown", ".txt", ".text", ".rst", ".adoc")  # files of paragraphs, not code
 
 
 class Document:

@@ -53,11 +53,12 @@ def region_request(around: dict[str, object], original: str, cap: int, strength:
     )
 
 
-def surroundings(document, start: int, end: int, chunks: ProjectChunks) -> dict[str, object]:
-    """A request's fields that place the Qt span ``start``-``end`` in ``document``: the text before
-    and after it, and the project's ``chunks`` (open files, the open folder) nearest to it."""
+def surroundings(document, start: int, end: int, chunks: ProjectChunks, file_name: str = "") -> dict[str, object]:
+    """A request's fields that place the Qt span ``start``-``end`` in ``document`` (a file named
+    ``file_name``, "" when untitled): the text before and after it, and the project's ``chunks``
+    (open files, the open folder) nearest to it."""
     prefix, suffix = text_around(document, start, end, CONTEXT_CHARS)
-    return {"prefix": prefix, "suffix": suffix, "context": chunks.nearest(prefix, suffix)}
+    return {"prefix": prefix, "suffix": suffix, "context": chunks.nearest(prefix, suffix), "file_name": file_name}
 
 
 class EditStarter:
@@ -69,6 +70,8 @@ class EditStarter:
         self.keys = keys
         # chunks of the other open files and the open folder, for the project context; set by the window
         self.project_chunks: Callable[[CodeEditor], ProjectChunks] = lambda editor: ProjectChunks()
+        # the file name of the editor's document ("" when untitled); set by the window
+        self.file_name: Callable[[CodeEditor], str] = lambda editor: ""
 
     def rewrite(self, editor: CodeEditor, strength: float = 1.0, instruction: str | None = None) -> EditSession | None:
         """Rewrite the selection (or infill at the cursor when nothing is selected). With more
@@ -78,7 +81,7 @@ class EditStarter:
             if not spans or start >= spans[-1][1]:  # a cursor inside another's selection adds nothing
                 spans.append((start, end))
         chunks = self.project_chunks(editor)
-        requests = [self._rewrite_request(editor.document(), start, end, strength, instruction, chunks) for start, end in spans]
+        requests = [self._rewrite_request(editor, start, end, strength, instruction, chunks) for start, end in spans]
         return self._run(editor, spans, requests)
 
     def cursor_request(self, editor: CodeEditor, chunks: ProjectChunks, strength: float) -> InfillRequest | None:
@@ -90,13 +93,14 @@ class EditStarter:
         if editor.extra_cursors.cursors or cursor.selectionEnd() - cursor.selectionStart() > WARMED_SELECTION_CHARS:
             return None
         start, end = cursor.selectionStart(), cursor.selectionEnd()
-        return self._rewrite_request(editor.document(), start, end, strength if end > start else 1.0, None, chunks)
+        return self._rewrite_request(editor, start, end, strength if end > start else 1.0, None, chunks)
 
-    def _rewrite_request(self, document, start: int, end: int, strength: float, instruction: str | None,
+    def _rewrite_request(self, editor: CodeEditor, start: int, end: int, strength: float, instruction: str | None,
                          chunks: ProjectChunks) -> InfillRequest:
-        """The request for the Qt span ``start``-``end`` of ``document``: its original, what is
-        around it, and the project's ``chunks`` nearest to it."""
-        return region_request(surroundings(document, start, end, chunks), text_between(document, start, end),
+        """The request for the Qt span ``start``-``end`` of ``editor``'s document: its original, what
+        is around it, and the project's ``chunks`` nearest to it."""
+        document = editor.document()
+        return region_request(surroundings(document, start, end, chunks, self.file_name(editor)), text_between(document, start, end),
                               self.options.max_new_tokens, strength, instruction=instruction or None,
                               steps=self.options.steps, n_alternatives=self.options.alternatives,
                               sampler_bound=self.options.sampler_bound)
@@ -114,6 +118,7 @@ class EditStarter:
             segments=segments_of(text, gaps),
             max_new_tokens=tuple(gap.max_new_tokens for gap in gaps),
             steps=self.options.steps,
+            file_name=self.file_name(editor),
         )
         return self._run(editor, [(position_of(text, gap.start), position_of(text, gap.end)) for gap in gaps], template)
 
@@ -135,7 +140,7 @@ class EditStarter:
             return self._run(editor, spans, replace(template, segments=segments_of(text, gaps),
                                                     first_alternative=template.first_alternative + 1))
         chunks = self.project_chunks(editor)
-        requests = [replace(request, **surroundings(editor.document(), start, end, chunks),
+        requests = [replace(request, **surroundings(editor.document(), start, end, chunks, request.file_name),
                             first_alternative=request.first_alternative + request.n_alternatives)
                     for request, (start, end) in zip(session.request, spans)]
         return self._run(editor, spans, requests)

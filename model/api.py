@@ -22,6 +22,15 @@ from sfumato.model.untrusted_text import clean_model_text, without_lone_surrogat
 SERVER_URL = re.compile(r"^https?://[^\s/?#]+(/[^\s?#]*)?/v1/?$")
 
 
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def one_line_name(name: str) -> str:
+    """A file name as one line a model may read: a control (a line break is allowed in a name on
+    Linux) as a space, a lone surrogate replaced."""
+    return CONTROL.sub(" ", without_lone_surrogates(name))
+
+
 class EngineError(RuntimeError):
     """A failure the user should read: a bad model folder, an impossible request."""
 
@@ -55,6 +64,8 @@ class InfillRequest:
     ``first_alternative`` numbers the candidates from there: Try Again asks for the ones not shown
     yet, so a backend whose first candidate is deterministic (the embedded engine's) shows new text.
     ``must_write``: the text may not be empty (a template's gap, where the user asked for text).
+    ``file_name``: the document's file name, no folder ("" when untitled): the embedded engine
+    heads the prefix with it, as it heads a snippet, where the text alone may not tell its language.
     """
 
     prefix: str = ""
@@ -71,6 +82,7 @@ class InfillRequest:
     one_line: bool = False
     first_alternative: int = 0
     must_write: bool = False
+    file_name: str = ""
 
     def __post_init__(self) -> None:
         if self.first_alternative < 0:
@@ -89,6 +101,7 @@ class InfillRequest:
             if (value := getattr(self, name)) is not None:
                 object.__setattr__(self, name, without_lone_surrogates(value))
         object.__setattr__(self, "context", tuple(map(without_lone_surrogates, self.context)))
+        object.__setattr__(self, "file_name", one_line_name(self.file_name))
 
     @property
     def is_rewrite(self) -> bool:
@@ -101,7 +114,7 @@ class TemplateRequest:
 
     Gap i lies between ``segments[i]`` and ``segments[i + 1]``; ``max_new_tokens[i]`` caps it
     (from a ``[MASK:n]`` hint or a default). Backends yield one draft per gap, in order.
-    ``first_alternative`` as for an ``InfillRequest``: Try Again's fill is the next one.
+    ``first_alternative`` and ``file_name`` as for an ``InfillRequest``: Try Again's fill is the next one.
     """
 
     segments: tuple[str, ...]
@@ -109,6 +122,7 @@ class TemplateRequest:
     steps: int | None = None
     seed: int | None = None
     first_alternative: int = 0
+    file_name: str = ""
 
     def __post_init__(self) -> None:
         if self.first_alternative < 0:
@@ -118,6 +132,7 @@ class TemplateRequest:
         if any(n < 1 for n in self.max_new_tokens):
             raise ValueError("every gap needs max_new_tokens of at least 1")
         object.__setattr__(self, "segments", tuple(map(without_lone_surrogates, self.segments)))
+        object.__setattr__(self, "file_name", one_line_name(self.file_name))
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ def gap_request(template: TemplateRequest, gap: int) -> InfillRequest:
     segments = template.segments
     return InfillRequest(prefix="".join(segments[: gap + 1]), suffix="".join(segments[gap + 1 :]),
                          max_new_tokens=template.max_new_tokens[gap], steps=template.steps, seed=template.seed,
-                         must_write=True)
+                         must_write=True, file_name=template.file_name)
 
 
 def fill_gaps_separately(

@@ -35,7 +35,7 @@ from sfumato.model.lm_row import Row, heal_only_tokens, read_end
 from sfumato.model.lm_settle import Settler
 from sfumato.model.lm_vocabulary import CanvasVocabulary
 from sfumato.model.memory import release_freed_heap
-from sfumato.model.project_context import CONTEXT_SHARE, context_tokens
+from sfumato.model.project_context import CONTEXT_SHARE, context_tokens, document_header
 from sfumato.model.prompt_cache import PromptCache
 from sfumato.model.rewrite_effect import HEAVY_REWRITE
 from sfumato.model.rewrite_parts import part_request, reading_windows, refuse_long_lines, split_selection, text_after
@@ -137,7 +137,7 @@ class LmDenoiserBackend:
             refuse_long_lines([part for part, _ in parts], self._count)
             return None, parts
         refuse_long_lines([line for line, _ in lines], self._count)  # whether or not the lines are read to choose
-        key = (request.prefix, request.suffix, request.context, request.init_text, request.strength)
+        key = (request.prefix, request.suffix, request.context, request.file_name, request.init_text, request.strength)
         if self._chosen[0] != key:
             self._chosen = (key, chosen_lines(lines, lambda: self._line_means(request, cancel), request.strength))
         return rewrite_plan(lines, self._chosen[1])
@@ -187,11 +187,12 @@ class LmDenoiserBackend:
 
     def _prompt(self, request: InfillRequest) -> tuple[list[int], bytes]:
         """(the prompt's ids, the healed text: the prefix's last token, which the canvas spells).
-        Project snippets (``request.context``) go before the prefix, as text the file follows."""
+        Project snippets (``request.context``) go before the prefix, as text the file follows, and
+        right before it the document's name (``project_context.document_header``)."""
         prefix = self._encode(request.prefix[-4 * self.prefix_tokens :])[-self.prefix_tokens :]
         suffix = self._encode(request.suffix[: 4 * SUFFIX_TOKENS])[:SUFFIX_TOKENS]
         heal = self.table[prefix.pop()] if prefix else b""
-        context = context_ids(self.tokenizer, request.context)
+        context = context_ids(self.tokenizer, request.context) + self._encode(document_header(request.file_name))
         return prompt_ids(self.special, context + prefix, suffix), heal
 
     def _row(self, request: InfillRequest, index: int, lines: bool = True, replaces: str | None = None) -> Row:

@@ -1,9 +1,9 @@
 """Seventeen everyday edits, sent to the embedded model as the editor sends them, and whether a
 user would keep each result.
 
-    python packaging/edit_kinds.py [--adapter FOLDER] [--int8] [--out build/edit-kinds.json]
+    python packaging/edit_kinds.py [--adapter FOLDER] [--int8] [--untitled] [--out build/edit-kinds.json]
 
-Each case is a small file of our own with the cursor (``⟦⟧``), a selection (``⟦selected text⟧``)
+Each case is a small file of our own (named in ``FILE_NAMES``) with the cursor (``⟦⟧``), a selection (``⟦selected text⟧``)
 or ``[MASK]`` gaps; the request is built by the editor's own helpers (``sfumato.app.infill``: the
 text around the region, a cursor infill as the rest of the line, a rewrite at the default strength
 or the case's), and the result is kept when it matches what the case accepts, written down before
@@ -64,10 +64,18 @@ CASES = [
          r"(MIT|Apache-2\.0|BSD-[23]-Clause|GPL-[23]\.0(-only|-or-later)?|MPL-2\.0|ISC)"),
     Case("template: prose", "Paris is the capital of [MASK].\n", r"France"),
 ]
+# the file each case is typed in (the editor sends a saved file's name; --untitled: none, as before session 55)
+FILE_NAMES = {"python": "example.py", "shell": "build.sh", "javascript": "app.js", "markdown": "README.md",
+              "template: a call": "roots.py", "template: a config value": "package.json", "template: prose": "capitals.txt"}
 
 
-def request_for(case: Case):
-    """The engine request the editor builds for the case (``sfumato.app.infill``'s helpers)."""
+def file_name(case: Case) -> str:
+    return FILE_NAMES.get(case.name, FILE_NAMES.get(case.name.split(":")[0], ""))
+
+
+def request_for(case: Case, untitled: bool = False):
+    """The engine request the editor builds for the case (``sfumato.app.infill``'s helpers), in
+    its file (``FILE_NAMES``) or, ``untitled``, in a document without a name."""
     from PySide6.QtGui import QTextDocument
 
     from sfumato.app.infill import InfillOptions, region_request, surroundings
@@ -77,20 +85,21 @@ def request_for(case: Case):
 
     if "[MASK]" in case.text:
         gaps = find_gaps(case.text, InfillOptions().gap_tokens)
-        return TemplateRequest(segments=segments_of(case.text, gaps), max_new_tokens=tuple(g.max_new_tokens for g in gaps))
+        return TemplateRequest(segments=segments_of(case.text, gaps), max_new_tokens=tuple(g.max_new_tokens for g in gaps),
+                               file_name="" if untitled else file_name(case))
     marked = CURSOR.search(case.text)
     selection = marked.group(1)
     text = case.text[: marked.start()] + selection + case.text[marked.end() :]
     start, end = marked.start(), marked.start() + len(selection)  # the cases are ASCII around the marks
     document = QTextDocument(text)
-    return region_request(surroundings(document, start, end, ProjectChunks()), selection, InfillOptions().max_new_tokens,
+    return region_request(surroundings(document, start, end, ProjectChunks(), "" if untitled else file_name(case)), selection, InfillOptions().max_new_tokens,
                           case.strength)
 
 
-def run(backend, case: Case) -> tuple[str, float]:
+def run(backend, case: Case, untitled: bool = False) -> tuple[str, float]:
     from sfumato.model.api import TemplateRequest
 
-    request = request_for(case)
+    request = request_for(case, untitled)
     started = time.perf_counter()
     stream = backend.stream_template(request) if isinstance(request, TemplateRequest) else backend.stream([request])
     for drafts in stream:
@@ -115,6 +124,7 @@ def main(argv=None) -> None:
     p.add_argument("--adapter", type=Path, default=None, help="an adapter checkpoint instead of the shipped one")
     p.add_argument("--int8", action="store_true", help="linear layers in int8 (--quantize int8; the editor runs float16 weights, or bfloat16 where that pays)")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--untitled", action="store_true", help="send no file names (as the cases ran before session 55)")
     args = p.parse_args(argv)
     import torch
 
@@ -134,7 +144,7 @@ def main(argv=None) -> None:
         backend = load_embedded(quantize="int8" if args.int8 else None)
     rows = []
     for case in CASES:
-        result, seconds = run(backend, case)
+        result, seconds = run(backend, case, args.untitled)
         rows.append({"case": case.name, "result": result, "kept": kept(case, result), "seconds": round(seconds, 2)})
         print(f"{'KEPT' if rows[-1]['kept'] else '    '}  {case.name:32s} {seconds:5.1f} s  {result!r}", flush=True)
     print(f"{sum(r['kept'] for r in rows)} of {len(rows)} kept")

@@ -47,6 +47,17 @@ def test_a_jsonl_gap_inside_a_line_is_one_line_unless_the_request_says_otherwise
     assert one_line(prefix="", suffix="", one_line=True)
 
 
+def test_a_jsonl_request_may_name_its_file():
+    from sfumato.app.cli import parse_request_line
+
+    assert parse_request_line(json.dumps({"prefix": "x", "file_name": "run.sh"}), None, None)[1].file_name == "run.sh"
+    try:
+        parse_request_line(json.dumps({"id": 1, "file_name": 3}), None, None)
+        raise AssertionError("a name that is no string was taken")
+    except ValueError as error:
+        assert "file_name" in str(error)
+
+
 def test_jsonl_where_no_request_was_answered_exits_1_after_its_error_lines(monkeypatch, capsys, tiny_model_dir):
     code, records, err = infill(monkeypatch, capsys, tiny_model_dir, ["{not json", json.dumps({"id": 2, "max_new_tokens": 10**9})])
     assert code == 1 and [r["id"] for r in records] == [None, 2] and all("error" in r for r in records)

@@ -292,6 +292,29 @@ def test_ctrl_k_sends_a_folder_file_that_is_not_open_as_the_requests_context(win
     assert document_text(editor.document()) == DOCUMENT
 
 
+def test_ctrl_k_and_the_warm_send_the_documents_file_name(window, qtbot, tmp_path, monkeypatch):  # noqa: F811
+    backend = FakeBackend()
+    with_fake_model(window, qtbot, backend)
+    window.ai.worker.slow_motion_ms = 0
+    (tmp_path / "deploy.sh").write_text("#!/bin/sh\nset -e\n\n")
+    editor = window.tabs.open_path(str(tmp_path / "deploy.sh")).editor
+    editor.moveCursor(editor.textCursor().MoveOperation.End)
+    warmed = []
+    monkeypatch.setattr(window.ai.worker, "warm", warmed.append)
+    window.ai._warm_at_cursor()
+    qtbot.keyClick(editor, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: editor.session.state == "ready", timeout=10000)
+    (request,) = backend.requests[-1]
+    assert request.file_name == warmed[0].file_name == "deploy.sh"
+    qtbot.keyClick(editor, Qt.Key.Key_Escape)
+    untitled = window.tabs.new_document().editor
+    untitled.setPlainText("x = ")
+    untitled.moveCursor(untitled.textCursor().MoveOperation.End)
+    qtbot.keyClick(untitled, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: untitled.session.state == "ready", timeout=10000)
+    assert backend.requests[-1][0].file_name == ""
+
+
 def test_the_prompt_warmed_at_a_resting_cursor_carries_the_project_context(window, qtbot, monkeypatch):  # noqa: F811
     """The embedded engine puts the project's snippets in its prompt: a warm without them would
     read a prompt Ctrl+K never sends."""

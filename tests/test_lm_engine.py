@@ -77,6 +77,22 @@ def test_project_snippets_go_before_the_prefix(backend, smol_tokenizer):
     assert backend._prompt(huge)[0] == plain  # a snippet over the budget is left out whole
 
 
+def test_the_documents_name_heads_its_prefix_unless_it_is_python(backend, smol_tokenizer):
+    """A shell script's first lines read as Python to a model that learnt from Python: its name,
+    headed as a snippet's, goes right before the prefix; a Python file, a prose file or an untitled
+    one has none."""
+    request = InfillRequest(prefix="set -e\nout=build\n", suffix="\n", context=("# notes.txt\nbuild steps\n",))
+    plain, _ = backend._prompt(request)
+    named, _ = backend._prompt(replace(request, file_name="deploy.sh"))
+    header = smol_tokenizer("# deploy.sh\n", add_special_tokens=False).input_ids
+    mark = plain.index(SpecialIds.of(smol_tokenizer).prefix_mark)
+    context = smol_tokenizer("# notes.txt\nbuild steps\n", add_special_tokens=False).input_ids
+    assert named == plain[: mark + 1 + len(context)] + header + plain[mark + 1 + len(context) :]
+    assert backend._prompt(replace(request, file_name="deploy.py"))[0] == plain
+    assert backend._prompt(replace(request, file_name="README.md"))[0] == plain  # prose: no header
+    assert InfillRequest(file_name="a\nb.sh").file_name == "a b.sh"  # a name is one line
+
+
 def test_every_draft_is_one_pass_and_the_last_is_final(backend):
     passes, final = run(backend, InfillRequest(prefix="x = ", suffix="\n", max_new_tokens=6, seed=1))
     assert [d.batch_passes for d in passes] == list(range(1, len(passes) + 1))

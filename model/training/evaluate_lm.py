@@ -36,7 +36,7 @@ import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import torch
 
@@ -172,6 +172,8 @@ def parses(task: EditTask, body: str) -> bool:
 
 
 def request_for(task: EditTask, kind: str, broken: str | None = None, **options) -> InfillRequest:
+    """The request the editor sends for ``task``, its document's file name included."""
+    options.setdefault("file_name", PurePath(task.document.split(":", 1)[-1]).name)
     if kind == "repair":
         return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=48, init_text=broken,
                              strength=REPAIR_STRENGTH, **options)
