@@ -40,6 +40,7 @@ import torch
 
 from sfumato.model.api import InfillRequest
 from sfumato.model.line_rewrite import fits_its_place, reads_its_own_target
+from sfumato.model.project_context import copies_the_header
 from sfumato.model.lm_row import Row
 from sfumato.model.log_probs import block_positions, log_probs_at
 from sfumato.model.template import within_its_line
@@ -235,14 +236,18 @@ def rank_branches(group: list[Row], request: InfillRequest, text_of: Callable[[R
     first, where a heavy rewrite writes a line again those that keep the line's structure
     (``line_rewrite.fits_its_place``) before those that do not, which keep the line as it was
     (``Row.keeps_line``: a line that breaks the code around it is no rewrite), and those that read
-    the name their own statement assigns first (``line_rewrite.reads_its_own_target``) after those
-    that do not: its alternatives are the best, from the ``first_alternative``-th on (Try Again
-    shows the ones after those shown). Any other request's rows are its alternatives already."""
+    the name their own statement assigns first (``line_rewrite.reads_its_own_target``), or only copy
+    the document's header (``project_context.copies_the_header``), after those that do not: its
+    alternatives are the best, from the ``first_alternative``-th on (Try Again shows the ones after
+    those shown). Any other request's rows are its alternatives already."""
     if not group[0].gap_suffix:
         return
     if all(row.score is not None for row in group):
+        flawed = {}
         for row in group:
-            row.keeps_line = row.replaces is not None and not fits_its_place(text_of(row), row.replaces, request.prefix, request.suffix)
-        reads_target = {id(row): reads_its_own_target(text_of(row), request.prefix, request.suffix) for row in group}
-        group.sort(key=lambda row: (row.keeps_line, reads_target[id(row)], -row.score))
+            written = text_of(row)
+            row.keeps_line = row.replaces is not None and not fits_its_place(written, row.replaces, request.prefix, request.suffix)
+            flawed[id(row)] = (reads_its_own_target(written, request.prefix, request.suffix)
+                               or copies_the_header(written, request.file_name))
+        group.sort(key=lambda row: (row.keeps_line, flawed[id(row)], -row.score))
     group[:] = group[request.first_alternative : request.first_alternative + request.n_alternatives]

@@ -31,6 +31,7 @@ MAX_FOLDER_FILE_BYTES = 256 << 10  # larger files (data, generated code, logs) a
 MAX_FOLDER_BYTES = 8 << 20
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 PROSE_SUFFIXES = (".md", ".markdown", ".txt", ".text", ".rst", ".adoc")  # files of paragraphs, not code
+HEADER_LINE = re.compile(r"#\s*[\w.-]+\.\w+")  # a comment holding only a file name: ``named``'s form
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,13 @@ def document_header(file_name: str) -> str:
     word came back "text mining tool" in a README.md): docs/training.md, sessions 42 and 55."""
     unheaded = file_name.lower().endswith((".py", ".pyi", *PROSE_SUFFIXES))
     return named(file_name) if file_name and not unheaded else ""
+
+
+def copies_the_header(text: str, file_name: str) -> bool:
+    """Whether ``text`` is only a line in the header's form (``# build.sh``) where the document was
+    headed: the model copied the prompt's form and wrote no code (a real edit at a shell script's
+    blank line)."""
+    return bool(document_header(file_name)) and bool(HEADER_LINE.fullmatch(text.strip()))
 
 
 def nearest_chunks(prefix: str, suffix: str, candidates: Iterable[Chunk], limit: int = PROMPT_SNIPPETS) -> tuple[str, ...]:

@@ -193,6 +193,21 @@ def test_a_branch_that_reads_the_name_its_statement_assigns_ranks_after_one_that
     assert [row.score for row in group] == [-1.0, -3.0]
 
 
+def test_a_branch_that_only_copies_the_documents_header_ranks_after_one_that_does_not():
+    """In a headed document (``# deploy.sh`` before its prefix) a line ``# build.sh`` is the
+    prompt's form copied, no code; in a Python file (no header) such a comment is left alone."""
+    request = InfillRequest(prefix='#!/bin/sh\nset -e\ndist="dist"\n', suffix='\ncp build/* "$dist/"\n', one_line=True,
+                            n_alternatives=2, file_name="deploy.sh")
+    texts = {-1.0: "# build.sh", -3.0: 'mkdir -p "$dist"'}
+    rows = [Row([], b"", 4, True, 0.0, torch.Generator(), score=score, gap_suffix=[7], whole_line=True) for score in texts]
+    group = list(rows)
+    rank_branches(group, request, lambda row: texts[row.score])
+    assert [texts[row.score] for row in group] == ['mkdir -p "$dist"', "# build.sh"]
+    group = list(rows)
+    rank_branches(group, replace(request, file_name="deploy.py"), lambda row: texts[row.score])
+    assert [row.score for row in group] == [-1.0, -3.0]
+
+
 def test_a_gap_inside_a_line_branches_on_its_first_word_and_the_suffix_chooses(tiny_lm, smol_tokenizer, monkeypatch):
     """Four rows begin with the first word's four likeliest choices; the one whose cut reads on into
     the suffix best is the result, even when its first word was not the likeliest."""
