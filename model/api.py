@@ -23,11 +23,14 @@ SERVER_URL = re.compile(r"^https?://[^\s/?#]+(/[^\s?#]*)?/v1/?$")
 
 
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+MAX_FILE_NAME = 255  # characters: a file system's longest name (a request's header never outgrows it)
 
 
 def one_line_name(name: str) -> str:
     """A file name as one line a model may read: a control (a line break is allowed in a name on
-    Linux) as a space, a lone surrogate replaced."""
+    Linux) as a space, a lone surrogate replaced; a longer name than any file has is refused."""
+    if len(name) > MAX_FILE_NAME:
+        raise ValueError(f"file_name must be at most {MAX_FILE_NAME} characters")
     return CONTROL.sub(" ", without_lone_surrogates(name))
 
 

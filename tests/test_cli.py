@@ -51,11 +51,12 @@ def test_a_jsonl_request_may_name_its_file():
     from sfumato.app.cli import parse_request_line
 
     assert parse_request_line(json.dumps({"prefix": "x", "file_name": "run.sh"}), None, None)[1].file_name == "run.sh"
-    try:
-        parse_request_line(json.dumps({"id": 1, "file_name": 3}), None, None)
-        raise AssertionError("a name that is no string was taken")
-    except ValueError as error:
-        assert "file_name" in str(error)
+    for bad in (3, "x" * 10_000):  # no string; longer than any file's name (it would fill the prompt)
+        try:
+            parse_request_line(json.dumps({"id": 1, "file_name": bad}), None, None)
+            raise AssertionError(f"the name {bad!r:.20} was taken")
+        except ValueError as error:
+            assert "file_name" in str(error)
 
 
 def test_jsonl_where_no_request_was_answered_exits_1_after_its_error_lines(monkeypatch, capsys, tiny_model_dir):
