@@ -103,12 +103,17 @@ def standalone_lines(lines: list[tuple[str, str]]) -> list[bool]:
     before a ``#`` comment). A line that opens a bracket a later line closes, or
     sits inside one, is part of a longer statement: written again alone, as a one-line infill, it
     broke the statement (``from x import (a, b,`` became a plain import above ``c)``)."""
-    depth, alone = 0, []
-    for line, _ in lines:
-        start = depth
+    depths = _depths([line for line, _ in lines])
+    return [start == 0 and depth == 0 for start, depth in zip([0, *depths], depths)]
+
+
+def _depths(lines: list[str]) -> list[int]:
+    """The bracket depth after each of ``lines`` (in order), never below nothing open."""
+    depths, depth = [], 0
+    for line in lines:
         depth = max(0, depth + _bracket_change(line))
-        alone.append(start == 0 and depth == 0)
-    return alone
+        depths.append(depth)
+    return depths
 
 
 def _bracket_change(line: str) -> int:
@@ -191,37 +196,29 @@ def reads_its_own_target(written: str, prefix: str, suffix: str) -> bool:
     a name that statement assigns and no line above binds: ``const doubled = numbers.map(doubled)``
     and ``count = len(count)`` compute nothing (JavaScript's temporal dead zone, Python's NameError).
     A line inside an open bracket (``name=name,`` a call's keyword argument) assigns nothing."""
-    start, *above = reversed(prefix.split("\n"))
+    *above, start = prefix.split("\n")
     first, *more = written.split("\n", 1)
     statement = start + first + ("" if more else suffix.split("\n", 1)[0])
     code = "".join(" " if quoted else char for char, _, quoted in _scan(statement))
-    if not (m := ASSIGNS.match(code)) or _open_brackets(reversed(above)):
+    depths = _depths(above)
+    if not (m := ASSIGNS.match(code)) or depths and depths[-1]:
         return False
     targets = set(NAME.findall(m.group(1))) - {"const", "let", "var"}
     targets -= {name for found in COMPREHENSION_TARGETS.findall(code) for name in NAME.findall(found)}
     reads = {r.group() for r in READ_NAME.finditer(code, max(m.end(), len(start)), len(start) + len(first))}
-    return bool(targets & reads - {name for line in _statements(reversed(above)) for name in _binds(line)})
+    return bool(targets & reads - {name for line in _statements(above, depths) for name in _binds(line)})
 
 
-def _statements(lines) -> list[str]:
-    """``lines`` (in order) joined where a bracket stays open across them: a definition whose
-    parameters run over several lines is one statement, as ``_binds`` reads it."""
-    statements, depth = [], 0
-    for line in lines:
-        if depth:
+def _statements(lines: list[str], depths: list[int]) -> list[str]:
+    """``lines`` joined where a bracket stays open across them (``depths``: ``_depths(lines)``): a
+    definition whose parameters run over several lines is one statement, as ``_binds`` reads it."""
+    statements: list[str] = []
+    for line, depth_before in zip(lines, [0, *depths]):
+        if depth_before:
             statements[-1] += " " + line.strip()
         else:
             statements.append(line)
-        depth = max(0, depth + _bracket_change(line))
     return statements
-
-
-def _open_brackets(lines) -> bool:
-    """Whether ``lines`` (in order) leave a bracket open after the last of them."""
-    depth = 0
-    for line in lines:
-        depth = max(0, depth + _bracket_change(line))
-    return depth > 0
 
 
 def _mark(pattern: re.Pattern, line: str) -> str | None:
