@@ -21,11 +21,13 @@ def run(files: list[str], model_spec: str | None = None, device: str | None = No
     from sfumato.app.about import app_icon
     from sfumato.app.mainwindow import MainWindow, first_show, open_files
     from sfumato.app.recovery import attach
+    from sfumato.app.ui_thread_gc import UiThreadCollector
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Sfumato")
     app.setOrganizationName("Sfumato")
     app.setWindowIcon(app_icon())
+    UiThreadCollector(app).start()  # before the inference thread is started
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     closed = asyncio.Event()

@@ -43,8 +43,10 @@ def _window(spec: str | None):
     from PySide6.QtWidgets import QApplication
 
     from sfumato.app.mainwindow import MainWindow, first_show
+    from sfumato.app.ui_thread_gc import UiThreadCollector
 
     app = QApplication.instance() or QApplication([])
+    UiThreadCollector(app).start()
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     store = QSettings(os.path.join(tempfile.mkdtemp(), "bench.ini"), QSettings.Format.IniFormat)

@@ -155,9 +155,11 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from sfumato.app.mainwindow import MainWindow
+    from sfumato.app.ui_thread_gc import UiThreadCollector
     from sfumato.model.soak import resident_mb
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    UiThreadCollector(app).start()
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     with tempfile.TemporaryDirectory() as folder:

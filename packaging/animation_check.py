@@ -74,6 +74,9 @@ def check(args, path: Path, launched: float) -> int:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication(sys.argv[:1])
+    from sfumato.app.ui_thread_gc import UiThreadCollector
+
+    UiThreadCollector(app).start()
     app.setApplicationName("Sfumato")
     app.setOrganizationName("Sfumato")
     app.setCursorFlashTime(0)  # a blinking cursor would count as frames of its own

@@ -116,6 +116,9 @@ def check(model: str, home: Path, out: Path) -> dict[str, bool]:
 
     qWarning(MARKER)
     app = QApplication(sys.argv[:1])
+    from sfumato.app.ui_thread_gc import UiThreadCollector
+
+    UiThreadCollector(app).start()
     app.setApplicationName("Sfumato")
     app.setOrganizationName("Sfumato")
     app.setCursorFlashTime(0)  # a blinking cursor would change the screen by itself

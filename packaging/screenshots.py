@@ -84,6 +84,9 @@ def shoot(args) -> int:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication(sys.argv[:1])
+    from sfumato.app.ui_thread_gc import UiThreadCollector
+
+    UiThreadCollector(app).start()
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     from sfumato.app.mainwindow import MainWindow, open_files

@@ -19,6 +19,25 @@ REPO = Path(__file__).resolve().parent.parent
 TOKENIZER_DIR = REPO / "resources" / "tokenizer"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def cycles_collector(qapp):
+    """Cycles collected on the Qt thread only, as in the application (app/ui_thread_gc.py): a test's
+    worker thread never frees another test's editors, sessions or timers."""
+    from sfumato.app.ui_thread_gc import UiThreadCollector
+
+    collector = UiThreadCollector(qapp)
+    collector.start()
+    yield collector
+    collector.stop()
+
+
+@pytest.fixture(autouse=True)
+def cycles_collected_after_each_test(cycles_collector):
+    """A test that spins no Qt event loop still has its cycles collected when it ends."""
+    yield
+    cycles_collector.collect_due()
+
+
 @pytest.fixture(scope="session")
 def project_tokenizer():
     from sfumato.model.tokenizer import load_tokenizer

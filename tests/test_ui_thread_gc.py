@@ -1,0 +1,44 @@
+"""Cycles are collected on the Qt thread: a Qt object in garbage is never destroyed by the thread
+that happened to allocate (the inference thread, in the application)."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+from PySide6.QtCore import Qt, QTimer
+
+
+class Holder:
+    """An object in a cycle with itself, holding a Qt timer: only the cycle collector frees it."""
+
+    def __init__(self):
+        self.timer = QTimer()
+        self.me = self
+
+
+def test_a_qt_object_in_a_cycle_is_destroyed_on_the_qt_thread_while_another_thread_allocates(qtbot, cycles_collector):
+    freed_on = []
+    gc.collect()  # nothing pending: the next collection is the allocating thread's own
+    holder = Holder()
+    holder.timer.destroyed.connect(lambda: freed_on.append(threading.current_thread()), Qt.ConnectionType.DirectConnection)
+    del holder
+    kept = []  # alive: the thread's allocations count towards a collection
+    allocating = threading.Thread(target=lambda: kept.extend([] for _ in range(50_000)), name="allocating")
+    allocating.start()
+    allocating.join()
+    qtbot.waitUntil(lambda: bool(freed_on), timeout=5000)
+    assert freed_on == [threading.main_thread()]
+
+
+def test_a_stopped_collector_frees_what_was_pending_and_gives_collection_back(cycles_collector):
+    assert not gc.isenabled()
+    holder = Holder()
+    freed = []
+    holder.timer.destroyed.connect(lambda: freed.append(True), Qt.ConnectionType.DirectConnection)
+    del holder
+    cycles_collector.stop()
+    try:
+        assert freed == [True] and gc.isenabled()
+    finally:
+        cycles_collector.start()
