@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from PySide6.QtCore import QObject, Signal
 
 from sfumato.app.server_status import server_status_line
+from sfumato.app.ui_thread_gc import collect_after_load
 from sfumato.model.api import Backend, CancelFlag, Cancelled, Draft, InfillRequest, ModelInfo, TemplateRequest
 from sfumato.model.untrusted_text import terminal_safe
 from sfumato.model.worker import InferenceWorker, Job
@@ -135,6 +136,7 @@ class WorkerAdapter(QObject):
         if info.memory_bytes:
             line += f", {_size(info.memory_bytes)} of weights"
         self.status.emit(line)
+        collect_after_load()
 
     def _on_progress(self, generation: int, done: int, total: int) -> None:
         if generation == self._generation and self.loading:
