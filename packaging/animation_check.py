@@ -73,9 +73,9 @@ def check(args, path: Path, launched: float) -> int:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    app = QApplication(sys.argv[:1])
     from sfumato.app.ui_thread_gc import UiThreadCollector
 
+    app = QApplication(sys.argv[:1])
     UiThreadCollector(app).start()
     app.setApplicationName("Sfumato")
     app.setOrganizationName("Sfumato")

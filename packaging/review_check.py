@@ -115,9 +115,9 @@ def check(model: str, home: Path, out: Path) -> dict[str, bool]:
     from PySide6.QtWidgets import QApplication
 
     qWarning(MARKER)
-    app = QApplication(sys.argv[:1])
     from sfumato.app.ui_thread_gc import UiThreadCollector
 
+    app = QApplication(sys.argv[:1])
     UiThreadCollector(app).start()
     app.setApplicationName("Sfumato")
     app.setOrganizationName("Sfumato")

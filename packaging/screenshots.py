@@ -83,9 +83,9 @@ def shoot(args) -> int:
     from PySide6.QtGui import QTextCursor
     from PySide6.QtWidgets import QApplication
 
-    app = QApplication(sys.argv[:1])
     from sfumato.app.ui_thread_gc import UiThreadCollector
 
+    app = QApplication(sys.argv[:1])
     UiThreadCollector(app).start()
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
