@@ -62,7 +62,7 @@ class UiThreadCollector(QObject):
                 gc.collect(0)
             if self._promoted > self._long_lived:
                 self._collect_all()
-        elif counts[0] or counts[1]:
+        elif counts[1]:  # quiet, with survivors of the busy ticks before it
             self._collect_young()
             if self._promoted > self._long_lived // 4:
                 self._collect_all()
