@@ -81,6 +81,18 @@ def test_the_sampler_draws_documentation_at_its_share(monkeypatch, tmp_path, smo
     assert 0.4 < share < 0.6  # by units alone it would be 1 in 51
 
 
+def test_the_sampler_draws_other_languages_at_their_share(monkeypatch, tmp_path, smol_tokenizer):
+    for name in ("guide.txt", "code.py", "tool.sh"):
+        (tmp_path / name).write_text(f"text of {name}\n")
+    units = {"python-docs": [tmp_path / "guide.txt"], **{f"site-packages/p{i}": [tmp_path / "code.py"] for i in range(50)}}
+    monkeypatch.setattr(lm_corpus, "files_by_unit", lambda split: units)
+    monkeypatch.setattr(lm_corpus.other_languages, "files_by_unit", lambda split: {"shell/tool": [tmp_path / "tool.sh"]})
+    sampler = lm_corpus.DocumentSampler("train", smol_tokenizer, random.Random(2), prose_share=0.3, other_share=0.2)
+    drawn = [smol_tokenizer.decode(sampler.next_window().tokens) for _ in range(600)]
+    shares = [sum(name in text for text in drawn) / len(drawn) for name in ("guide", "tool", "code")]
+    assert 0.24 < shares[0] < 0.36 and 0.15 < shares[1] < 0.25 and 0.43 < shares[2] < 0.57
+
+
 def test_a_runs_prose_share_reaches_its_sampler(vocab, smol_tokenizer):
     shares = [[share for share, _ in adapt.ExampleStream(smol_tokenizer, vocab, adapt.parse_args(argv), "t").sampler.groups]
               for argv in ([], ["--prose", "0.5"])]

@@ -77,6 +77,8 @@ def parse_args(argv=None):
     p.add_argument("--suffix-led", type=float, default=0.0,
                    help="share of examples whose middle is a line holding a name that only the suffix shows")
     p.add_argument("--prose", type=float, default=PROSE_SHARE, help="share of examples drawn from documentation")
+    p.add_argument("--other", type=float, default=0.0,
+                   help="share of examples drawn from JavaScript, shell and C of training packages (other_languages)")
     p.add_argument("--unwrap", type=float, default=0.0,
                    help="share of documentation files whose wrapped paragraphs are joined into one line each")
     p.add_argument("--self-targets", type=Path, default=None,
@@ -155,7 +157,7 @@ class ExampleStream(IterableDataset):
 
     def __init__(self, tokenizer, vocab: Vocabulary, args, seed: str):
         self.sampler = DocumentSampler("train", tokenizer, random.Random(), prose_share=args.prose,
-                                       unwrap_share=args.unwrap)  # its file lists, found once and shared
+                                       unwrap_share=args.unwrap, other_share=args.other)  # its file lists, found once and shared
         self.vocab, self.args, self.seed = vocab, args, seed
 
     def __iter__(self):

@@ -8,7 +8,7 @@ the adapted LM beside the base model's own left-to-right greedy.
 
 Tasks (``sfumato.model.training.edit_tasks`` shapes, documents from ``sfumato.model.training.lm_corpus``'s held-out units):
 ``line``: one line of code with ~3,000 characters before and ~1,500 after, infilled as Ctrl+K at the
-cursor does (one line); ``other``: the same in JavaScript, shell scripts and C, never trained on
+cursor does (one line); ``other``: the same in JavaScript, shell scripts and C of held-out packages
 (``other_languages``), figures by language too; ``typed``: the rest of such a line after its first typed words, as a suggestion
 while typing asks (its calibration says how often a bar would show one, and how often rightly); ``prose``: 1-4 words cut from a line of English documentation, infilled at the cursor the same way; ``end``: the
 last 1-8 words of a paragraph of documentation held as one line (Markdown's way), the cursor past column 60; ``repair``: a
@@ -259,7 +259,7 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description="held-out figures of the adapted LM")
     p.add_argument("--adapter", type=Path, default=None, help="adapter folder (default: the shipped one)")
     p.add_argument("--lines", type=int, default=100)
-    p.add_argument("--other-lines", type=int, default=0, help="lines of each other language (JavaScript, shell, C) found here")
+    p.add_argument("--other-lines", type=int, default=0, help="lines of each other language (JavaScript, shell, C) of held-out packages found here")
     p.add_argument("--typed", type=int, default=0, help="lines whose first words are typed: the rest as a suggestion")
     p.add_argument("--values", type=int, default=0, help="lines cut after their first '= ' or ': ': the value as the middle")
     p.add_argument("--prose", type=int, default=100)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from sfumato.model.project_context import file_chunks, nearest_chunks
+from sfumato.model.training import other_languages
 from sfumato.model.training.corpus import MAX_FILE_BYTES, skipped, source_roots
 from sfumato.model.training.html_text import page_text
 
@@ -99,19 +100,24 @@ def unwrapped(text: str) -> str:
 class DocumentSampler:
     """Random windows of random files; a unit is drawn with weight sqrt(its files), so the few
     giant packages do not drown the many small ones. With ``prose_share``, that share of windows
-    comes from documentation units (drawn the same way among themselves), the rest from code;
-    with ``unwrap_share``, that share of documentation files has its paragraphs ``unwrapped``."""
+    comes from documentation units (drawn the same way among themselves), ``other_share`` from
+    JavaScript, shell and C units (``other_languages``), the rest from Python; with
+    ``unwrap_share``, that share of documentation files has its paragraphs ``unwrapped``."""
 
     def __init__(self, split: str, tokenizer, rng: random.Random, prose_share: float | None = None,
-                 unwrap_share: float = 0.0):
+                 unwrap_share: float = 0.0, other_share: float = 0.0):
         self.units = files_by_unit(split)
         names = sorted(self.units)
         if prose_share is None:
             self.groups = [(1.0, names)]
         else:
+            other = other_languages.files_by_unit(split) if other_share else {}
+            self.units |= other
             prose = [name for name in names if "/" not in name]
-            self.groups = [(prose_share, prose), (1.0 - prose_share, [name for name in names if "/" in name])]
-            self.groups = [(share, group) for share, group in self.groups if group]
+            python = [name for name in names if "/" in name]
+            self.groups = [(prose_share, prose), (other_share, sorted(other)),
+                           (1.0 - prose_share - other_share, python)]
+            self.groups = [(share, group) for share, group in self.groups if group and share > 0]
         self.tokenizer, self.rng, self.unwrap_share = tokenizer, rng, unwrap_share
 
     def _unit(self) -> str:
