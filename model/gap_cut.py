@@ -239,10 +239,11 @@ def rank_branches(group: list[Row], request: InfillRequest, text_of: Callable[[R
     the name their own statement assigns first (``line_rewrite.reads_its_own_target``), or only copy
     the document's header (``project_context.copies_the_header``), after those that do not: its
     alternatives are the best, from the ``first_alternative``-th on (Try Again shows the ones after
-    those shown). Any other request's rows are its alternatives already."""
-    if not group[0].gap_suffix:
+    those shown); with no suffix to score (the end of the file) they stay in their first words' order.
+    Any other request's rows are its alternatives already."""
+    if not group[0].branch:
         return
-    if all(row.score is not None for row in group):
+    if group[0].gap_suffix and all(row.score is not None for row in group):
         flawed = {}
         for row in group:
             written = text_of(row)

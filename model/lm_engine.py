@@ -219,7 +219,7 @@ class LmDenoiserBackend:
         row = Row(prompt, heal, request.max_new_tokens, request.one_line, no_breaks=no_breaks, must_write=must_write,
                    avoid=avoid, avoid_healed=avoid_healed, lone_space=lone_space,
                    temperature=0.0 if alternative == 0 or branched else ALTERNATIVE_TEMPERATURE,
-                   first_word_rank=index if branched else 0, whole_line=whole_line, replaces=replaces,
+                   branch=branched, first_word_rank=index if branched else 0, whole_line=whole_line, replaces=replaces,
                    generator=torch.Generator().manual_seed(seed), accept=bar,
                    stop=stop if len(stop.strip()) >= MIN_STOP_CHARS else "", stop_space=request.suffix[:1].isspace(),
                    scope=0 if request.one_line or request.is_rewrite else indentation(request.prefix.rsplit("\n", 1)[-1]),

@@ -145,7 +145,7 @@ def test_over_several_canvases_the_cut_is_the_one_a_plain_reading_prefers(tiny_l
 
 
 def test_a_gaps_branches_are_ranked_by_score_and_as_many_kept_as_alternatives_were_asked_for():
-    rows = [Row([], b"", 4, True, 0.0, torch.Generator(), score=score, gap_suffix=[7]) for score in (-5.0, -2.0, float("inf"), -9.0)]
+    rows = [Row([], b"", 4, True, 0.0, torch.Generator(), score=score, gap_suffix=[7], branch=True) for score in (-5.0, -2.0, float("inf"), -9.0)]
     gap = InfillRequest(prefix="listens on ", suffix=" port 8080\n", one_line=True, n_alternatives=2)
     group = list(rows)
     rank_branches(group, gap, lambda row: "")
@@ -153,10 +153,14 @@ def test_a_gaps_branches_are_ranked_by_score_and_as_many_kept_as_alternatives_we
     group = list(rows)
     rank_branches(group, replace(gap, n_alternatives=1, first_alternative=1), lambda row: "")
     assert group == [rows[1]]  # Try Again: the next best
-    alternatives = [replace(row, gap_suffix=[]) for row in rows]
+    unscored = [replace(row, gap_suffix=[], score=None) for row in rows]
+    group = list(unscored)
+    rank_branches(group, replace(gap, suffix=""), lambda row: "")
+    assert group == unscored[:2]  # the end of the file (no suffix to score): the first words' order
+    alternatives = [replace(row, branch=False) for row in unscored]
     group = list(alternatives)
     rank_branches(group, InfillRequest(prefix="x = ", suffix="\n", n_alternatives=4), lambda row: "")
-    assert group == alternatives  # not branches (no suffix to score): the alternatives as they were
+    assert group == alternatives  # not branches: the alternatives as they were
 
 
 def test_a_heavy_rewrites_line_keeps_its_structure_before_its_score():
@@ -165,7 +169,7 @@ def test_a_heavy_rewrites_line_keeps_its_structure_before_its_score():
     where none fits, the line stays as it was."""
     request = InfillRequest(prefix="def f(items):\n    ", suffix="\n    return total\n", one_line=True)
     texts = {-1.0: "if not items:", -4.0: "total = sum(items)", -2.0: '"""'}
-    rows = [Row([], b"", 4, True, 0.0, torch.Generator(), score=score, gap_suffix=[7], whole_line=True,
+    rows = [Row([], b"", 4, True, 0.0, torch.Generator(), score=score, gap_suffix=[7], branch=True, whole_line=True,
                 replaces="total = 0") for score in texts]
     group = list(rows)
     rank_branches(group, request, lambda row: texts[row.score])
@@ -183,7 +187,7 @@ def test_a_branch_that_reads_the_name_its_statement_assigns_ranks_after_one_that
     request = InfillRequest(prefix="const numbers = [1, 2, 3];\nconst doubled = numbers.map(", suffix=");\nconsole.log(doubled);\n",
                             one_line=True, n_alternatives=2)
     texts = {-1.0: "doubled", -3.0: "n => n * 2"}
-    rows = [Row([], b"", 4, True, 0.0, torch.Generator(), score=score, gap_suffix=[7]) for score in texts]
+    rows = [Row([], b"", 4, True, 0.0, torch.Generator(), score=score, gap_suffix=[7], branch=True) for score in texts]
     group = list(rows)
     rank_branches(group, request, lambda row: texts[row.score])
     assert [texts[row.score] for row in group] == ["n => n * 2", "doubled"]
@@ -199,7 +203,7 @@ def test_a_branch_that_only_copies_the_documents_header_ranks_after_one_that_doe
     request = InfillRequest(prefix='#!/bin/sh\nset -e\ndist="dist"\n', suffix='\ncp build/* "$dist/"\n', one_line=True,
                             n_alternatives=2, file_name="deploy.sh")
     texts = {-1.0: "# build.sh", -3.0: 'mkdir -p "$dist"'}
-    rows = [Row([], b"", 4, True, 0.0, torch.Generator(), score=score, gap_suffix=[7], whole_line=True) for score in texts]
+    rows = [Row([], b"", 4, True, 0.0, torch.Generator(), score=score, gap_suffix=[7], branch=True, whole_line=True) for score in texts]
     group = list(rows)
     rank_branches(group, request, lambda row: texts[row.score])
     assert [texts[row.score] for row in group] == ['mkdir -p "$dist"', "# build.sh"]

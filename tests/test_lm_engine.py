@@ -250,6 +250,17 @@ def test_the_cursor_on_a_blank_line_gets_a_line(tiny_lm, smol_tokenizer):
     assert not backend._row(end_of_line, 0).must_write  # after a whole line, nothing may be the answer
 
 
+def test_a_line_at_the_end_of_the_file_is_written(tiny_lm, smol_tokenizer):
+    """Ctrl+K on the empty last line of a file (nothing after the cursor) writes a line, its branches
+    unscored, the second first word on Try Again: the stream failed with an IndexError after its
+    last pass (a branch for every row, an alternative kept for one)."""
+    backend = newline_biased(tiny_lm, smol_tokenizer)
+    request = InfillRequest(prefix="import os\n\nprint(os.getcwd())\n", suffix="", max_new_tokens=8, one_line=True, seed=0)
+    first, again = (run(backend, replace(request, first_alternative=k))[1] for k in (0, 1))
+    assert len(first.candidates) == len(again.candidates) == 1
+    assert first.text.strip() and again.text.strip() and first.text != again.text
+
+
 def test_a_templates_gap_is_never_filled_empty(tiny_lm, smol_tokenizer):
     """A gap the user marked asks for text, after a line's text as well (``debug: [MASK]`` came back
     empty): a model that would end every text at once still writes each gap."""
