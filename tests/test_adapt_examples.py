@@ -93,6 +93,29 @@ def test_the_sampler_draws_other_languages_at_their_share(monkeypatch, tmp_path,
     assert 0.24 < shares[0] < 0.36 and 0.15 < shares[1] < 0.25 and 0.43 < shares[2] < 0.57
 
 
+def test_a_header_heads_the_prefix_after_the_project_context(vocab):
+    """An example of a shell script's is laid out as the engine lays out its request: the project's
+    snippets, then the document's ``# name`` header, then the text before the middle."""
+    tokens, header = vocab.encode(TEXT), vocab.encode("# backup.sh\n")
+    rng, seen = random.Random(5), 0
+    for _ in range(40):
+        example = examples.make_example(tokens, rng, vocab, snippets=lambda prefix, suffix: ["# other.sh\nrsync -a src dst\n"],
+                                        header=header)
+        if example is None:
+            continue
+        prompt = vocab.decode(example.ids[: example.prompt_len])
+        assert "# backup.sh\n" in prompt
+        if "rsync" in prompt:
+            assert prompt.index("rsync") < prompt.index("# backup.sh")
+            seen += 1
+    assert seen
+
+
+def test_only_another_languages_window_is_headed():
+    assert all(lm_corpus.other_languages.is_other_language(unit) for unit in ("shell/git", "javascript/@npmcli/git", "c/numpy"))
+    assert not any(lm_corpus.other_languages.is_other_language(unit) for unit in ("site-packages/numpy", "stdlib/json", "python-docs"))
+
+
 def test_a_runs_prose_share_reaches_its_sampler(vocab, smol_tokenizer):
     shares = [[share for share, _ in adapt.ExampleStream(smol_tokenizer, vocab, adapt.parse_args(argv), "t").sampler.groups]
               for argv in ([], ["--prose", "0.5"])]

@@ -34,6 +34,8 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from sfumato.model.lm_base import BASES, SMOLLM2, TRAINED_PREFIX
+from sfumato.model.project_context import document_header
+from sfumato.model.training import other_languages
 from sfumato.model.training.batches import batch_loss, collate
 from sfumato.model.training.corpus import missing_documentation
 from sfumato.model.training.examples import MAX_PREFIX, Vocabulary, make_example, self_example
@@ -173,9 +175,11 @@ class ExampleStream(IterableDataset):
                     example = self_example(rng.choice(own), rng, self.vocab)
                 else:
                     window = sampler.next_window()
+                    header = (self.vocab.encode(document_header(window.path.name))
+                              if other_languages.is_other_language(window.unit) else [])
                     example = make_example(window.tokens, rng, self.vocab, window.at_start,
                                            lambda prefix, suffix: sampler.snippets(window, prefix, suffix),
-                                           args.causal, args.prefix, args.suffix_led)
+                                           args.causal, args.prefix, args.suffix_led, header)
                 if example is not None:
                     pool.append(example)
             pool.sort(key=lambda example: len(example.ids))

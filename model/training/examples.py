@@ -88,13 +88,14 @@ class Example(NamedTuple):
 
 def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary, at_start: bool = False,
                  snippets: Callable[[str, str], Sequence[str]] | None = None, causal: float = 0.0,
-                 max_prefix: int = MAX_PREFIX, suffix_led: float = 0.0):
+                 max_prefix: int = MAX_PREFIX, suffix_led: float = 0.0, header: Sequence[int] = ()):
     """An ``Example``, or None for a window too short.
     ``at_start``: the tokens begin a file, so a middle may begin there too; ``snippets`` gives the
     project context for a prefix and suffix (text), which ``CONTEXT_SHARE`` of examples get;
     ``causal``: the share of infill examples read left to right whole (``--causal``);
     ``max_prefix``: the most tokens of the text before the middle (``--prefix``);
-    ``suffix_led``: the share of examples whose middle is a ``_suffix_led_line`` (``--suffix-led``)."""
+    ``suffix_led``: the share of examples whose middle is a ``_suffix_led_line`` (``--suffix-led``);
+    ``header``: the tokens that head the document's prefix, as the engine's ``document_header`` does."""
     if len(tokens) < 24:
         return None
     special = vocab.special
@@ -110,6 +111,7 @@ def make_example(tokens: list[int], rng: random.Random, vocab: Vocabulary, at_st
     prefix = tokens[max(0, start - (max_prefix if led else rng.randint(8, max_prefix))) : start]
     suffix_len = MAX_SUFFIX if led else 0 if rng.random() < 0.2 else rng.randint(1, MAX_SUFFIX)
     suffix = tokens[start + length : start + length + suffix_len]
+    prefix = [*header, *prefix]
     if snippets is not None and rng.random() < CONTEXT_SHARE:
         prefix = vocab.context(snippets(vocab.decode(prefix), vocab.decode(suffix))) + prefix
     fix = rng.random() < FIX_SHARE

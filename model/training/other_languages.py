@@ -30,12 +30,20 @@ HELD_OUT_PERCENT = 40  # of each language's units: these languages have few pack
 DPKG_LISTS = Path("/var/lib/dpkg/info")
 
 
+LANGUAGES = ("javascript", "shell", "c")
+
+
 def _roots() -> dict[str, list[tuple[Path, str]]]:
     purelib = Path(sysconfig.get_paths()["purelib"])
     return {"javascript": [(Path("/usr/lib/node_modules"), "**/*.js"), (Path("/usr/share/javascript"), "**/*.js")],
             "shell": [(Path("/usr/bin"), "*"), (Path("/usr/sbin"), "*"), (Path("/usr/share"), "**/*.sh"),
                       (Path("/usr/lib"), "**/*.sh")],
             "c": [(Path("/usr/share/doc"), "**/*.c"), (purelib, "**/*.c")]}
+
+
+def is_other_language(unit: str) -> bool:
+    """Whether a training unit is one of these languages' (``unit_of``'s ``language/package``)."""
+    return unit.split("/", 1)[0] in LANGUAGES
 
 
 def hand_written(text: str) -> bool:
