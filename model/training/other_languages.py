@@ -90,7 +90,7 @@ def unit_of(language: str, path: Path) -> str:
         if container in parts[:-1]:
             at = len(parts) - 1 - parts[::-1].index(container)
             name = parts[at + 1 : at + 3 if parts[at + 1].startswith("@") else at + 2]
-            if len(name) and at + len(name) < len(parts) - 1:
+            if name and at + len(name) < len(parts) - 1:
                 return f"{language}/{'/'.join(name)}"
     owner = _debian_owners().get(path.as_posix()) or _debian_owners().get(path.resolve().as_posix())
     return f"{language}/{owner or path.parent.as_posix()}"
