@@ -9,6 +9,7 @@ into training and held-out text is ``sfumato.model.training.lm_corpus``'s (by wh
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.metadata
 import re
 import sysconfig
@@ -38,6 +39,11 @@ class Document:
     source: str  # "stdlib", "site-packages" or a documentation source of DOC_SOURCES
     name: str  # where it came from (evaluate_lm: its held-out unit and file name)
     text: str
+
+
+def hash_bucket(unit: str) -> int:
+    """0-99 from a hash of a unit's name, the same on every machine: a held-out split's draw."""
+    return int.from_bytes(hashlib.sha256(unit.encode()).digest()[:4], "big") % 100
 
 
 def source_roots() -> list[tuple[str, Path, str]]:

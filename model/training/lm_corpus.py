@@ -10,7 +10,6 @@ the model never saw, not other files of a package it learnt.
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 import random
 from collections import defaultdict
@@ -19,7 +18,7 @@ from typing import NamedTuple
 
 from sfumato.model.project_context import file_chunks, nearest_chunks
 from sfumato.model.training import other_languages
-from sfumato.model.training.corpus import MAX_FILE_BYTES, skipped, source_roots
+from sfumato.model.training.corpus import MAX_FILE_BYTES, hash_bucket, skipped, source_roots
 from sfumato.model.training.html_text import page_text
 
 HELD_OUT_PERCENT = 5
@@ -48,8 +47,7 @@ def unit_of(source: str, rel: str) -> str:
 def split_of_unit(unit: str) -> str:
     if "/" not in unit:
         return "heldout" if unit in HELD_OUT_PROSE else "train"
-    bucket = int.from_bytes(hashlib.sha256(unit.encode()).digest()[:4], "big") % 100
-    return "heldout" if bucket < HELD_OUT_PERCENT else "train"
+    return "heldout" if hash_bucket(unit) < HELD_OUT_PERCENT else "train"
 
 
 def files_by_unit(split: str) -> dict[str, list[Path]]:

@@ -13,13 +13,12 @@ this machine's.
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 import sysconfig
 from collections import defaultdict
 from pathlib import Path
 
-from sfumato.model.training.corpus import MAX_FILE_BYTES, Document
+from sfumato.model.training.corpus import MAX_FILE_BYTES, Document, hash_bucket
 
 SHEBANG = re.compile(rb"#!\s*/(?:usr/)?bin/(?:env\s+)?(?:ba|da)?sh\b")
 LONGEST_LINE = 300  # a longer line marks a minified or generated file
@@ -97,8 +96,7 @@ def unit_of(language: str, path: Path) -> str:
 
 
 def split_of_unit(unit: str) -> str:
-    bucket = int.from_bytes(hashlib.sha256(unit.encode()).digest()[:4], "big") % 100
-    return "heldout" if bucket < HELD_OUT_PERCENT else "train"
+    return "heldout" if hash_bucket(unit) < HELD_OUT_PERCENT else "train"
 
 
 @functools.cache
