@@ -11,12 +11,18 @@
 * ``wrapped``: the same in a paragraph as the document holds it, wrapped: the cursor after a word
   on the paragraph's last line, the rest of that line the middle; ``last``: that paragraph the
   last one written so far (nothing after it but a line break).
+* ``next``: a top-level definition or statement of held-out Python (after a blank line) taken out
+  whole: the cursor on the empty line where it stood, between the units around it, or with nothing
+  after it, as at the end of a file being written (after the blank line, or straight under the code
+  above it: ``next_placement``). The unit is the middle;
+  its first line is what a user pressing Ctrl+K there most needs right.
 
 Answers are compared whitespace-normalised (``exact``) and by ``difflib`` character similarity.
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
 import random
 import re
@@ -171,6 +177,40 @@ def wrapped_end_tasks(documents: Sequence, n: int, seed: int, last: bool = False
         tasks.append(EditTask("last" if last else "wrapped", doc.name, doc.text[max(0, start - BEFORE_CHARS) : start],
                               doc.text[start : match.end()], suffix))
     return tasks
+
+
+def next_tasks(documents: Sequence, n: int, seed: int) -> list[EditTask]:
+    """``n`` ``next`` tasks, placed by turns (``next_placement``)."""
+    rng = random.Random(f"{seed}:next")
+    found = []
+    for doc in documents:
+        if doc.source not in PROSE_SOURCES_EXCLUDED:
+            continue
+        try:
+            body = ast.parse(doc.text).body
+        except (SyntaxError, ValueError):
+            continue
+        lines = doc.text.split("\n")
+        for node in body[1:]:
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]) - 1
+            if first >= 1 and not lines[first - 1].strip() and not lines[first][:1].isspace():
+                start = sum(len(line) + 1 for line in lines[:first])
+                end = sum(len(line) + 1 for line in lines[: node.end_lineno]) - 1
+                found.append((doc, start, end))
+    rng.shuffle(found)
+    tasks = []
+    for k, (doc, start, end) in enumerate(found[:n]):
+        prefix = doc.text[max(0, start - BEFORE_CHARS) : start]
+        if k % 3 == 2:  # straight under the last line of code
+            prefix = prefix.rstrip("\n") + "\n"
+        tasks.append(EditTask("next", doc.name, prefix, doc.text[start:end], doc.text[end : end + AFTER_CHARS] if k % 3 == 0 else ""))
+    return tasks
+
+
+def next_placement(task: EditTask) -> str:
+    """Where a ``next`` task's cursor is: ``between`` units, at the ``end`` after a blank line, or at
+    the end straight ``under`` the last line of code."""
+    return "between" if task.suffix.strip() else "end" if task.prefix.endswith("\n\n") else "under"
 
 
 def corrupt(line: str, document: str, rng: random.Random) -> str | None:

@@ -17,10 +17,16 @@ rewritten at strength 0.3, fixed when the result is the line exactly; ``body``: 
 its signature and docstring, the cursor on its first line as Ctrl+K there asks (the rest of the block,
 within the editor's 64-token cap; parse rate of the function with the result, similarity); ``block``:
 3-6 whole lines of code that parse on their own, rewritten at the editor's default strength (0.6):
-the result's parse rate and its similarity to the lines it replaced.
+the result's parse rate and its similarity to the lines it replaced; ``next``: a top-level unit of
+held-out code taken out, the cursor on the empty line where it stood (between units, or at the end
+of the file written so far), as Ctrl+K there asks: the written text's first line against the unit's
+(exact, similarity), whether the text (dedented) is valid Python so far (``codeop``: complete or unfinished,
+not an error), how often nothing is written, figures by placement too.
 Systems: ``engine`` (what the editor runs), ``engine-context`` (the same, sent the chunks of the
 task's package's other files that the editor's folder context would pick), ``engine-line`` (the same,
-asked for one line where the editor asks for more: Ctrl+K at a blank line before session 43), ``one-per-pass`` (the same model accepting one token a
+asked for one line where the editor asks for more: Ctrl+K at a blank line before session 43),
+``engine-block`` (the same, asked for the rest of the block at every cursor: a ``next`` task's
+alternative, judged in session 58), ``one-per-pass`` (the same model accepting one token a
 pass: the speed baseline), ``base-greedy`` (the base alone, left to right from the prefix only; for
 prose and sentence ends it is given the reference's word count).
 """
@@ -29,11 +35,13 @@ from __future__ import annotations
 
 import argparse
 import ast
+import codeop
 import json
 import random
 import statistics
 import textwrap
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path, PurePath
@@ -43,7 +51,7 @@ import torch
 from sfumato.model.api import InfillRequest
 from sfumato.model.gap_scope import at_block_end
 from sfumato.model.training.corpus import Document, missing_documentation
-from sfumato.model.training.edit_tasks import REPAIR_STRENGTH, EditTask, corrupt, exact, line_tasks, prose_tasks, sentence_end_tasks, similarity, typed_tasks, value_tasks, wrapped_end_tasks
+from sfumato.model.training.edit_tasks import REPAIR_STRENGTH, EditTask, corrupt, exact, line_tasks, next_placement, next_tasks, prose_tasks, sentence_end_tasks, similarity, typed_tasks, value_tasks, wrapped_end_tasks
 from sfumato.model.project_context import Chunk, file_chunks, nearest_chunks
 from sfumato.model.training.lm_corpus import files_by_unit, read_text
 from sfumato.model.training.other_languages import documents_by_language
@@ -177,7 +185,7 @@ def request_for(task: EditTask, kind: str, broken: str | None = None, **options)
     if kind == "repair":
         return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=48, init_text=broken,
                              strength=REPAIR_STRENGTH, **options)
-    if kind == "body":
+    if kind in ("body", "next"):
         return InfillRequest(prefix=task.prefix, suffix=task.suffix, max_new_tokens=BODY_TOKENS,
                              one_line=not at_block_end(task.prefix, task.suffix), **options)
     if kind == "block":
@@ -208,7 +216,7 @@ def base_greedy(model, tokenizer, task: EditTask, kind: str) -> str:
     ids = tokenizer(prefix[-2000:], add_special_tokens=False, return_tensors="pt").input_ids[:, -512:]
     if not ids.shape[1]:  # nothing before the gap (the first line of a file): start from a line break
         ids = tokenizer("\n", add_special_tokens=False, return_tensors="pt").input_ids
-    limit = 128 if kind == "body" else 32
+    limit = 128 if kind in ("body", "next") else 32
     out = model.generate(ids, max_new_tokens=limit, do_sample=False, pad_token_id=0)
     text = tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
     if kind in ("line", "other", "typed", "value", "repair"):
@@ -216,6 +224,22 @@ def base_greedy(model, tokenizer, task: EditTask, kind: str) -> str:
     if kind in PROSE_KINDS:
         return " ".join(text.split()[: len(task.middle.split())])
     return text
+
+
+def first_line(text: str) -> str:
+    return next((line.strip() for line in text.split("\n") if line.strip()), "")
+
+
+def valid_so_far(text: str) -> bool:
+    """Whether ``text``, dedented, is Python that parses or only lacks its end (a
+    definition cut by the token cap); nothing written counts, as it breaks nothing."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            codeop.compile_command(textwrap.dedent(text.strip("\n")), symbol="exec")
+            return True
+        except (SyntaxError, ValueError, OverflowError):
+            return False
 
 
 def calibration(results, tasks) -> dict:
@@ -241,17 +265,24 @@ def score(kind: str, tasks, texts) -> dict:
         for item, t, x in zip(items, tasks, texts):
             indent = t.prefix.rsplit("\n", 1)[-1]
             item["parses"] = rewrite_parses(indent + t.middle, indent + x)
-    report = {"n": len(tasks)} | {name: round(statistics.mean(item[name] for item in items), 4)
-                                  for name in ("exact", "similarity")}
+    names = ("exact", "similarity")
+    if kind == "next":
+        for item, t, x in zip(items, tasks, texts):
+            item |= {"placement": next_placement(t), "empty": not x.strip(), "valid": valid_so_far(x),
+                     "first_line_exact": exact(first_line(x), first_line(t.middle)),
+                     "first_line_similarity": similarity(first_line(x), first_line(t.middle))}
+        names += ("first_line_exact", "first_line_similarity", "valid", "empty")
+    report = {"n": len(tasks)} | {name: round(statistics.mean(item[name] for item in items), 4) for name in names}
     if kind in ("body", "block"):
         report["parse_rate"] = round(statistics.mean(item["parses"] for item in items), 4)
-    if kind == "other":
-        by_language: dict[str, list[dict]] = {}
+    group_of = {"other": lambda item, t: t.document.split(":")[0], "next": lambda item, t: item["placement"]}.get(kind)
+    if group_of:
+        groups: dict[str, list[dict]] = {}
         for item, t in zip(items, tasks):
-            by_language.setdefault(t.document.split(":")[0], []).append(item)
-        report["by_language"] = {language: {"n": len(group)} | {name: round(statistics.mean(item[name] for item in group), 4)
-                                                                for name in ("exact", "similarity")}
-                                 for language, group in by_language.items()}
+            groups.setdefault(group_of(item, t), []).append(item)
+        report["by_language" if kind == "other" else "by_placement"] = {
+            name: {"n": len(group)} | {figure: round(statistics.mean(item[figure] for item in group), 4) for figure in names}
+            for name, group in groups.items()}
     return report | {"items": items}
 
 
@@ -269,6 +300,7 @@ def main(argv=None) -> None:
     p.add_argument("--repair", type=int, default=60)
     p.add_argument("--bodies", type=int, default=30)
     p.add_argument("--blocks", type=int, default=0)
+    p.add_argument("--next", type=int, default=0, help="top-level units taken out: what comes next, between units or at the file's end")
     p.add_argument("--systems", default="engine,one-per-pass,base-greedy")
     p.add_argument("--int8", action="store_true", help="the engine with its linear layers in int8 (--quantize int8; the editor runs float16 weights, or bfloat16 where that pays)")
     p.add_argument("--threads", type=int, default=1)
@@ -294,11 +326,12 @@ def main(argv=None) -> None:
              "last": [(t, None) for t in wrapped_end_tasks(documents, args.last_ends, args.seed, last=True)],
              "repair": repair_tasks(documents, args.repair, args.seed),
              "body": [(t, None) for t in body_tasks(documents, args.bodies, args.seed)],
-             "block": [(t, None) for t in block_tasks(documents, args.blocks, args.seed)]}
+             "block": [(t, None) for t in block_tasks(documents, args.blocks, args.seed)],
+             "next": [(t, None) for t in next_tasks(documents, args.next, args.seed)]}
     systems = args.systems.split(",")
     report: dict = {"adapter": str(args.adapter or "shipped"), "held_out_units": len(files_by_unit("heldout"))}
     engine, base, nearest = None, None, None
-    if {"engine", "engine-context", "engine-line", "one-per-pass"} & set(systems):
+    if {"engine", "engine-context", "engine-line", "engine-block", "one-per-pass"} & set(systems):
         if args.adapter:
             model, tokenizer = load_adapted(args.adapter)
             engine = LmDenoiserBackend(as_run_on_cpu(model, args.int8), tokenizer, _info(args.int8),
@@ -311,14 +344,14 @@ def main(argv=None) -> None:
         tasks = [t for t, _ in items]
         report[kind] = {}
         for system in systems:
-            if system in ("engine", "engine-context", "engine-line") or (system == "one-per-pass" and kind in ONE_LINE_KINDS):
+            if system in ("engine", "engine-context", "engine-line", "engine-block") or (system == "one-per-pass" and kind in ONE_LINE_KINDS):
                 options = {"sampler_bound": 1e-4} if system == "one-per-pass" else {}
                 if system == "engine-context" and nearest is None:
                     nearest = project_context(documents)  # the chunk index, built once
                 context = nearest if system == "engine-context" else lambda task: ()
                 requests = [request_for(t, kind, b, seed=args.seed, context=context(t), **options) for t, b in items]
-                if system == "engine-line":
-                    requests = [replace(request, one_line=not request.is_rewrite) for request in requests]
+                if system in ("engine-line", "engine-block"):
+                    requests = [replace(request, one_line=system == "engine-line" and not request.is_rewrite) for request in requests]
                 results = run_engine(engine, requests)
                 texts = [r["text"] for r in results]
                 entry = score(kind, tasks, texts)
