@@ -316,7 +316,7 @@ class EditSession(QObject):
     def _broken(self) -> str | None:
         """Why the file with the result shown fails to parse where it parsed before, or None."""
         check, small = self.editor.syntax_check, self.document.characterCount() <= LARGEST_CHECKED  # else no texts built
-        return broken_by_result(check, self.text_without_draft(), document_text(self.document)) if check and small else None
+        return broken_by_result(check, self.text_without_draft(), document_text(self.document), self._at_cursor()) if check and small else None
 
     def _next_label(self) -> str:
         """What the next-alternative key shows next: the original after the last alternative."""

@@ -5,11 +5,17 @@ The embedded model writes a heavy rewrite line by line, and a line can break the
 review then says so, with the line and the parser's message, where the file's language has a
 parser here (Python by ``ast``, JSON, TOML: each text is read, never run) and the file as it was
 parsed (a JSON file with comments never did, so it is never judged).
+
+Text written at a cursor that only leaves the file unfinished at its end is not breaking it: Ctrl+K
+on a file's last line writes ``def circle_perimeter(radius):``, whose body comes next (Python: what
+``codeop`` calls incomplete input, which more text after it completes). A rewrite that leaves the
+file so is said to break it: it may have lost the body that was there.
 """
 
 from __future__ import annotations
 
 import ast
+import codeop
 import functools
 import json
 import tomllib
@@ -36,6 +42,17 @@ def python_error(text: str) -> str | None:
     return None
 
 
+def python_unfinished(text: str) -> bool:
+    """Whether ``text`` fails to parse only by stopping unfinished at its end (a definition whose
+    body is to come, an open bracket or string), so that more text after it could complete it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return codeop.compile_command(text, symbol="exec") is None
+    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
+        return False
+
+
 def json_error(text: str) -> str | None:
     try:
         json.loads(text)
@@ -55,6 +72,7 @@ def toml_error(text: str) -> str | None:
 
 
 CHECKS: dict[str, Check] = {"python": python_error, "json": json_error, "toml": toml_error}  # by pygments alias
+UNFINISHED: dict[Check, Callable[[str], bool]] = {python_error: python_unfinished}  # where a language can tell
 
 
 def check_for(aliases: Iterable[str]) -> Check | None:
@@ -62,12 +80,16 @@ def check_for(aliases: Iterable[str]) -> Check | None:
     return next((CHECKS[alias] for alias in aliases if alias in CHECKS), None)
 
 
-def broken_by_result(check: Check | None, before: str, after: str) -> str | None:
+def broken_by_result(check: Check | None, before: str, after: str, written_at_cursor: bool = False) -> str | None:
     """The parser's message where ``after`` (the file with the result) fails to parse and
-    ``before`` (the file as it was) did not; None otherwise, or when either is too large to check."""
+    ``before`` (the file as it was) did not; None otherwise, or when either is too large to check,
+    or when a result ``written_at_cursor`` only leaves the file unfinished at its end."""
     if check is None or max(len(before), len(after)) > LARGEST_CHECKED or _error(check, before) is not None:
         return None
-    return _error(check, after)
+    error = _error(check, after)
+    if error and written_at_cursor and check in UNFINISHED and UNFINISHED[check](after):
+        return None
+    return error
 
 
 @functools.lru_cache(maxsize=8)

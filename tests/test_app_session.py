@@ -357,6 +357,29 @@ def test_infill_at_a_blank_line_that_ends_its_block_asks_for_the_rest_of_the_blo
         session.reject()
 
 
+def test_a_definition_written_at_the_end_of_a_python_file_is_unfinished_not_broken(qtbot, setup, monkeypatch):
+    from sfumato.app.syntax_check import python_error
+
+    monkeypatch.setattr(FakeBackend, "result", staticmethod(lambda index, alternative=0: "def perimeter(r):"))
+    text = "def area(r):\n    return r * r\n\n\n"
+    editor, starter, _, _ = setup(text)
+    editor.syntax_check = python_error
+    said = []
+    cursor = editor.textCursor()
+    cursor.setPosition(len(text))
+    editor.setTextCursor(cursor)
+    session = starter.rewrite(editor)  # Ctrl+K on the last line: the body comes next
+    session.progress.connect(said.append)
+    wait_ready(qtbot, session)
+    assert "parses" not in said[-1]
+    session.dismiss()
+    select(editor, text.index("return"), text.index("\n\n"))  # a rewrite that drops the body
+    session = starter.rewrite(editor, strength=0.7)
+    session.progress.connect(said.append)
+    wait_ready(qtbot, session)
+    assert "Careful: with this the file no longer parses" in said[-1]
+
+
 def test_saved_text_never_holds_a_draft(qtbot, setup):
     editor, starter, backend, _ = setup()
     session = start_held_rewrite(qtbot, editor, starter, backend)

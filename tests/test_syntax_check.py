@@ -23,6 +23,17 @@ def test_only_a_file_that_parsed_before_is_said_to_be_broken_by_the_result():
     assert broken_by_result(python_error, huge, AFTER + huge) is None  # not parsed on the UI thread
 
 
+def test_text_written_at_a_cursor_that_leaves_the_file_unfinished_at_its_end_breaks_nothing():
+    before = "import math\n\n\ndef area(r):\n    return math.pi * r ** 2\n"
+    header = before + "\n\ndef perimeter(r):"  # Ctrl+K on the last line: the body comes next
+    assert broken_by_result(python_error, before, header, written_at_cursor=True) is None
+    assert broken_by_result(python_error, before, before + "values = [\n    1,", written_at_cursor=True) is None
+    assert broken_by_result(python_error, before, header) is not None  # a rewrite may have lost the body there
+    middle = before.replace("\n\n\ndef", "\n\n\ndef perimeter(r):\n\ndef")  # a header with a definition after it
+    assert broken_by_result(python_error, before, middle, written_at_cursor=True) is not None
+    assert broken_by_result(python_error, before, before + "x = 1 +\n", written_at_cursor=True) is not None
+
+
 def test_a_config_file_that_parsed_is_said_to_be_broken_by_the_result():
     package = '{\n  "name": "sfumato",\n  "license": "MIT"\n}\n'
     assert broken_by_result(json_error, package, package.replace('"MIT"', "MIT")) == "line 3: Expecting value"
