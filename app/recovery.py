@@ -218,12 +218,13 @@ class Recovery(QObject):
                 self._names[document] = f"{self._count}{SUFFIX}"
                 self._dirty.add(document)
                 document.editor.document().contentsChanged.connect(lambda d=document: self._dirty.add(d))
-            name = self._names[document]
+                # saved (or undone to the saved text): its copy goes at once, not at the next tick, so a
+                # crash right after Ctrl+S does not offer back the text the file already holds
+                document.editor.document().modificationChanged.connect(lambda modified, d=document: modified or self._drop(d))
             if not document.is_modified():
-                if document in self._written:
-                    self._folder.remove(name)
-                    del self._written[document]
+                self._drop(document)
                 continue
+            name = self._names[document]
             stamp = (document.path, document.format)
             due = self._due.get(document, 0.0) <= time.monotonic()
             if due and (document in self._dirty or self._written.get(document) != stamp):
@@ -243,6 +244,11 @@ class Recovery(QObject):
             self._written.pop(document, None)
             self._dirty.discard(document)
             self._due.pop(document, None)
+
+    def _drop(self, document) -> None:
+        """Remove ``document``'s copy, if one was written."""
+        if self._written.pop(document, None) is not None:
+            self._folder.remove(self._names[document])
 
     def close(self) -> None:
         """On quit: a last snapshot (documents still unsaved stay recoverable), then unlock."""

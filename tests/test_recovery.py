@@ -75,6 +75,22 @@ def test_a_copy_follows_edits_and_goes_once_the_document_is_saved_or_closed(qtbo
     assert not store.folder.exists()
 
 
+def test_a_copy_goes_the_moment_its_document_is_saved(qtbot, tmp_path):
+    """A crash (kill) right after Ctrl+S, before the next tick, offered back the text just saved."""
+    document = untitled(qtbot, "draft of a letter")
+    store = recovery.Recovery(lambda: [document], tmp_path / "recovery", interval_ms=3_600_000)
+    store.snapshot()
+    assert len(copies(store.folder)) == 1
+    document.save(str(tmp_path / "letter.txt"))
+    assert copies(store.folder) == []  # no tick came in between
+    document.editor.insertPlainText(" more")
+    store.snapshot()
+    assert len(copies(store.folder)) == 1
+    document.editor.undo()  # back to the saved text
+    assert copies(store.folder) == []
+    store.close()
+
+
 def test_a_copy_never_holds_a_draft(qtbot, tmp_path):
     document = untitled(qtbot, "keep this text\n")
     store = recovery.Recovery(lambda: [document], tmp_path / "recovery")
