@@ -247,7 +247,8 @@ def rank_branches(group: list[Row], request: InfillRequest, text_of: Callable[[R
         flawed = {}
         for row in group:
             written = text_of(row)
-            row.keeps_line = row.replaces is not None and not fits_its_place(written, row.replaces, request.prefix, request.suffix)
+            row.keeps_line = row.replaces is not None and not fits_its_place(written, row.replaces, request.prefix, request.suffix,
+                                                                             row.selection_rest)
             flawed[id(row)] = (reads_its_own_target(written, request.prefix, request.suffix)
                                or copies_the_header(written, request.file_name))
         group.sort(key=lambda row: (row.keeps_line, flawed[id(row)], -row.score))

@@ -154,7 +154,7 @@ def rewrite_plan(lines: list[tuple[str, str]], chosen: list[int]) -> tuple[str, 
     return lead, plan
 
 
-def fits_its_place(written: str, original: str, prefix: str, suffix: str) -> bool:
+def fits_its_place(written: str, original: str, prefix: str, suffix: str, selection_rest: int | None = None) -> bool:
     """Whether a line written over ``original`` (after ``prefix``, before ``suffix``) keeps the
     structure the original held: it opens or closes as many brackets; it holds as many double
     quotes but for an even number (a lone ``\"\"\"`` opens a string the next lines would sit in); it
@@ -166,7 +166,10 @@ def fits_its_place(written: str, original: str, prefix: str, suffix: str) -> boo
     of its own definition with that definition's parameters (``return doubled(items)`` in
     ``doubled``'s body never returns) where the original was neither; it binds
     the names the original bound that the lines below it in its block read (unless it leaves the
-    block); and where the original opens a block exactly
+    block); it leaves the block where the original did not only when no line of the block follows
+    the selection (``selection_rest``: how much of ``suffix`` the selection holds; the lines after
+    it are the user's, not to be left unreachable: ``low = [...]`` written as ``return [...]`` above
+    ``low.sort()``); and where the original opens a block exactly
     when the next line with text is indented deeper, it does the same (``if found:`` above a line
     as deep is no code) or leaves the block (``unreachable_cut`` drops the deeper lines)."""
     if _bracket_change(written) != _bracket_change(original) or _quotes(written) % 2 != _quotes(original) % 2:
@@ -184,7 +187,12 @@ def fits_its_place(written: str, original: str, prefix: str, suffix: str) -> boo
         return False
     if (calls := _calls_itself(above, indentation(start))) and calls.search(written) and not calls.search(original):
         return False
-    below = [] if ends_block(start + written) else _block_below(following, indentation(start))  # none runs after a return
+    leaves = ends_block(start + written)
+    if leaves and selection_rest is not None and not ends_block(start + original):
+        selected = [line for line in suffix[:selection_rest].split("\n")[1:] if line.strip()]
+        if len(_block_below(following, indentation(start))) > len(_block_below(selected, indentation(start))):
+            return False
+    below = [] if leaves else _block_below(following, indentation(start))  # none runs after a return
     if not _binds(original) & _read_in(below) <= _binds(written):
         return False  # ``found = [...]`` written as a docstring leaves ``return sorted(found)`` reading nothing
     deeper = bool(following) and indentation(following[0]) > indentation(start + original)

@@ -98,10 +98,10 @@ class LmDenoiserBackend:
             while index < max(map(len, plans)):
                 live = [i for i, plan in enumerate(plans) if index < len(plan)]
                 parts = [self._parts(requests[i], plans[i], index, written[i], leads[i] is not None, lines[i]) for i in live]
-                groups = [[self._row(part, k, lines[i], plans[i][index][0] if leads[i] is not None else None)
+                after = {i: text_after(plans[i], index) for i in live}  # the same for every pass of the round
+                groups = [[self._row(part, k, lines[i], *((plans[i][index][0], len(after[i])) if leads[i] is not None else ()))
                            for k, part in enumerate(group)] for i, group in zip(live, parts)]
                 rows = [row for group in groups for row in group]
-                after = {i: text_after(plans[i], index) for i in live}  # the same for every pass of the round
                 passes = 0
                 for passes in self._denoise(rows, [group[0] for group in parts], groups, cancel):
                     done = all(row.done for row in rows)
@@ -195,10 +195,12 @@ class LmDenoiserBackend:
         context = context_ids(self.tokenizer, request.context) + self._encode(document_header(request.file_name))
         return prompt_ids(self.special, context + prefix, suffix), heal
 
-    def _row(self, request: InfillRequest, index: int, lines: bool = True, replaces: str | None = None) -> Row:
+    def _row(self, request: InfillRequest, index: int, lines: bool = True, replaces: str | None = None,
+             selection_rest: int | None = None) -> Row:
         """Row ``index`` of a request: its alternative ``first_alternative + index`` (the first greedy,
         the others sampled), or for a branched request (``gap_cut.is_branched``) the branch of its
-        first word's ``index``-th choice."""
+        first word's ``index``-th choice; a heavy rewrite's line ``replaces`` a line, the selection
+        holding ``selection_rest`` characters of the suffix after it."""
         prompt, heal = self._prompt(request)
         alternative = request.first_alternative + index
         seed = (request.seed if request.seed is not None else 0) * 1000 + alternative
@@ -220,6 +222,7 @@ class LmDenoiserBackend:
                    avoid=avoid, avoid_healed=avoid_healed, lone_space=lone_space,
                    temperature=0.0 if alternative == 0 or branched else ALTERNATIVE_TEMPERATURE,
                    branch=branched, first_word_rank=index if branched else 0, whole_line=whole_line, replaces=replaces,
+                   selection_rest=selection_rest,
                    generator=torch.Generator().manual_seed(seed), accept=bar,
                    stop=stop if len(stop.strip()) >= MIN_STOP_CHARS else "", stop_space=request.suffix[:1].isspace(),
                    scope=0 if request.one_line or request.is_rewrite else indentation(request.prefix.rsplit("\n", 1)[-1]),

@@ -44,6 +44,7 @@ class Row:
     whole_line: bool = False  # a line a heavy rewrite writes again: scored whole (to its line break), never cut
     replaces: str | None = None  # ... and the line it writes again (its branches that keep its structure rank first)
     keeps_line: bool = False  # ... and no branch kept that structure: the line stays as it was
+    selection_rest: int | None = None  # ... and how much of its suffix the selection still holds
     branch: bool = False  # one of a request's rows written from its first word's likeliest choices (sfumato.model.gap_cut)
     first_word_rank: int = 0  # a branch: its first word is the k-th likeliest after the likeliest
     score: float | None = None  # a branch's: its best cut's, or a whole line's (sfumato.model.gap_cut)

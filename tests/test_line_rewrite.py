@@ -94,6 +94,20 @@ def test_a_written_line_fits_where_it_keeps_the_structure_of_the_line_it_replace
     assert fits_its_place("return [item for item in items]", "for item in items:", *loop)  # they go (unreachable)
 
 
+def test_a_written_line_leaves_its_block_only_where_no_line_of_it_follows_the_selection():
+    loop = ("def low_stock(items, limit):\n    found = []\n    ", "\n        found.append(item)\n    return found\n")
+    whole_rest = len(loop[1]) - 1  # the selection runs to the block's end
+    assert fits_its_place("return [item for item in items]", "for item in items:", *loop, selection_rest=whole_rest)
+    body_only = len("\n        found.append(item)")  # ``return found`` is not selected: it would never run
+    assert not fits_its_place("return [item for item in items]", "for item in items:", *loop, selection_rest=body_only)
+    sample = ("def restock(items, threshold):\n    ", "\n    low.sort(key=lambda item: item.quantity)\n    return low\n")
+    assert not fits_its_place("return [item for item in items if item.price >= threshold]",
+                              "low = [item for item in items if item.quantity < threshold]", *sample, selection_rest=0)
+    nested = ("def f(x):\n    if x:\n        ", "\n    return 0\n")  # the line after it is the outer block's
+    assert fits_its_place("return 1", "y = 1", *nested, selection_rest=0)
+    assert fits_its_place("return low", "return found", *sample, selection_rest=0)  # it left the block already
+
+
 def test_a_written_line_binds_the_names_the_lines_below_it_read():
     below = ("def expensive(cart, limit):\n    ", "\n    return sorted(found, key=lambda item: item.price)\n")
     assert not fits_its_place('"""Return the dear items."""', "found = [i for i in cart if i.price > limit]", *below)

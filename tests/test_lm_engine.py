@@ -140,6 +140,21 @@ def test_a_heavy_rewrite_writes_its_least_likely_lines_again_and_keeps_the_rest(
     assert all(out[k] == lines[k] for k in range(len(lines)) if k not in chosen)
 
 
+def test_a_heavy_rewrites_lines_know_where_the_selection_ends(backend, monkeypatch):
+    """Each line written again is told how much of its suffix the selection still holds, so that a
+    line leaving its block is kept out where it would leave the user's unselected lines unreachable
+    (``line_rewrite.fits_its_place``)."""
+    seen, row = [], backend._row
+    monkeypatch.setattr(backend, "_row", lambda request, k, *line: seen.append((request, line)) or row(request, k, *line))
+    after = "\n    low.sort()\n    return low\n"
+    request = InfillRequest(prefix="def restock(items):\n    ", suffix=after, max_new_tokens=60,
+                            init_text="low = [i for i in items if i.quantity < 5]\n    low.reverse()", strength=1.0, seed=2)
+    run(backend, request)
+    assert seen and all(len(line) == 3 for _, line in seen)  # (whole lines, the line replaced, the selection's rest)
+    assert all(part.suffix[line[2]:] == after for part, line in seen)  # past the selection: the user's lines
+    assert {part.suffix[: line[2]] for part, line in seen} == {"\n    low.reverse()", ""}
+
+
 def test_a_rewrite_at_strength_zero_gives_the_selection_back(backend):
     _, final = run(backend, InfillRequest(prefix="a = 1\n", suffix="\n", max_new_tokens=16, init_text="b = 2",
                                           strength=0.0, seed=5))
