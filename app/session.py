@@ -139,8 +139,9 @@ class EditSession(QObject):
     @property
     def can_try_again(self) -> bool:
         """Try Again may run this session's request once more: it runs or waits for review, or it
-        ended with nothing written (``Outcome.EMPTY``)."""
-        return self.request is not None and (self.state != State.ENDED or self.outcome is Outcome.EMPTY)
+        ended with nothing written or nothing changed (``Outcome.EMPTY``, ``Outcome.UNCHANGED``: the
+        next alternatives may differ)."""
+        return self.request is not None and (self.state != State.ENDED or self.outcome in (Outcome.EMPTY, Outcome.UNCHANGED))
 
     def retry_spans(self) -> list[tuple[int, int]] | None:
         """Where the originals are once the draft is taken out, for Try Again (app/infill.py);
@@ -187,12 +188,12 @@ class EditSession(QObject):
     def finish(self, drafts: tuple[Draft, ...]) -> None:
         if self.state != State.RUNNING:
             return
+        again = self.keys.try_again.toString(QKeySequence.SequenceFormat.NativeText)
         if all(not candidate.text.strip() for draft in drafts for candidate in draft.candidates):
-            again = self.keys.try_again.toString(QKeySequence.SequenceFormat.NativeText)
             return self._end(Outcome.EMPTY, f"The model wrote nothing here; {again} tries again.")
         if all(as_stored(region.ending_as_original(candidate).text) == original
                for region, draft, original in zip(self._regions.regions, drafts, self.originals) for candidate in draft.candidates):
-            return self._end(Outcome.UNCHANGED, "The model would change nothing here; your text is as it was.")
+            return self._end(Outcome.UNCHANGED, f"The model would change nothing here; your text is as it was. {again} tries again.")
         self._finished = time.monotonic()  # the model's speed, without the animation after it
         self.low_confidence = not isinstance(self.request, TemplateRequest) and not any(d.confident for d in drafts)
         self._pacer.add(drafts, final=True)

@@ -110,6 +110,19 @@ def test_an_empty_result_says_so_ends_without_an_undo_step_and_alt_r_tries_again
     assert document_text(editor.document()) == TEXT
 
 
+def test_a_result_that_changes_nothing_says_so_and_alt_r_tries_the_next_alternatives(window, qtbot, reviewed, monkeypatch):
+    monkeypatch.setattr(FakeBackend, "result", staticmethod(lambda index, alternative=0: TEXT[19:31]))  # the selection as it was
+    backend = FakeBackend()
+    editor, session = reviewed(backend)
+    assert session.state == "ended" and editor.session is None
+    assert document_text(editor.document()) == TEXT and not editor.document().isUndoAvailable()
+    assert window.statusBar().currentMessage() == "The model would change nothing here; your text is as it was. Alt+R tries again."
+    qtbot.keyClick(editor, Qt.Key.Key_R, Qt.KeyboardModifier.AltModifier)
+    qtbot.waitUntil(lambda: len(backend.requests) == 2, timeout=10000)
+    assert backend.requests[1] == tuple(replace(r, first_alternative=1) for r in backend.requests[0])
+    assert document_text(editor.document()) == TEXT
+
+
 def test_esc_selects_the_original_again(window, qtbot, reviewed):
     editor, _ = reviewed()
     editor.moveCursor(QTextCursor.MoveOperation.End)  # looking elsewhere while the result waits
