@@ -139,8 +139,7 @@ class EditSession(QObject):
     @property
     def can_try_again(self) -> bool:
         """Try Again may run this session's request once more: it runs or waits for review, or it
-        ended with nothing written or nothing changed (``Outcome.EMPTY``, ``Outcome.UNCHANGED``: the
-        next alternatives may differ)."""
+        ended with nothing written or changed (``Outcome.EMPTY``, ``UNCHANGED``: the next may differ)."""
         return self.request is not None and (self.state != State.ENDED or self.outcome in (Outcome.EMPTY, Outcome.UNCHANGED))
 
     def retry_spans(self) -> list[tuple[int, int]] | None:
