@@ -220,13 +220,14 @@ def base_greedy(model, tokenizer, task: EditTask, kind: str) -> str:
     out = model.generate(ids, max_new_tokens=limit, do_sample=False, pad_token_id=0)
     text = tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
     if kind in ("line", "other", "typed", "value", "repair"):
-        return next((line.strip() for line in text.split("\n") if line.strip()), "")
+        return first_line(text)
     if kind in PROSE_KINDS:
         return " ".join(text.split()[: len(task.middle.split())])
     return text
 
 
 def first_line(text: str) -> str:
+    """``text``'s first line that is not blank, stripped ("" when there is none)."""
     return next((line.strip() for line in text.split("\n") if line.strip()), "")
 
 
